@@ -1,0 +1,63 @@
+/* Per-sandbox cgroups: v2 first, v1 on hybrid/legacy hosts. Nested under lbbox's own cgroup. */
+#ifndef LBBOX_CGROUP_H
+#define LBBOX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lbbox/err.h"
+
+struct lb_cgroup_limits {
+	uint64_t memory_bytes;	/* 0 = no limit; hard limit, swap not allowed */
+	uint64_t pids;		/* 0 = no limit */
+	uint64_t cpu_quota_us;	/* 0 = no limit */
+	uint64_t cpu_period_us; /* 0 = 100000 */
+};
+
+enum lb_cgroup_version { LB_CGROUP_NONE = 0, LB_CGROUP_V1 = 1, LB_CGROUP_V2 = 2 };
+
+struct lb_cgroup_stats {
+	uint64_t memory_peak; /* bytes, 0 when unknown */
+	uint64_t cpu_usec;    /* user+system time of every task that ran in the cgroup */
+	uint64_t oom_kills;   /* tasks killed by the OOM killer inside the cgroup */
+	uint64_t pids_peak;   /* 0 when the kernel does not report it */
+};
+
+struct lb_cgroup;
+
+/*
+ * Creates the cgroup NAME under PARENT (a path inside the hierarchy, e.g. "/ci/job1"; NULL = the
+ * cgroup lbbox itself runs in, per controller on v1) and applies the limits. On v2, enabling the
+ * needed controllers may require moving lbbox into a leaf first (no-internal-process rule).
+ * When no writable hierarchy exists: fails if any limit is set (saying why), otherwise returns a
+ * cgroup of version LB_CGROUP_NONE on which every operation is a no-op.
+ * Nothing is left behind on failure.
+ */
+int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
+		     struct lb_cgroup **out, struct lb_err **err);
+enum lb_cgroup_version lb_cgroup_version(const struct lb_cgroup *cg);
+/* v2: an O_DIRECTORY fd of the cgroup for clone3(CLONE_INTO_CGROUP); -1 otherwise. */
+int lb_cgroup_dirfd(const struct lb_cgroup *cg);
+/* Moves pid into the cgroup (every controller on v1). */
+int lb_cgroup_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
+/* Kills every task in the cgroup (cgroup.kill on v2; freeze + SIGKILL + thaw on v1) and waits
+ * until it is empty (bounded). */
+int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err);
+/* True when the cgroup has no task left. */
+bool lb_cgroup_is_empty(struct lb_cgroup *cg);
+int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
+/* Kills what is left, removes the directories and frees cg (also on error). */
+int lb_cgroup_destroy(struct lb_cgroup *cg, struct lb_err **err);
+
+/*
+ * What the sandbox should mount at /sys/fs/cgroup (read-only, inside its cgroup namespace):
+ * v2: nothing to list (mount cgroup2). v1: NULL-terminated list of the hierarchies the cgroup
+ * lives in, each as the mount option string (e.g. "memory", "cpu,cpuacct") which is also used as
+ * the directory name under /sys/fs/cgroup.
+ */
+const char *const *lb_cgroup_v1_hierarchies(const struct lb_cgroup *cg);
+/* Absolute host paths of the cgroup directories (one on v2, one per hierarchy on v1), for state. */
+const char *const *lb_cgroup_paths(const struct lb_cgroup *cg);
+
+#endif

@@ -1,0 +1,85 @@
+/* A sandbox spec: everything the engine needs to build one sandbox. Filled by cli/ (later box/). */
+#ifndef LBBOX_SPEC_H
+#define LBBOX_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "lbbox/cgroup.h"
+#include "lbbox/err.h"
+
+#define LB_MAX_MOUNTS  64
+#define LB_MAX_RLIMITS 16
+#define LB_MIN_MEMORY  (32ULL << 20) /* same floor as LangBot's memory_mb >= 32 */
+
+struct lb_mount {
+	char *source; /* host path, canonical (realpath) after lb_spec_check */
+	char *target; /* absolute path inside the sandbox */
+	bool readonly;
+};
+
+struct lb_rlimit {
+	int resource; /* RLIMIT_* */
+	rlim_t soft, hard;
+};
+
+enum lb_net_mode { LB_NET_OFF = 0, LB_NET_HOST };
+
+struct lb_spec {
+	/* Root filesystem: a directory, or NULL for the built-in "host" image. */
+	char *rootfs;
+	bool readonly_root;
+	uint64_t tmp_size; /* bytes of the /tmp tmpfs; 0 = no /tmp tmpfs */
+
+	char **argv; /* NULL-terminated */
+	char **env;  /* NULL-terminated, KEY=VALUE */
+	char *cwd;
+	uid_t uid;
+	gid_t gid;
+	char *hostname;
+
+	struct lb_mount mounts[LB_MAX_MOUNTS];
+	size_t n_mounts;
+
+	struct lb_cgroup_limits limits;
+	char *cgroup_parent; /* NULL = lbbox's own cgroup */
+	struct lb_rlimit rlimits[LB_MAX_RLIMITS];
+	size_t n_rlimits;
+
+	enum lb_net_mode net;
+	char *seccomp_profile; /* NULL = embedded default; "unconfined" disables seccomp */
+	uint64_t caps;	       /* bitmask of CAP_* kept when running as uid 0 */
+
+	uint64_t timeout_ms; /* 0 = none */
+	bool die_with_parent;
+};
+
+/* Podman's default capability set, minus CAP_SETFCAP, CAP_SYS_CHROOT and CAP_SETPCAP. */
+uint64_t lb_default_caps(void);
+
+void lb_spec_init(struct lb_spec *spec);
+void lb_spec_free(struct lb_spec *spec);
+
+/* "HOST:SANDBOX[:ro|rw]" -> mount (host path not yet checked). */
+int lb_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err);
+/* "nofile=1024[:2048]" -> rlimit. */
+int lb_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err);
+/* "0.5" cpus -> quota/period in microseconds. */
+int lb_parse_cpus(const char *arg, uint64_t *quota_us, uint64_t *period_us, struct lb_err **err);
+/* "cap_net_raw" / "NET_RAW" / "ALL" -> bitmask. */
+int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err);
+
+/* LangBot's blocked-path rule on an already canonical path: 0 when allowed. */
+int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err);
+
+/*
+ * Validates the spec before anything is created: canonicalises and checks every mount source,
+ * checks limits (memory >= 32 MiB, pids >= 1 when set), cwd and targets absolute, rootfs a
+ * directory. Fills in canonical mount sources.
+ */
+int lb_spec_check(struct lb_spec *spec, struct lb_err **err);
+
+#endif

@@ -1,0 +1,40 @@
+/* Small safe I/O, parsing and path helpers shared by every layer. */
+#ifndef LBBOX_UTIL_H
+#define LBBOX_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lbbox/err.h"
+
+/* "64m", "1g", "512k", "1048576" (bytes; binary units) -> bytes. */
+int lb_parse_size(const char *s, uint64_t *out, struct lb_err **err);
+/* Non-negative decimal integer, the whole string. */
+int lb_parse_u64(const char *s, uint64_t *out, struct lb_err **err);
+
+/* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
+int lb_read_file(const char *path, size_t max, char **out, size_t *len, struct lb_err **err);
+int lb_read_fileat(int dirfd, const char *path, size_t max, char **out, size_t *len,
+		   struct lb_err **err);
+/* Writes the whole buffer (open O_WRONLY|O_TRUNC; creates with mode when O_CREAT is in flags). */
+int lb_write_fileat(int dirfd, const char *path, const char *buf, size_t len, int flags,
+		    mode_t mode, struct lb_err **err);
+/* Writes data to path atomically: temp file + fsync-less rename (state, caches). */
+int lb_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+			 struct lb_err **err);
+int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err);
+/* Removes a directory tree (no crossing of mount points is attempted: callers own the tree). */
+int lb_rm_rf(const char *path, struct lb_err **err);
+
+/* Full write / read loops that retry on EINTR and short counts. */
+int lb_write_all(int fd, const void *buf, size_t len);
+ssize_t lb_read_all(int fd, void *buf, size_t len);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t lb_now_ns(void);
+/* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */
+int lb_random_hex(char *buf, size_t n, struct lb_err **err);
+
+#endif

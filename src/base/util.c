@@ -1,0 +1,234 @@
+/* Parsing, whole-file I/O and path helpers. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+int lb_parse_u64(const char *s, uint64_t *out, struct lb_err **err)
+{
+	char *end = NULL;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return lb_err_set(err, 0, "invalid number '%s'", s ? s : "");
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return lb_err_set(err, 0, "invalid number '%s'", s);
+	*out = v;
+	return 0;
+}
+
+int lb_parse_size(const char *s, uint64_t *out, struct lb_err **err)
+{
+	char *end = NULL;
+	uint64_t mult = 1;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return lb_err_set(err, 0, "invalid size '%s'", s ? s : "");
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return lb_err_set(err, 0, "invalid size '%s'", s);
+	switch (tolower((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'b':
+		break;
+	case 'k':
+		mult = 1ULL << 10;
+		break;
+	case 'm':
+		mult = 1ULL << 20;
+		break;
+	case 'g':
+		mult = 1ULL << 30;
+		break;
+	case 't':
+		mult = 1ULL << 40;
+		break;
+	default:
+		return lb_err_set(err, 0, "invalid size '%s': unknown unit", s);
+	}
+	if (*end) {
+		end++;
+		/* accept "64m", "64mb", "64MiB" */
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+		if (*end)
+			return lb_err_set(err, 0, "invalid size '%s': unknown unit", s);
+	}
+	if (v > UINT64_MAX / mult)
+		return lb_err_set(err, 0, "invalid size '%s': too large", s);
+	*out = v * mult;
+	return 0;
+}
+
+int lb_read_fileat(int dirfd, const char *path, size_t max, char **out, size_t *len,
+		   struct lb_err **err)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "open %s", path);
+	size_t cap = 4096, n = 0;
+	_cleanup_free_ char *buf = malloc(cap + 1);
+	if (!buf)
+		return lb_err_set(err, ENOMEM, "read %s", path);
+	for (;;) {
+		if (n == cap) {
+			if (cap >= max)
+				return lb_err_set(err, EFBIG, "read %s", path);
+			cap = cap * 2 > max ? max : cap * 2;
+			char *nb = realloc(buf, cap + 1);
+			if (!nb)
+				return lb_err_set(err, ENOMEM, "read %s", path);
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return lb_err_set(err, errno, "read %s", path);
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	*out = LB_TAKE_PTR(buf);
+	return 0;
+}
+
+int lb_read_file(const char *path, size_t max, char **out, size_t *len, struct lb_err **err)
+{
+	return lb_read_fileat(AT_FDCWD, path, max, out, len, err);
+}
+
+int lb_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+ssize_t lb_read_all(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t n = 0;
+	while (n < len) {
+		ssize_t r = read(fd, p + n, len - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	return (ssize_t)n;
+}
+
+int lb_write_fileat(int dirfd, const char *path, const char *buf, size_t len, int flags,
+		    mode_t mode, struct lb_err **err)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | flags, mode);
+	if (fd < 0)
+		return lb_err_set(err, errno, "open %s", path);
+	if (lb_write_all(fd, buf, len) < 0)
+		return lb_err_set(err, errno, "write %s", path);
+	return 0;
+}
+
+int lb_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+			 struct lb_err **err)
+{
+	_cleanup_free_ char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp.%d", path, getpid()) < 0)
+		return lb_err_set(err, ENOMEM, "write %s", path);
+	if (lb_write_fileat(AT_FDCWD, tmp, buf, len, O_CREAT | O_TRUNC | O_EXCL, mode, err) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return lb_err_set(err, e, "rename %s", path);
+	}
+	return 0;
+}
+
+int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return lb_err_set(err, ENOMEM, "mkdir %s", path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return lb_err_set(err, errno, "mkdir %s", p);
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return lb_err_set(err, errno, "mkdir %s", p);
+	return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int lb_rm_rf(const char *path, struct lb_err **err)
+{
+	/* FTW_MOUNT: never descend into something mounted below the tree. */
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
+		return lb_err_set(err, errno, "remove %s", path);
+	return 0;
+}
+
+uint64_t lb_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int lb_random_hex(char *buf, size_t n, struct lb_err **err)
+{
+	unsigned char raw[32];
+	static const char hex[] = "0123456789abcdef";
+
+	if (n > 64)
+		return lb_err_set(err, EINVAL, "random id too long");
+	if (getrandom(raw, (n + 1) / 2, 0) < 0)
+		return lb_err_set(err, errno, "getrandom");
+	for (size_t i = 0; i < n; i++)
+		buf[i] = hex[(raw[i / 2] >> (i % 2 ? 0 : 4)) & 0xf];
+	buf[n] = '\0';
+	return 0;
+}

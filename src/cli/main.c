@@ -1,0 +1,80 @@
+/* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("lbbox: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: lbbox [--root DIR] [--runroot DIR] COMMAND [OPTIONS]\n"
+	      "\n"
+	      "commands:\n"
+	      "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
+	      "\n"
+	      "global options:\n"
+	      "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT)\n"
+	      "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT)\n"
+	      "  -h, --help      this help\n",
+	      f);
+}
+
+static const char *env_or(const char *name, const char *def)
+{
+	const char *v = getenv(name);
+	return v && *v ? v : def;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"root", required_argument, NULL, 'r'},
+		{"runroot", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	struct cli_globals g = {
+		.paths = {.root = env_or("LBBOX_ROOT", "/var/lib/lbbox"),
+			  .runroot = env_or("LBBOX_RUNROOT", "/run/lbbox")},
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			g.paths.root = optarg;
+			break;
+		case 'R':
+			g.paths.runroot = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			cli_error("unknown option '%s' (see lbbox --help)", argv[optind - 1]);
+			return LB_EXIT_SETUP;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return LB_EXIT_SETUP;
+	}
+	const char *verb = argv[optind];
+	if (strcmp(verb, "run") == 0)
+		return cli_run(&g, argc - optind, argv + optind);
+	cli_error("unknown command '%s' (see lbbox --help)", verb);
+	return LB_EXIT_SETUP;
+}

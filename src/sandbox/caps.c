@@ -1,0 +1,76 @@
+/*
+ * Identity and privileges of the command: supplementary groups, gid, uid, then the capability
+ * sets (bounding, ambient and inheritable cleared of everything not kept), then no_new_privs so
+ * nothing executed can gain privileges back through setuid bits or file capabilities.
+ */
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <sys/capability.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "sandbox/engine.h"
+
+/* Must run while still uid 0 with CAP_SETPCAP: dropping from the bounding set needs it. */
+static int drop_bounding(uint64_t keep, struct lb_err **err)
+{
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		if (keep & (1ULL << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
+			return lb_err_set(err, errno, "drop capability %d from the bounding set", c);
+	}
+	return 0;
+}
+
+static int set_identity(uid_t uid, gid_t gid, struct lb_err **err)
+{
+	if (setgroups(0, NULL) < 0)
+		return lb_err_set(err, errno, "setgroups");
+	if (setresgid(gid, gid, gid) < 0)
+		return lb_err_set(err, errno, "setgid %u", gid);
+	if (setresuid(uid, uid, uid) < 0)
+		return lb_err_set(err, errno, "setuid %u", uid);
+	return 0;
+}
+
+/* Permitted/effective = keep for root, nothing for other users (as Docker); inheritable empty. */
+static int set_caps(uint64_t keep, struct lb_err **err)
+{
+	cap_t caps = cap_init();
+	if (!caps)
+		return lb_err_set(err, errno, "cap_init");
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		if (!(keep & (1ULL << c)))
+			continue;
+		cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET);
+		cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET);
+	}
+	int r = cap_set_proc(caps);
+	int e = errno;
+	cap_free(caps);
+	if (r < 0)
+		return lb_err_set(err, e, "set capabilities");
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return lb_err_set(err, errno, "clear ambient capabilities");
+	return 0;
+}
+
+int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err)
+{
+	uint64_t keep = spec->uid == 0 ? spec->caps : 0;
+
+	if (drop_bounding(keep, err) < 0)
+		return -1;
+	/* keep permitted caps across setuid so set_caps can still narrow them precisely */
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		return lb_err_set(err, errno, "PR_SET_KEEPCAPS");
+	if (set_identity(spec->uid, spec->gid, err) < 0)
+		return -1;
+	if (set_caps(keep, err) < 0)
+		return -1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return lb_err_set(err, errno, "PR_SET_NO_NEW_PRIVS");
+	return 0;
+}

@@ -1,0 +1,70 @@
+/*
+ * A minimal /dev: a tiny tmpfs with the host's harmless character devices bind-mounted in (bind
+ * rather than mknod, so the same code works in a user namespace), a private devpts instance,
+ * /dev/shm, and the usual symlinks. Nothing else of the host's /dev is reachable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "sandbox/engine.h"
+
+static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+static const struct {
+	const char *target, *name;
+} links[] = {
+	{"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+	{"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
+};
+
+static int bind_device(int devfd, const char *name, struct lb_err **err)
+{
+	char src[64];
+	snprintf(src, sizeof(src), "/dev/%s", name);
+	_cleanup_close_ int fd = openat(devfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return lb_err_set(err, errno, "create /dev/%s", name);
+	_cleanup_close_ int pfd = openat(devfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return lb_err_set(err, errno, "open /dev/%s", name);
+	return lb_mount_fd(src, pfd, NULL, MS_BIND, NULL, err);
+}
+
+static int mount_sub(int devfd, const char *name, const char *fstype, unsigned long flags,
+		     const char *opts, struct lb_err **err)
+{
+	if (mkdirat(devfd, name, 0755) < 0)
+		return lb_err_set(err, errno, "mkdir /dev/%s", name);
+	_cleanup_close_ int fd = openat(devfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "open /dev/%s", name);
+	return lb_mount_fd(fstype, fd, fstype, flags, opts, err);
+}
+
+int lb_mount_dev(int rootfd, struct lb_err **err)
+{
+	_cleanup_close_ int fd = -1;
+	if (lb_open_in_root(rootfd, "/dev", true, true, &fd, err) < 0)
+		return -1;
+	if (lb_mount_fd("tmpfs", fd, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k", err) < 0)
+		return lb_err_wrap(err, "/dev");
+	_cleanup_close_ int devfd = -1;
+	if (lb_open_in_root(rootfd, "/dev", false, true, &devfd, err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++)
+		if (bind_device(devfd, devices[i], err) < 0)
+			return -1;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlinkat(links[i].target, devfd, links[i].name) < 0)
+			return lb_err_set(err, errno, "symlink /dev/%s", links[i].name);
+	if (mount_sub(devfd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		      "newinstance,ptmxmode=0666,mode=0620", err) < 0)
+		return -1;
+	return mount_sub(devfd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			 "mode=1777,size=65536k", err);
+}

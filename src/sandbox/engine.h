@@ -1,0 +1,69 @@
+/* Private interfaces between the engine's files (src/sandbox/). */
+#ifndef LBBOX_ENGINE_H
+#define LBBOX_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lbbox/cgroup.h"
+#include "lbbox/err.h"
+#include "lbbox/seccomp.h"
+#include "lbbox/spec.h"
+
+/* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
+struct lb_child_ctx {
+	const struct lb_spec *spec;
+	const char *statedir; /* host path; holds root/ (the mount point) and generated /etc files */
+	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
+	const struct lb_cgroup *cg;
+	int sync_fd;   /* parent -> child: one byte once the child is in its cgroup */
+	int err_fd;    /* child -> parent, CLOEXEC: a struct lb_child_msg on failure */
+	int status_fd; /* init -> parent: the command's raw wait status */
+};
+
+/* A setup failure reported by the child: the exit code lbbox should use, and one line. */
+struct lb_child_msg {
+	int exit_code;
+	char msg[500];
+};
+
+/* mount_util.c: paths created and opened without ever leaving the new root. */
+int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, int *out,
+		    struct lb_err **err);
+int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned long flags,
+		const char *data, struct lb_err **err);
+/* Makes an existing mount read-only (recursively when rec), keeping nosuid/nodev/noexec. */
+int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
+int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
+		    struct lb_err **err);
+
+/* rootfs.c / rootfs_host.c / proc.c / dev.c */
+int lb_rootfs_prepare(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err);
+int lb_rootfs_host_image(int rootfd, struct lb_err **err);
+int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
+int lb_mount_dev(int rootfd, struct lb_err **err);
+int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
+
+/* etc.c: files the parent generates into the state dir and the child binds into /etc. */
+int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_err **err);
+
+/* caps.c: identity, capabilities, no_new_privs. */
+int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
+
+/* rlimit.c */
+int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
+
+/* net.c */
+int lb_net_loopback_up(struct lb_err **err);
+
+/* init.c: the sandbox's pid 1. Never returns. */
+__attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
+/* Reports a failure to the parent through err_fd and exits with code. */
+__attribute__((noreturn)) void lb_child_fail(int err_fd, int code, const struct lb_err *e);
+
+/* state.c */
+int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
+		   const struct lb_cgroup *cg, struct lb_err **err);
+
+#endif

@@ -1,0 +1,79 @@
+/* /etc files the sandbox gets from lbbox: hosts, resolv.conf, hostname, and for the host image
+ * a passwd/group naming only root, nobody and the sandbox user (never the host's accounts). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+static int write_etc(const char *statedir, const char *name, const char *content,
+		     struct lb_err **err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/etc/%s", statedir, name);
+	return lb_write_fileat(AT_FDCWD, path, content, strlen(content), O_CREAT | O_TRUNC, 0644,
+			       err);
+}
+
+/* The host's resolvers, minus loopback ones: those cannot answer from another netns. */
+static char *resolv_conf(const struct lb_spec *spec)
+{
+	_cleanup_free_ char *host = NULL;
+	char *out = NULL;
+	size_t len = 0;
+	_cleanup_fclose_ FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	if (lb_read_file("/etc/resolv.conf", 65536, &host, NULL, NULL) == 0) {
+		for (char *line = strtok(host, "\n"); line; line = strtok(NULL, "\n")) {
+			if (spec->net != LB_NET_HOST && strncmp(line, "nameserver 127.", 15) == 0)
+				continue;
+			fprintf(f, "%s\n", line);
+		}
+	}
+	fclose(f);
+	f = NULL;
+	return out;
+}
+
+static int write_users(const struct lb_spec *spec, const char *statedir, struct lb_err **err)
+{
+	char passwd[512], group[512];
+	int n = snprintf(passwd, sizeof(passwd),
+			 "root:x:0:0:root:/root:/bin/sh\n"
+			 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	int g = snprintf(group, sizeof(group), "root:x:0:\nnogroup:x:65534:\n");
+	if (spec->uid != 0 && spec->uid != 65534)
+		snprintf(passwd + n, sizeof(passwd) - (size_t)n,
+			 "sandbox:x:%u:%u:sandbox:/tmp:/bin/sh\n", spec->uid, spec->gid);
+	if (spec->gid != 0 && spec->gid != 65534)
+		snprintf(group + g, sizeof(group) - (size_t)g, "sandbox:x:%u:\n", spec->gid);
+	if (write_etc(statedir, "passwd", passwd, err) < 0)
+		return -1;
+	return write_etc(statedir, "group", group, err);
+}
+
+int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_err **err)
+{
+	char path[4096], hosts[512], hostname[300];
+	const char *name = spec->hostname ? spec->hostname : "lbbox";
+
+	snprintf(path, sizeof(path), "%s/etc", statedir);
+	if (mkdir(path, 0755) < 0)
+		return lb_err_set(err, errno, "mkdir %s", path);
+	snprintf(hosts, sizeof(hosts),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+		 name);
+	snprintf(hostname, sizeof(hostname), "%s\n", name);
+	_cleanup_free_ char *resolv = resolv_conf(spec);
+	if (write_etc(statedir, "hosts", hosts, err) < 0 ||
+	    write_etc(statedir, "hostname", hostname, err) < 0 ||
+	    write_etc(statedir, "resolv.conf", resolv ? resolv : "", err) < 0)
+		return -1;
+	return spec->rootfs ? 0 : write_users(spec, statedir, err);
+}

@@ -1,0 +1,140 @@
+/*
+ * The sandbox's pid 1. It builds the filesystem, then forks the command and stays behind as a
+ * tiny init: it reaps every zombie (orphans are reparented to it), forwards the signals lbbox
+ * forwards to it, and exits with the command's status as soon as the command ends — which makes
+ * the kernel kill whatever the command left running in the pid namespace.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/sandbox.h"
+#include "sandbox/engine.h"
+
+extern char **environ;
+
+void lb_child_fail(int err_fd, int code, const struct lb_err *e)
+{
+	struct lb_child_msg msg = {.exit_code = code};
+	snprintf(msg.msg, sizeof(msg.msg), "%s", e && e->msg ? e->msg : "sandbox setup failed");
+	if (err_fd >= 0)
+		(void)!write(err_fd, &msg, sizeof(msg));
+	_exit(code);
+}
+
+static void exec_failed(const struct lb_child_ctx *ctx, int e)
+{
+	struct lb_err *err = NULL;
+	const char *cmd = ctx->spec->argv[0];
+	int code = e == ENOENT || e == ENOTDIR ? LB_EXIT_NOT_FOUND : LB_EXIT_CANNOT_EXEC;
+	if (code == LB_EXIT_NOT_FOUND && !strchr(cmd, '/'))
+		lb_err_set(&err, 0, "executable file '%s' not found in $PATH", cmd);
+	else
+		lb_err_set(&err, e, "cannot execute '%s'", cmd);
+	lb_child_fail(ctx->err_fd, code, err);
+}
+
+/* The command: limits, identity, privileges, seccomp last (it must still allow execve). */
+__attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)
+{
+	const struct lb_spec *spec = ctx->spec;
+	struct lb_err *err = NULL;
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (lb_apply_rlimits(spec, &err) < 0 || lb_drop_privileges(spec, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	if (chdir(spec->cwd ? spec->cwd : "/") < 0) {
+		lb_err_set(&err, errno, "working directory %s", spec->cwd);
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	}
+	environ = spec->env;
+	if (ctx->seccomp && lb_seccomp_install(ctx->seccomp, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	execvp(spec->argv[0], spec->argv);
+	exec_failed(ctx, errno);
+	_exit(LB_EXIT_SETUP);
+}
+
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Signals stay blocked (inherited from lbbox) and are taken synchronously with sigwaitinfo. */
+__attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
+{
+	sigset_t set;
+	sigfillset(&set);
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig < 0)
+			continue;
+		if (sig != SIGCHLD) {
+			kill(cmd, sig);
+			continue;
+		}
+		int status;
+		pid_t w;
+		while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+			if (w != cmd)
+				continue;
+			(void)!write(status_fd, &status, sizeof(status));
+			_exit(exit_code_of(status));
+		}
+	}
+}
+
+static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
+{
+	const struct lb_spec *spec = ctx->spec;
+	char newroot[4096];
+	const char *hostname = spec->hostname ? spec->hostname : "lbbox";
+
+	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		return lb_err_set(err, errno, "unshare cgroup namespace");
+	snprintf(newroot, sizeof(newroot), "%s/root", ctx->statedir);
+	if (lb_rootfs_prepare(ctx, newroot, err) < 0 || lb_pivot_root(newroot, spec->readonly_root, err) < 0)
+		return -1;
+	if (sethostname(hostname, strlen(hostname)) < 0)
+		return lb_err_set(err, errno, "sethostname %s", hostname);
+	if (spec->net == LB_NET_OFF && lb_net_loopback_up(err) < 0)
+		return -1;
+	return 0;
+}
+
+void lb_child_main(const struct lb_child_ctx *ctx)
+{
+	struct lb_err *err = NULL;
+	char go;
+
+	if (ctx->spec->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
+	if (read(ctx->sync_fd, &go, 1) != 1)
+		_exit(LB_EXIT_SETUP);
+	close(ctx->sync_fd);
+	if (setup_world(ctx, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+
+	pid_t cmd = fork();
+	if (cmd < 0) {
+		lb_err_set(&err, errno, "fork the command");
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	}
+	if (cmd == 0)
+		exec_command(ctx);
+	close(ctx->err_fd);
+	init_loop(cmd, ctx->status_fd);
+}

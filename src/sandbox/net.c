@@ -1,0 +1,36 @@
+/* Network mode "off": the sandbox's own network namespace with only loopback, brought up. */
+#include <errno.h>
+#include <net/if.h>
+#include <netlink/route/link.h>
+
+#include "sandbox/engine.h"
+
+int lb_net_loopback_up(struct lb_err **err)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct rtnl_link *lo = NULL, *change = NULL;
+	int r = -1;
+
+	if (!sk)
+		return lb_err_set(err, ENOMEM, "netlink socket");
+	if (nl_connect(sk, NETLINK_ROUTE) < 0) {
+		lb_err_set(err, errno, "netlink connect");
+		goto out;
+	}
+	if (rtnl_link_get_kernel(sk, 0, "lo", &lo) < 0 || !(change = rtnl_link_alloc())) {
+		lb_err_set(err, ENODEV, "find loopback");
+		goto out;
+	}
+	rtnl_link_set_flags(change, IFF_UP);
+	int nr = rtnl_link_change(sk, lo, change, 0);
+	if (nr < 0) {
+		lb_err_set(err, 0, "bring loopback up: %s", nl_geterror(nr));
+		goto out;
+	}
+	r = 0;
+out:
+	rtnl_link_put(change);
+	rtnl_link_put(lo);
+	nl_socket_free(sk);
+	return r;
+}

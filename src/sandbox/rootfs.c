@@ -1,0 +1,109 @@
+/* The sandbox's root: a bind of the rootfs (or the host image), the system mounts, pivot_root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "sandbox/engine.h"
+
+static int mount_root(const struct lb_spec *spec, const char *newroot, struct lb_err **err)
+{
+	if (spec->rootfs) {
+		if (mount(spec->rootfs, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return lb_err_set(err, errno, "bind rootfs %s", spec->rootfs);
+		return 0;
+	}
+	/* The host image lives in a small tmpfs: only mount points and a few /etc files. */
+	if (mount("lbbox-root", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		return lb_err_set(err, errno, "mount root tmpfs");
+	return 0;
+}
+
+static int mount_tmp(int rootfd, uint64_t size, struct lb_err **err)
+{
+	char opts[64];
+	_cleanup_close_ int fd = -1;
+	if (!size)
+		return 0;
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)size);
+	if (lb_open_in_root(rootfd, "/tmp", true, true, &fd, err) < 0)
+		return -1;
+	return lb_mount_fd("tmpfs", fd, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
+}
+
+/* /etc/hosts, /etc/resolv.conf, /etc/hostname (and passwd/group for the host image). */
+static int bind_etc(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err)
+{
+	static const char *const files[] = {"hosts", "resolv.conf", "hostname", "passwd", "group"};
+	size_t n = ctx->spec->rootfs ? 3 : 5;
+	for (size_t i = 0; i < n; i++) {
+		char src[4096], dst[64];
+		snprintf(src, sizeof(src), "%s/etc/%s", ctx->statedir, files[i]);
+		snprintf(dst, sizeof(dst), "/etc/%s", files[i]);
+		if (lb_bind_in_root(rootfd, src, dst, true, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int user_mounts(int rootfd, const struct lb_spec *spec, struct lb_err **err)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct lb_mount *m = &spec->mounts[i];
+		if (lb_bind_in_root(rootfd, m->source, m->target, m->readonly, err) < 0)
+			return lb_err_wrap(err, "volume %s", m->source);
+	}
+	return 0;
+}
+
+int lb_rootfs_prepare(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
+{
+	const struct lb_spec *spec = ctx->spec;
+
+	/* Nothing we mount may propagate back to the host, but host unmounts still reach us. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return lb_err_set(err, errno, "make mounts private");
+	if (mount_root(spec, newroot, err) < 0)
+		return -1;
+	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lb_err_set(err, errno, "open %s", newroot);
+	if (!spec->rootfs && lb_rootfs_host_image(rootfd, err) < 0)
+		return -1;
+	if (lb_mount_proc_sys(rootfd, ctx->cg, err) < 0)
+		return -1;
+	if (lb_mount_dev(rootfd, err) < 0)
+		return -1;
+	if (mount_tmp(rootfd, spec->tmp_size, err) < 0)
+		return -1;
+	if (bind_etc(rootfd, ctx, err) < 0)
+		return -1;
+	if (user_mounts(rootfd, spec, err) < 0)
+		return -1;
+	/* Like podman, a missing working directory is created (before the root turns read-only). */
+	_cleanup_close_ int cwdfd = -1;
+	if (spec->cwd && lb_open_in_root(rootfd, spec->cwd, true, true, &cwdfd, err) < 0)
+		return lb_err_wrap(err, "working directory");
+	return 0;
+}
+
+int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err)
+{
+	if (chdir(newroot) < 0)
+		return lb_err_set(err, errno, "chdir %s", newroot);
+	/* pivot_root(".", ".") stacks the old root under the new one; no put_old directory. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return lb_err_set(err, errno, "pivot_root %s", newroot);
+	if (umount2(".", MNT_DETACH) < 0)
+		return lb_err_set(err, errno, "detach the old root");
+	if (chdir("/") < 0)
+		return lb_err_set(err, errno, "chdir /");
+	if (readonly && lb_remount_ro("/", false, err) < 0)
+		return -1;
+	return 0;
+}

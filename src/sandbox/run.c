@@ -1,0 +1,281 @@
+/*
+ * One sandbox from start to end, seen from lbbox (the parent): prepare everything that can fail
+ * before anything exists, clone pid 1 into its namespaces (and, on v2, straight into its
+ * cgroup), wait with signals forwarded and the deadline enforced, then collect the result and
+ * remove every trace: cgroup, state directory, processes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+/* Everything one run owns; run_release() undoes whatever was done. */
+struct run {
+	char id[13];
+	char statedir[4096];
+	bool statedir_made;
+	struct lb_cgroup *cg;
+	struct lb_seccomp_prog *seccomp;
+	pid_t pid;
+	int pidfd, sigfd;
+	int sync_w, err_r, status_r;
+	sigset_t oldmask;
+	bool mask_set;
+};
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void run_release(struct run *r)
+{
+	if (r->pid > 0) {
+		kill(r->pid, SIGKILL);
+		waitpid(r->pid, NULL, 0);
+		r->pid = 0;
+	}
+	if (r->cg)
+		lb_cgroup_destroy(r->cg, NULL);
+	r->cg = NULL;
+	if (r->statedir_made)
+		lb_rm_rf(r->statedir, NULL);
+	lb_seccomp_prog_free(r->seccomp);
+	r->seccomp = NULL;
+	close_fd(&r->pidfd);
+	close_fd(&r->sigfd);
+	close_fd(&r->sync_w);
+	close_fd(&r->err_r);
+	close_fd(&r->status_r);
+	if (r->mask_set)
+		sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
+	r->mask_set = false;
+}
+
+static int prepare_seccomp(struct run *r, const struct lb_spec *spec, const struct lb_paths *paths,
+			   struct lb_err **err)
+{
+	char cache[4096];
+	if (spec->seccomp_profile && strcmp(spec->seccomp_profile, "unconfined") == 0)
+		return 0;
+	snprintf(cache, sizeof(cache), "%s/cache/seccomp", paths->root);
+	uint64_t caps = spec->uid == 0 ? spec->caps : 0;
+	return lb_seccomp_prepare(spec->seccomp_profile, caps, cache, &r->seccomp, err);
+}
+
+static int make_statedir(struct run *r, const struct lb_spec *spec, const struct lb_paths *paths,
+			 struct lb_err **err)
+{
+	if (lb_random_hex(r->id, 12, err) < 0 || lb_mkdir_p(paths->runroot, 0700, err) < 0)
+		return -1;
+	snprintf(r->statedir, sizeof(r->statedir), "%s/%s", paths->runroot, r->id);
+	if (mkdir(r->statedir, 0700) < 0)
+		return lb_err_set(err, errno, "create state directory %s", r->statedir);
+	r->statedir_made = true;
+	char root[4200];
+	snprintf(root, sizeof(root), "%s/root", r->statedir);
+	if (mkdir(root, 0755) < 0)
+		return lb_err_set(err, errno, "create %s", root);
+	return lb_etc_generate(spec, r->statedir, err);
+}
+
+/* Forwarded signals and SIGCHLD are taken through a signalfd; the child inherits the mask. */
+static int block_signals(struct run *r, struct lb_err **err)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &set, &r->oldmask) < 0)
+		return lb_err_set(err, errno, "block signals");
+	r->mask_set = true;
+	r->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (r->sigfd < 0)
+		return lb_err_set(err, errno, "signalfd");
+	return 0;
+}
+
+static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd)
+{
+	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+	if (spec->net == LB_NET_OFF)
+		flags |= CLONE_NEWNET;
+	struct clone_args args = {
+		.flags = flags | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	if (cgroup_fd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgroup_fd;
+	}
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (pid < 0 && errno == ENOSYS) { /* kernels before 5.3: fork-like clone, attach later */
+		*pidfd = -1;
+		pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
+	}
+	return pid;
+}
+
+static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)
+{
+	int sync[2], errp[2], status[2];
+	if (pipe2(sync, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "pipe");
+	if (pipe2(errp, O_CLOEXEC) < 0) {
+		close(sync[0]), close(sync[1]);
+		return lb_err_set(err, errno, "pipe");
+	}
+	if (pipe2(status, O_CLOEXEC) < 0) {
+		close(sync[0]), close(sync[1]), close(errp[0]), close(errp[1]);
+		return lb_err_set(err, errno, "pipe");
+	}
+	r->sync_w = sync[1], r->err_r = errp[0], r->status_r = status[0];
+
+	int cgfd = lb_cgroup_dirfd(r->cg);
+	pid_t pid = clone_sandbox(spec, cgfd, &r->pidfd);
+	if (pid == 0) {
+		struct lb_child_ctx ctx = {
+			.spec = spec, .statedir = r->statedir, .seccomp = r->seccomp, .cg = r->cg,
+			.sync_fd = sync[0], .err_fd = errp[1], .status_fd = status[1],
+		};
+		close(sync[1]), close(errp[0]), close(status[0]);
+		lb_child_main(&ctx);
+	}
+	int e = errno;
+	close(sync[0]), close(errp[1]), close(status[1]);
+	if (pid < 0)
+		return lb_err_set(err, e, "clone the sandbox");
+	r->pid = pid;
+	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
+	if ((cgfd < 0 || r->pidfd < 0) && lb_cgroup_attach(r->cg, pid, err) < 0)
+		return -1;
+	if (lb_state_write(r->statedir, r->id, pid, spec, r->cg, err) < 0)
+		return -1;
+	if (lb_write_all(r->sync_w, "1", 1) < 0)
+		return lb_err_set(err, errno, "start the sandbox");
+	close_fd(&r->sync_w);
+	return 0;
+}
+
+/* Blocks until pid 1 has exec'd the command (EOF) or reported why it could not. */
+static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
+{
+	struct lb_child_msg msg;
+	ssize_t n = lb_read_all(r->err_r, &msg, sizeof(msg));
+	close_fd(&r->err_r);
+	if (n <= 0)
+		return 0;
+	msg.msg[sizeof(msg.msg) - 1] = '\0';
+	*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
+	return lb_err_set(err, 0, "%s", n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
+}
+
+static void kill_sandbox(struct run *r)
+{
+	lb_cgroup_kill(r->cg, NULL);
+	/* SIGKILL to a pid namespace's init kills every process in the namespace. */
+	kill(r->pid, SIGKILL);
+}
+
+/* Waits for pid 1, forwarding signals; returns its wait status. */
+static int wait_child(struct run *r, uint64_t deadline_ns, struct lb_result *res)
+{
+	struct pollfd pfd = {.fd = r->sigfd, .events = POLLIN};
+	int status = 0;
+	for (;;) {
+		pid_t w = waitpid(r->pid, &status, WNOHANG);
+		if (w == r->pid)
+			break;
+		int timeout = -1;
+		if (deadline_ns) {
+			uint64_t now = lb_now_ns();
+			if (now >= deadline_ns && !res->timed_out) {
+				res->timed_out = true;
+				kill_sandbox(r);
+				continue;
+			}
+			timeout = res->timed_out ? 50 : (int)((deadline_ns - now) / 1000000 + 1);
+		}
+		if (poll(&pfd, 1, timeout) <= 0)
+			continue;
+		struct signalfd_siginfo si;
+		while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo != SIGCHLD)
+				kill(r->pid, (int)si.ssi_signo);
+	}
+	r->pid = 0;
+	return status;
+}
+
+static void collect(struct run *r, int init_status, struct lb_result *res)
+{
+	int status = init_status;
+	if (read(r->status_r, &status, sizeof(status)) != sizeof(status))
+		status = init_status; /* pid 1 itself was killed: timeout or lbbox's kill */
+	if (WIFSIGNALED(status)) {
+		res->signal = WTERMSIG(status);
+		res->exit_code = 128 + res->signal;
+	} else {
+		res->exit_code = WEXITSTATUS(status);
+	}
+	struct lb_cgroup_stats st = {0};
+	if (lb_cgroup_stats(r->cg, &st, NULL) == 0) {
+		res->memory_peak = st.memory_peak;
+		res->cpu_usec = st.cpu_usec;
+		res->oom_killed = st.oom_kills > 0;
+	}
+}
+
+int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
+		   struct lb_result *res, int *setup_exit, struct lb_err **err)
+{
+	struct run r = {.pidfd = -1, .sigfd = -1, .sync_w = -1, .err_r = -1, .status_r = -1};
+	uint64_t start = lb_now_ns();
+
+	memset(res, 0, sizeof(*res));
+	*setup_exit = LB_EXIT_SETUP;
+	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, spec, paths, err) < 0)
+		goto fail;
+	char cgname[32];
+	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
+	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0)
+		goto fail;
+	if (block_signals(&r, err) < 0 || start_child(&r, spec, err) < 0 ||
+	    wait_setup(&r, setup_exit, err) < 0)
+		goto fail;
+
+	uint64_t deadline = spec->timeout_ms ? start + spec->timeout_ms * 1000000ULL : 0;
+	int status = wait_child(&r, deadline, res);
+	collect(&r, status, res);
+	memcpy(res->id, r.id, sizeof(res->id));
+	res->duration_ms = (lb_now_ns() - start) / 1000000;
+	int ret = 0;
+	if (lb_cgroup_destroy(r.cg, err) < 0)
+		ret = -1;
+	r.cg = NULL;
+	run_release(&r);
+	return ret;
+fail:
+	run_release(&r);
+	return -1;
+}
