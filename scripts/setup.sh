@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 host for lbbox: installs the Debian packages it builds and tests with,
+# builds it (build/), and builds the images (busybox for the tests, python for users).
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LBBOX_ROOT=${LBBOX_ROOT:-/var/lib/lbbox}
+
+# build + run time libraries
+PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
+      libjansson-dev libssl-dev libcriterion-dev
+      # images (rootfs-tools/) and the cgroup-v2 guest (scripts/vm-test.sh)
+      busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
+      # style check, and the peers scripts/bench.sh compares against
+      clang-format crun bubblewrap hyperfine)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+
+# The busybox rootfs: the test suite's image (build/images) and the user's --image busybox.
+rootfs-tools/busybox.sh build/images/busybox/rootfs
+rootfs-tools/busybox.sh "$LBBOX_ROOT/images/busybox/rootfs"
+# The Python sandbox image; LBBOX_SKIP_PYTHON=1 skips it (it needs a Debian mirror, ~1 min).
+if [ "${LBBOX_SKIP_PYTHON:-0}" != 1 ]; then
+	rootfs-tools/python.sh "$LBBOX_ROOT/images/python/rootfs"
+fi
+echo "setup: done; try: build/lbbox run -- echo hello"
