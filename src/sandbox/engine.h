@@ -39,13 +39,15 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 		    struct lb_err **err);
 
 /* rootfs.c / rootfs_host.c / proc.c / dev.c */
-int lb_rootfs_prepare(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err);
+/* Builds the whole filesystem below <statedir>/root (returned in newroot) in the child. */
+int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+		      struct lb_err **err);
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
 int lb_mount_dev(int rootfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 
-/* etc.c: files the parent generates into the state dir and the child binds into /etc. */
+/* etc.c: files generated into <statedir>/etc (the scratch tmpfs) and bound into /etc. */
 int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_err **err);
 
 /* caps.c: identity, capabilities, no_new_privs. */

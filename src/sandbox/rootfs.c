@@ -11,16 +11,29 @@
 #include "lbbox/cleanup.h"
 #include "sandbox/engine.h"
 
+/*
+ * The state directory is covered, in the sandbox's mount namespace only, by a small tmpfs that
+ * holds the generated /etc files and the new root's mount point: per-run files then cost no
+ * disk I/O, and nothing of them exists on the host.
+ */
+static int mount_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+			 struct lb_err **err)
+{
+	if (mount("lbbox-scratch", ctx->statedir, "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=0755,size=1m") < 0)
+		return lb_err_set(err, errno, "mount scratch tmpfs on %s", ctx->statedir);
+	snprintf(newroot, len, "%s/root", ctx->statedir);
+	if (mkdir(newroot, 0755) < 0)
+		return lb_err_set(err, errno, "mkdir %s", newroot);
+	return lb_etc_generate(ctx->spec, ctx->statedir, err);
+}
+
+/* pivot_root needs the new root to be a mount point: the rootfs, or the host image's tmpfs dir. */
 static int mount_root(const struct lb_spec *spec, const char *newroot, struct lb_err **err)
 {
-	if (spec->rootfs) {
-		if (mount(spec->rootfs, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
-			return lb_err_set(err, errno, "bind rootfs %s", spec->rootfs);
-		return 0;
-	}
-	/* The host image lives in a small tmpfs: only mount points and a few /etc files. */
-	if (mount("lbbox-root", newroot, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
-		return lb_err_set(err, errno, "mount root tmpfs");
+	const char *src = spec->rootfs ? spec->rootfs : newroot;
+	if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return lb_err_set(err, errno, "bind rootfs %s", src);
 	return 0;
 }
 
@@ -61,14 +74,15 @@ static int user_mounts(int rootfd, const struct lb_spec *spec, struct lb_err **e
 	return 0;
 }
 
-int lb_rootfs_prepare(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
+int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+		      struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
 
 	/* Nothing we mount may propagate back to the host, but host unmounts still reach us. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return lb_err_set(err, errno, "make mounts private");
-	if (mount_root(spec, newroot, err) < 0)
+	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(spec, newroot, err) < 0)
 		return -1;
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)

@@ -81,8 +81,7 @@ static int prepare_seccomp(struct run *r, const struct lb_spec *spec, const stru
 	return lb_seccomp_prepare(spec->seccomp_profile, caps, cache, &r->seccomp, err);
 }
 
-static int make_statedir(struct run *r, const struct lb_spec *spec, const struct lb_paths *paths,
-			 struct lb_err **err)
+static int make_statedir(struct run *r, const struct lb_paths *paths, struct lb_err **err)
 {
 	if (lb_random_hex(r->id, 12, err) < 0 || lb_mkdir_p(paths->runroot, 0700, err) < 0)
 		return -1;
@@ -90,11 +89,7 @@ static int make_statedir(struct run *r, const struct lb_spec *spec, const struct
 	if (mkdir(r->statedir, 0700) < 0)
 		return lb_err_set(err, errno, "create state directory %s", r->statedir);
 	r->statedir_made = true;
-	char root[4200];
-	snprintf(root, sizeof(root), "%s/root", r->statedir);
-	if (mkdir(root, 0755) < 0)
-		return lb_err_set(err, errno, "create %s", root);
-	return lb_etc_generate(spec, r->statedir, err);
+	return 0;
 }
 
 /* Forwarded signals and SIGCHLD are taken through a signalfd; the child inherits the mask. */
@@ -254,7 +249,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
-	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, spec, paths, err) < 0)
+	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0)
 		goto fail;
 	char cgname[32];
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
