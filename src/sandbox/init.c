@@ -5,6 +5,7 @@
  * the kernel kill whatever the command left running in the pid namespace.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -113,11 +114,42 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 	return 0;
 }
 
+/*
+ * pid 1 is a copy of lbbox: its argv and environment (host paths, maybe tokens) would be readable
+ * from the sandbox through /proc/1/cmdline and /proc/1/environ. Wipe them in place (renaming the
+ * process needs CAP_SYS_RESOURCE) and make pid 1 non-dumpable so its memory cannot be read.
+ */
+static void hide_lbbox(void)
+{
+	char buf[1024];
+	unsigned long v[4];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	prctl(PR_SET_DUMPABLE, 0);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* fields 48-51 (arg_start, arg_end, env_start, env_end), counted after "(comm)" */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 48; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) != 4)
+		return;
+	if (v[1] > v[0] && v[3] > v[2]) {
+		memset((void *)v[0], 0, v[1] - v[0]);
+		memset((void *)v[2], 0, v[3] - v[2]);
+		snprintf((char *)v[0], v[1] - v[0], "lbbox-init");
+	}
+}
+
 void lb_child_main(const struct lb_child_ctx *ctx)
 {
 	struct lb_err *err = NULL;
 	char go;
 
+	hide_lbbox();
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */

@@ -28,9 +28,59 @@ static int mount_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t l
 	return lb_etc_generate(ctx->spec, ctx->statedir, err);
 }
 
-/* pivot_root needs the new root to be a mount point: the rootfs, or the host image's tmpfs dir. */
-static int mount_root(const struct lb_spec *spec, const char *newroot, struct lb_err **err)
+static bool exists_in_root(int rootfd, const char *path)
 {
+	int fd = -1;
+	if (lb_open_in_root(rootfd, path, false, false, &fd, NULL) < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Whether building the sandbox would have to create a mount point inside the rootfs. */
+static bool needs_mountpoints(const struct lb_spec *spec)
+{
+	static const char *const fixed[] = {"/proc", "/sys", "/dev", "/tmp", "/etc/hosts",
+					    "/etc/resolv.conf", "/etc/hostname"};
+	_cleanup_close_ int rootfd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (!exists_in_root(rootfd, fixed[i]))
+			return true;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (!exists_in_root(rootfd, spec->mounts[i].target))
+			return true;
+	return spec->cwd && !exists_in_root(rootfd, spec->cwd);
+}
+
+/*
+ * A read-only rootfs directory is never written to: when mount points are missing, the root
+ * becomes an overlay whose upper layer lives in the scratch tmpfs, so they are created there.
+ */
+static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *newroot,
+			      struct lb_err **err)
+{
+	char upper[4200], work[4200], opts[8192];
+	snprintf(upper, sizeof(upper), "%s/upper", ctx->statedir);
+	snprintf(work, sizeof(work), "%s/work", ctx->statedir);
+	if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0)
+		return lb_err_set(err, errno, "mkdir overlay directories in %s", ctx->statedir);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", ctx->spec->rootfs, upper,
+		 work);
+	if (mount("lbbox-root", newroot, "overlay", 0, opts) < 0)
+		return lb_err_set(err, errno, "mount overlay root on %s", ctx->spec->rootfs);
+	return 0;
+}
+
+/* pivot_root needs the new root to be a mount point: the rootfs, or the host image's tmpfs dir. */
+static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
+{
+	const struct lb_spec *spec = ctx->spec;
+	/* overlay options cannot carry these characters in a path */
+	if (spec->rootfs && spec->readonly_root && !strpbrk(spec->rootfs, ",:\\") &&
+	    needs_mountpoints(spec))
+		return mount_overlay_root(ctx, newroot, err);
 	const char *src = spec->rootfs ? spec->rootfs : newroot;
 	if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return lb_err_set(err, errno, "bind rootfs %s", src);
@@ -82,7 +132,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 	/* Nothing we mount may propagate back to the host, but host unmounts still reach us. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return lb_err_set(err, errno, "make mounts private");
-	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(spec, newroot, err) < 0)
+	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, err) < 0)
 		return -1;
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)

@@ -45,7 +45,7 @@ static int mirror(int rootfd, const char *path, struct lb_err **err)
 static int make_dirs(int rootfd, struct lb_err **err)
 {
 	static const char *const dirs[] = {"etc", "proc", "sys", "dev", "tmp", "run", "var", "root",
-					   "home", "workspace", "mnt", "opt"};
+					   "workspace"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdirat(rootfd, dirs[i], 0755) < 0 && errno != EEXIST)
 			return lb_err_set(err, errno, "host image: mkdir /%s", dirs[i]);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,6 +36,7 @@ struct run {
 	int sync_w, err_r, status_r;
 	sigset_t oldmask;
 	bool mask_set;
+	pid_t ppid; /* lbbox's parent, watched with --die-with-parent */
 };
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -65,6 +67,8 @@ static void run_release(struct run *r)
 	close_fd(&r->sync_w);
 	close_fd(&r->err_r);
 	close_fd(&r->status_r);
+	if (r->ppid)
+		prctl(PR_SET_PDEATHSIG, 0);
 	if (r->mask_set)
 		sigprocmask(SIG_SETMASK, &r->oldmask, NULL);
 	r->mask_set = false;
@@ -192,6 +196,28 @@ static void kill_sandbox(struct run *r)
 	kill(r->pid, SIGKILL);
 }
 
+/*
+ * --die-with-parent, as bubblewrap: the sandbox also dies when lbbox's parent does. lbbox gets
+ * SIGTERM then (not SIGKILL, so it can still remove the cgroup and state) and kills the sandbox.
+ */
+static int watch_parent(struct run *r, struct lb_err **err)
+{
+	r->ppid = getppid();
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0)
+		return lb_err_set(err, errno, "PR_SET_PDEATHSIG");
+	if (getppid() != r->ppid) /* died before the prctl */
+		return lb_err_set(err, 0, "lbbox's parent exited");
+	return 0;
+}
+
+static void on_signal(struct run *r, int sig)
+{
+	if (r->ppid && getppid() != r->ppid)
+		kill_sandbox(r);
+	else
+		kill(r->pid, sig);
+}
+
 /* Waits for pid 1, forwarding signals; returns its wait status. */
 static int wait_child(struct run *r, uint64_t deadline_ns, struct lb_result *res)
 {
@@ -216,7 +242,7 @@ static int wait_child(struct run *r, uint64_t deadline_ns, struct lb_result *res
 		struct signalfd_siginfo si;
 		while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
 			if (si.ssi_signo != SIGCHLD)
-				kill(r->pid, (int)si.ssi_signo);
+				on_signal(r, (int)si.ssi_signo);
 	}
 	r->pid = 0;
 	return status;
@@ -255,7 +281,8 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
 	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0)
 		goto fail;
-	if (block_signals(&r, err) < 0 || start_child(&r, spec, err) < 0 ||
+	if (block_signals(&r, err) < 0 || (spec->die_with_parent && watch_parent(&r, err) < 0) ||
+	    start_child(&r, spec, err) < 0 ||
 	    wait_setup(&r, setup_exit, err) < 0)
 		goto fail;
 

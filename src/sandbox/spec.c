@@ -171,8 +171,19 @@ int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err)
 	return 0;
 }
 
+/* Container-engine sockets are refused wherever they live, not only at their usual paths. */
+static const char *const engine_sockets[] = {"docker.sock", "podman.sock", "containerd.sock",
+					     "crio.sock", "dockershim.sock"};
+
 int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err)
 {
+	const char *base = strrchr(canonical, '/');
+	/* The whole host root would expose every blocked path below it. */
+	if (strcmp(canonical, "/") == 0)
+		return lb_err_set(err, 0, "host_path %s is blocked for security", original);
+	for (size_t i = 0; base && i < sizeof(engine_sockets) / sizeof(engine_sockets[0]); i++)
+		if (strcmp(base + 1, engine_sockets[i]) == 0)
+			return lb_err_set(err, 0, "host_path %s is blocked for security", original);
 	for (size_t i = 0; i < sizeof(blocked_paths) / sizeof(blocked_paths[0]); i++) {
 		size_t n = strlen(blocked_paths[i]);
 		if (strncmp(canonical, blocked_paths[i], n) == 0 &&

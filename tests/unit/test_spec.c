@@ -140,8 +140,9 @@ Test(default_caps, podman_minus_three)
 Test(host_path, blocked_list)
 {
 	const char *blocked[] = {"/etc", "/etc/passwd", "/proc/1", "/sys", "/dev/sda", "/root",
-				 "/boot/x", "/run", "/run/user/0", "/var/run", "/var/run/docker.sock"};
-	const char *allowed[] = {"/", "/home", "/usr", "/tmp", "/etcetera", "/srv/data", "/runx"};
+				 "/boot/x", "/run", "/run/user/0", "/var/run", "/var/run/docker.sock",
+				 "/", "/srv/docker.sock", "/home/u/podman.sock"};
+	const char *allowed[] = {"/home", "/usr", "/tmp", "/etcetera", "/srv/data", "/runx", "/srv/docker.sock.d/x"};
 	for (size_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++) {
 		struct lb_err *err = NULL;
 		cr_assert_lt(lb_check_host_path(blocked[i], blocked[i], &err), 0, "%s", blocked[i]);
