@@ -5,13 +5,16 @@
  * the kernel kill whatever the command left running in the pid namespace.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -144,11 +147,32 @@ static void hide_lbbox(void)
 	}
 }
 
+/*
+ * Every descriptor lbbox inherited or opened (a caller's fd on "/" would be a way out of the
+ * root, as in runc's CVE-2024-21626) is marked close-on-exec, so the command starts with only
+ * stdin, stdout and stderr. The setup pipes are already close-on-exec and keep working.
+ */
+static void cloexec_fds(void)
+{
+	if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+		return;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		int fd = atoi(de->d_name);
+		if (fd > 2 && fd != dirfd(d))
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+}
+
 void lb_child_main(const struct lb_child_ctx *ctx)
 {
 	struct lb_err *err = NULL;
 	char go;
 
+	cloexec_fds();
 	hide_lbbox();
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
