@@ -1,0 +1,107 @@
+/* Shared between cgroup.c (detection, placement, dispatch), cgroup_v1.c and cgroup_v2.c. */
+#ifndef LBBOX_SANDBOX_CGROUP_INTERNAL_H
+#define LBBOX_SANDBOX_CGROUP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lbbox/cgroup.h"
+#include "lbbox/err.h"
+
+/* Controllers lbbox uses, as bits: a v1 hierarchy may carry several (cpu,cpuacct). */
+enum {
+	CG_MEMORY = 1u << 0,
+	CG_PIDS = 1u << 1,
+	CG_CPU = 1u << 2,
+	CG_CPUACCT = 1u << 3,
+	CG_FREEZER = 1u << 4,
+};
+#define CG_LIMIT_ROLES (CG_MEMORY | CG_PIDS | CG_CPU)
+/* At most one directory per controller bit. */
+#define CG_MAX_DIRS 5
+
+/* The leaf lbbox moves the processes of a v2 parent into (no-internal-process rule). */
+#define CG_LEAF_NAME "lbbox-leaf"
+
+/* Bounds of the kill and rmdir loops: they must never hang the caller. */
+#define CG_KILL_TIMEOUT_NS  (5ull * 1000 * 1000 * 1000)
+#define CG_RMDIR_TIMEOUT_NS (3ull * 1000 * 1000 * 1000)
+
+/* One cgroup directory: the only one on v2, one per hierarchy on v1. */
+struct cg_dir {
+	char *hier; /* v1 hierarchy name ("memory", "cpu,cpuacct"); NULL on v2 */
+	char *path; /* absolute host path */
+	unsigned roles;
+	int fd;	      /* O_DIRECTORY fd of path, -1 until created */
+	bool created; /* made by us, so ours to remove */
+};
+
+struct lb_cgroup {
+	enum lb_cgroup_version version;
+	struct cg_dir dirs[CG_MAX_DIRS];
+	size_t ndirs;
+	/* NULL-terminated views into dirs[], handed out by lb_cgroup_paths / _v1_hierarchies. */
+	const char *paths[CG_MAX_DIRS + 1];
+	const char *hiers[CG_MAX_DIRS + 1];
+};
+
+/* cgroup.c */
+/* CG_* roles the limits need (0 = no limit at all). */
+unsigned cg_limits_roles(const struct lb_cgroup_limits *lim);
+/* Controller name of a single role ("memory"). */
+const char *cg_role_name(unsigned role);
+/* True when word is one of the space-separated words of list (cgroup.controllers). */
+bool cg_has_word(const char *list, const char *word);
+/* "dir/name", NULL when out of memory. */
+char *cg_path_join(const char *dir, const char *name);
+/* The directory of cg carrying role, NULL when none does. */
+struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
+
+/* cgroup.c: small file I/O on a cgroup directory (messages name d->path). */
+/* Writes val in one write(2); returns 0 or -errno, sets no error (callers test errno values). */
+int cg_write_raw(const struct cg_dir *d, const char *file, const char *val);
+int cg_write(const struct cg_dir *d, const char *file, const char *val, struct lb_err **err);
+int cg_write_u64(const struct cg_dir *d, const char *file, uint64_t v, struct lb_err **err);
+int cg_read(const struct cg_dir *d, const char *file, char **out, struct lb_err **err);
+/* Reads a file holding one number ("max" reads as UINT64_MAX). */
+int cg_read_u64(const struct cg_dir *d, const char *file, uint64_t *out, struct lb_err **err);
+/* Value of "key N" in a flat-keyed file (cpu.stat, memory.events, memory.oom_control). */
+int cg_read_key(const struct cg_dir *d, const char *file, const char *key, uint64_t *out,
+		struct lb_err **err);
+/* Like the two above, but a missing file (older kernel, controller off) reads as 0. */
+int cg_read_u64_opt(const struct cg_dir *d, const char *file, uint64_t *out, struct lb_err **err);
+int cg_read_key_opt(const struct cg_dir *d, const char *file, const char *key, uint64_t *out,
+		    struct lb_err **err);
+/* cgroup.procs as a malloc'ed array. */
+int cg_read_pids(const struct cg_dir *d, pid_t **out, size_t *n, struct lb_err **err);
+/* Calls fn on d and on every cgroup below it, parents first. */
+typedef int (*cg_walk_fn)(const struct cg_dir *d, void *ctx, struct lb_err **err);
+int cg_walk(const struct cg_dir *d, cg_walk_fn fn, void *ctx, struct lb_err **err);
+/*
+ * Sends sig to every task of d and of every cgroup below it (sig 0 only counts) and adds the
+ * number of tasks seen to *found. Used where the kernel has no cgroup.kill (v1, old v2).
+ */
+int cg_signal_tree(const struct cg_dir *d, int sig, size_t *found, struct lb_err **err);
+/* mkdir d->path (EEXIST is an error: never adopt someone else's cgroup) and opens d->fd. */
+int cg_dir_make(struct cg_dir *d, struct lb_err **err);
+/* Closes d->fd and, when we created it, removes d->path and any child cgroups below it. */
+int cg_dir_remove(struct cg_dir *d, struct lb_err **err);
+/* Deadline-bounded wait step: sleeps a little longer each round (1, 2, 4 .. 16 ms). */
+void cg_backoff(unsigned *round);
+
+/* cgroup_v2.c; cg->dirs[0] was filled (path, not created) by cgroup.c. */
+int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
+int cg_v2_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
+int cg_v2_kill(struct lb_cgroup *cg, struct lb_err **err);
+bool cg_v2_is_empty(struct lb_cgroup *cg);
+int cg_v2_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
+
+/* cgroup_v1.c; cg->dirs was filled (paths, roles, not created) by cgroup.c. */
+int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
+int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
+int cg_v1_kill(struct lb_cgroup *cg, struct lb_err **err);
+bool cg_v1_is_empty(struct lb_cgroup *cg);
+int cg_v1_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
+
+#endif

@@ -1,0 +1,705 @@
+/*
+ * The cgroup layer on whatever the machine has: v1 on hybrid hosts, pure v2 in the qemu guest
+ * (scripts/vm-test.sh, which runs us in /sys/fs/cgroup/test/runner with CGROOT set). Every test
+ * registers what it creates so teardown kills, reaps and removes it even after a failed
+ * assertion, then checks that no directory is left behind.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lbbox/cgroup.h"
+#include "lbbox/util.h"
+
+#define MiB		   (1024ull * 1024)
+#define CGROUP2_MAGIC	   0x63677270
+#define MAX_CGS		   8
+#define MAX_KIDS	   64
+#define MAX_PATHS	   32
+#define TEST_CLONE_INTO_CG 0x200000000ULL
+
+static struct lb_cgroup *cgs[MAX_CGS];
+static size_t ncgs;
+static pid_t kids[MAX_KIDS];
+static size_t nkids;
+static char *paths[MAX_PATHS]; /* every directory a test cgroup had: must be gone afterwards */
+static size_t npaths;
+static char prefix[64]; /* "lbbox-test-<pid>-": names of this test's cgroups */
+
+static const char *msg(const struct lb_err *e)
+{
+	return e && e->msg ? e->msg : "(no message)";
+}
+
+static uint64_t now_ms(void)
+{
+	return lb_now_ns() / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static enum lb_cgroup_version expected_version(void)
+{
+	struct statfs sf;
+	if (statfs("/sys/fs/cgroup", &sf) == 0 && (unsigned long)sf.f_type == CGROUP2_MAGIC)
+		return LB_CGROUP_V2;
+	return LB_CGROUP_V1;
+}
+
+/* The cgroup hierarchy path the test can pass as an explicit parent. */
+static const char *explicit_parent(void)
+{
+	const char *root = getenv("CGROOT");
+	const char *mnt = "/sys/fs/cgroup";
+	if (root && !strncmp(root, mnt, strlen(mnt)) && root[strlen(mnt)] == '/')
+		return root + strlen(mnt);
+	return "/";
+}
+
+static void setup(void)
+{
+	snprintf(prefix, sizeof(prefix), "lbbox-test-%d-", (int)getpid());
+	/* orphans of our children (double-forked daemons) come back to us to be reaped */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+/* A reaped pid may be reused at once: never signal it again. */
+static void forget_kid(pid_t pid)
+{
+	for (size_t i = 0; i < nkids; i++) {
+		if (kids[i] != pid)
+			continue;
+		kids[i] = kids[--nkids];
+		return;
+	}
+}
+
+static void add_kid(pid_t pid)
+{
+	cr_assert(nkids < MAX_KIDS);
+	kids[nkids++] = pid;
+}
+
+/* Reaps every child; true when all are gone before the deadline. */
+static bool reap_all(uint64_t timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	for (;;) {
+		pid_t p = waitpid(-1, NULL, WNOHANG);
+		if (p < 0 && errno == ECHILD)
+			return true;
+		if (p > 0) {
+			forget_kid(p);
+			continue;
+		}
+		if (now_ms() >= deadline)
+			return false;
+		sleep_ms(2);
+	}
+}
+
+/* No entry named prefix* in the directory that held path. */
+static void expect_no_leftover_in_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));)
+		cr_expect(strncmp(e->d_name, prefix, strlen(prefix)), "leftover cgroup %s/%s", dir,
+			  e->d_name);
+	closedir(d);
+}
+
+static void teardown(void)
+{
+	struct lb_err *err = NULL;
+
+	while (ncgs > 0) {
+		int r = lb_cgroup_destroy(cgs[--ncgs], &err);
+		cr_expect(r == 0, "destroy: %s", msg(err));
+		lb_err_free(&err);
+	}
+	for (size_t i = 0; i < nkids; i++)
+		kill(kids[i], SIGKILL);
+	cr_expect(reap_all(5000), "children left running");
+	nkids = 0;
+	for (size_t i = 0; i < npaths; i++) {
+		struct stat st;
+		cr_expect(stat(paths[i], &st) < 0 && errno == ENOENT, "%s left behind", paths[i]);
+		expect_no_leftover_in_parent(paths[i]);
+		free(paths[i]);
+	}
+	npaths = 0;
+}
+
+TestSuite(cgroup, .init = setup, .fini = teardown, .timeout = 90);
+
+static void remember_paths(struct lb_cgroup *cg)
+{
+	for (const char *const *p = lb_cgroup_paths(cg); *p && npaths < MAX_PATHS; p++)
+		paths[npaths++] = strdup(*p);
+}
+
+/* Creates lbbox-test-<pid>-<suffix>; teardown destroys it. */
+static struct lb_cgroup *mk(const char *suffix, const char *parent,
+			    const struct lb_cgroup_limits *lim)
+{
+	struct lb_err *err = NULL;
+	struct lb_cgroup *cg = NULL;
+	char name[128];
+
+	snprintf(name, sizeof(name), "%s%s", prefix, suffix);
+	int r = lb_cgroup_create(name, parent, lim, &cg, &err);
+	cr_assert(r == 0, "create %s: %s", name, msg(err));
+	cr_assert(ncgs < MAX_CGS);
+	cgs[ncgs++] = cg;
+	remember_paths(cg);
+	cr_assert_eq(lb_cgroup_version(cg), expected_version());
+	return cg;
+}
+
+/* Destroys cg now (the test wants to look at the result) and forgets it for teardown. */
+static void destroy_now(struct lb_cgroup *cg)
+{
+	struct lb_err *err = NULL;
+	for (size_t i = 0; i < ncgs; i++) {
+		if (cgs[i] != cg)
+			continue;
+		cgs[i] = cgs[--ncgs];
+		int r = lb_cgroup_destroy(cg, &err);
+		cr_assert(r == 0, "destroy: %s", msg(err));
+		return;
+	}
+	cr_assert_fail("unknown cgroup");
+}
+
+/* Reads file from whichever directory of cg has it (v1 spreads files over hierarchies). */
+static char *read_cg_file(struct lb_cgroup *cg, const char *file)
+{
+	for (const char *const *p = lb_cgroup_paths(cg); *p; p++) {
+		char path[PATH_MAX];
+		char *buf = NULL;
+		snprintf(path, sizeof(path), "%s/%s", *p, file);
+		if (lb_read_file(path, 4096, &buf, NULL, NULL) < 0)
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		return buf;
+	}
+	cr_assert_fail("no %s in the cgroup", file);
+	return NULL;
+}
+
+static void expect_file(struct lb_cgroup *cg, const char *file, const char *want)
+{
+	char *got = read_cg_file(cg, file);
+	cr_expect_str_eq(got, want, "%s", file);
+	free(got);
+}
+
+/*
+ * Forks a child that runs fn only once the parent attached it to cg, so everything it does is
+ * accounted there. setsid: a stray kill(0, ...) in the child never hits the criterion runner.
+ */
+static pid_t spawn(struct lb_cgroup *cg, int (*fn)(void *), void *arg)
+{
+	struct lb_err *err = NULL;
+	int sync[2];
+	char c = 'x';
+
+	cr_assert(pipe(sync) == 0);
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		setsid();
+		close(sync[1]);
+		if (read(sync[0], &c, 1) != 1)
+			_exit(100);
+		_exit(fn(arg));
+	}
+	add_kid(pid);
+	close(sync[0]);
+	int r = lb_cgroup_attach(cg, pid, &err);
+	if (r == 0)
+		cr_assert(write(sync[1], &c, 1) == 1);
+	close(sync[1]);
+	cr_assert(r == 0, "attach: %s", msg(err));
+	return pid;
+}
+
+/* Waits for pid with a deadline; returns its wait status. */
+static int wait_for(pid_t pid, uint64_t timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	int st = 0;
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		cr_assert(r >= 0, "waitpid: %s", strerror(errno));
+		if (r == pid) {
+			forget_kid(pid);
+			return st;
+		}
+		cr_assert(now_ms() < deadline, "child %d still running", (int)pid);
+		sleep_ms(5);
+	}
+}
+
+static void get_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st)
+{
+	struct lb_err *err = NULL;
+	int r = lb_cgroup_stats(cg, st, &err);
+	cr_assert(r == 0, "stats: %s", msg(err));
+}
+
+static void kill_cg(struct lb_cgroup *cg)
+{
+	struct lb_err *err = NULL;
+	uint64_t t0 = now_ms();
+	int r = lb_cgroup_kill(cg, &err);
+	cr_assert(r == 0, "kill: %s", msg(err));
+	cr_assert(lb_cgroup_is_empty(cg), "tasks left after kill");
+	cr_log_info("lb_cgroup_kill took %llu ms", (unsigned long long)(now_ms() - t0));
+}
+
+/* ---- children ---------------------------------------------------------------------------- */
+
+static int child_hog(void *arg)
+{
+	size_t n = (size_t)(uintptr_t)arg;
+	volatile char *p = malloc(n);
+	if (!p)
+		return 2;
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = 1;
+	return 0; /* survived: the limit did not hold */
+}
+
+static int child_fork_until_refused(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 32; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		if (p < 0)
+			return errno == EAGAIN ? 42 : 43;
+	}
+	return 44;
+}
+
+static int child_spin(void *arg)
+{
+	uint64_t end = now_ms() + (uint64_t)(uintptr_t)arg;
+	volatile uint64_t x = 0;
+	while (now_ms() < end)
+		x++;
+	return 0;
+}
+
+static int child_pause(void *arg)
+{
+	(void)arg;
+	while (pause() < 0 && errno == EINTR)
+		;
+	return 1;
+}
+
+static void report_and_pause(int fd)
+{
+	pid_t me = getpid();
+	if (write(fd, &me, sizeof(me)) != sizeof(me))
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+/* Classic daemon: fork, setsid, fork again, middle exits; the survivor is nobody's child. */
+static void daemonize_and_pause(int fd)
+{
+	setsid();
+	pid_t p = fork();
+	if (p != 0)
+		_exit(p < 0);
+	report_and_pause(fd);
+}
+
+#define TREE_PIDS 6
+
+/* Itself, 2 plain grandchildren and 3 double-forked daemons, each reporting its pid on fd. */
+static int child_tree(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	for (int i = 0; i < 5; i++) {
+		pid_t p = fork();
+		if (p < 0)
+			return 1;
+		if (p == 0 && i < 2)
+			report_and_pause(fd);
+		if (p == 0)
+			daemonize_and_pause(fd);
+	}
+	report_and_pause(fd);
+	return 0;
+}
+
+static void read_pids(int fd, pid_t *pids, size_t n)
+{
+	uint64_t deadline = now_ms() + 10000;
+	size_t got = 0;
+	while (got < n * sizeof(pid_t)) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		cr_assert(now_ms() < deadline, "tree reported %zu of %zu pids", got / sizeof(pid_t),
+			  n);
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		ssize_t r = read(fd, (char *)pids + got, n * sizeof(pid_t) - got);
+		cr_assert(r > 0);
+		got += (size_t)r;
+	}
+}
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+Test(cgroup, limits_read_back)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 40 * MiB, .pids = 8, .cpu_quota_us = 50000};
+	struct lb_cgroup *cg = mk("limits", NULL, &lim);
+
+	cr_assert_not_null(lb_cgroup_paths(cg)[0]);
+	if (lb_cgroup_version(cg) == LB_CGROUP_V2) {
+		cr_expect_geq(lb_cgroup_dirfd(cg), 0);
+		cr_expect_null(lb_cgroup_v1_hierarchies(cg)[0]);
+		expect_file(cg, "memory.max", "41943040");
+		expect_file(cg, "memory.swap.max", "0");
+		expect_file(cg, "pids.max", "8");
+		expect_file(cg, "cpu.max", "50000 100000");
+		return;
+	}
+	cr_expect_eq(lb_cgroup_dirfd(cg), -1);
+	expect_file(cg, "memory.limit_in_bytes", "41943040");
+	expect_file(cg, "memory.memsw.limit_in_bytes", "41943040");
+	expect_file(cg, "pids.max", "8");
+	expect_file(cg, "cpu.cfs_period_us", "100000");
+	expect_file(cg, "cpu.cfs_quota_us", "50000");
+	/* what the sandbox mounts: the hierarchies holding limits and accounting */
+	const char *const *h = lb_cgroup_v1_hierarchies(cg);
+	bool mem = false, pids = false, cpu = false;
+	for (; *h; h++) {
+		mem |= !strcmp(*h, "memory");
+		pids |= !strcmp(*h, "pids");
+		cpu |= !strncmp(*h, "cpu", 3) && strcmp(*h, "cpuset");
+		cr_expect(strcmp(*h, "freezer"), "freezer is not for the sandbox");
+	}
+	cr_expect(mem && pids && cpu, "v1 hierarchies incomplete");
+}
+
+Test(cgroup, memory_limit_oom_kills)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 40 * MiB};
+	struct lb_cgroup *cg = mk("oom", NULL, &lim);
+	struct lb_cgroup_stats st;
+
+	pid_t pid = spawn(cg, child_hog, (void *)(uintptr_t)(100 * MiB));
+	int status = wait_for(pid, 30000);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "hog was not OOM-killed (status 0x%x)", status);
+	get_stats(cg, &st);
+	cr_expect_geq(st.oom_kills, 1);
+	cr_expect_gt(st.memory_peak, 0);
+	cr_expect_leq(st.memory_peak, 40 * MiB);
+}
+
+Test(cgroup, pids_limit_refuses_fork)
+{
+	struct lb_cgroup_limits lim = {.pids = 8};
+	struct lb_cgroup *cg = mk("pids", NULL, &lim);
+	struct lb_cgroup_stats st;
+
+	pid_t pid = spawn(cg, child_fork_until_refused, NULL);
+	int status = wait_for(pid, 30000);
+	cr_assert(WIFEXITED(status), "status 0x%x", status);
+	cr_assert_eq(WEXITSTATUS(status), 42, "fork did not fail with EAGAIN (exit %d)",
+		     WEXITSTATUS(status));
+	get_stats(cg, &st);
+	cr_expect_leq(st.pids_peak, 8);
+	kill_cg(cg); /* the paused grandchildren */
+}
+
+Test(cgroup, cpu_quota_throttles)
+{
+	struct lb_cgroup_limits lim = {.cpu_quota_us = 10000, .cpu_period_us = 50000};
+	struct lb_cgroup *cg = mk("cpu", NULL, &lim);
+	struct lb_cgroup_stats st;
+
+	if (lb_cgroup_version(cg) == LB_CGROUP_V2) {
+		expect_file(cg, "cpu.max", "10000 50000");
+	} else {
+		expect_file(cg, "cpu.cfs_quota_us", "10000");
+		expect_file(cg, "cpu.cfs_period_us", "50000");
+	}
+	pid_t pid = spawn(cg, child_spin, (void *)(uintptr_t)1000);
+	int status = wait_for(pid, 30000);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	get_stats(cg, &st);
+	/* 20 % of one CPU for 1 s: about 200 ms, far from the 1000 ms it would burn unthrottled */
+	cr_expect_gt(st.cpu_usec, 0);
+	cr_expect_lt(st.cpu_usec, 500000, "cpu %llu us", (unsigned long long)st.cpu_usec);
+}
+
+Test(cgroup, kill_takes_the_whole_tree)
+{
+	struct lb_cgroup *cg = mk("tree", NULL, NULL);
+	pid_t pids[TREE_PIDS];
+	int rep[2];
+
+	cr_assert(pipe(rep) == 0);
+	spawn(cg, child_tree, (void *)(intptr_t)rep[1]);
+	close(rep[1]);
+	read_pids(rep[0], pids, TREE_PIDS);
+	close(rep[0]);
+	cr_assert_not(lb_cgroup_is_empty(cg));
+	kill_cg(cg);
+	cr_assert(reap_all(5000), "children left after the kill");
+	for (int i = 0; i < TREE_PIDS; i++)
+		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+}
+
+Test(cgroup, destroy_kills_and_removes)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 64 * MiB, .pids = 16};
+	struct lb_cgroup *cg = mk("destroy", NULL, &lim);
+	char *keep[8] = {0};
+	size_t n = 0;
+
+	pid_t pid = spawn(cg, child_pause, NULL);
+	for (const char *const *p = lb_cgroup_paths(cg); *p && n < 8; p++)
+		keep[n++] = strdup(*p);
+	destroy_now(cg);
+	int status = wait_for(pid, 5000);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		cr_expect(stat(keep[i], &st) < 0 && errno == ENOENT, "%s still exists", keep[i]);
+		free(keep[i]);
+	}
+}
+
+Test(cgroup, no_limits)
+{
+	static const struct lb_cgroup_limits zero;
+	struct lb_cgroup *a = mk("nolim-null", NULL, NULL);
+	struct lb_cgroup *b = mk("nolim-zero", NULL, &zero);
+	struct lb_cgroup_stats st;
+
+	pid_t pid = spawn(b, child_spin, (void *)(uintptr_t)100);
+	cr_assert(WIFEXITED(wait_for(pid, 10000)));
+	get_stats(b, &st);
+	cr_expect_gt(st.cpu_usec, 0);
+	spawn(a, child_pause, NULL);
+	kill_cg(a);
+	destroy_now(a);
+	destroy_now(b);
+}
+
+Test(cgroup, explicit_parent)
+{
+	const char *parent = explicit_parent();
+	struct lb_cgroup_limits lim = {.memory_bytes = 48 * MiB, .pids = 32};
+	struct lb_cgroup *cg = mk("explicit", parent, &lim);
+	char want[PATH_MAX];
+
+	/* every directory is <mount point><parent>/<name> */
+	for (const char *const *p = lb_cgroup_paths(cg); *p; p++) {
+		snprintf(want, sizeof(want), "%s%s%sexplicit", strcmp(parent, "/") ? parent : "",
+			 "/", prefix);
+		size_t wl = strlen(want), pl = strlen(*p);
+		cr_expect(pl > wl && !strcmp(*p + pl - wl, want), "%s does not end in %s", *p,
+			  want);
+	}
+	pid_t pid = spawn(cg, child_hog, (void *)(uintptr_t)(100 * MiB));
+	int status = wait_for(pid, 30000);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+Test(cgroup, explicit_parent_missing_fails)
+{
+	struct lb_err *err = NULL;
+	struct lb_cgroup *cg = NULL;
+
+	int r = lb_cgroup_create("x", "/lbbox-no-such-parent-dir", NULL, &cg, &err);
+	cr_expect_lt(r, 0);
+	cr_expect_null(cg);
+	cr_expect_not_null(err);
+	lb_err_free(&err);
+	r = lb_cgroup_create("../escape", NULL, NULL, &cg, &err);
+	cr_expect_lt(r, 0);
+	lb_err_free(&err);
+}
+
+/* Per-exec cgroups nest under the session's: killing the session takes them along. */
+Test(cgroup, nested_killed_with_outer)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 64 * MiB, .pids = 64};
+	struct lb_cgroup *outer = mk("outer", NULL, &lim);
+	char inner_name[80];
+
+	snprintf(inner_name, sizeof(inner_name), "outer/exec");
+	struct lb_cgroup *inner = mk(inner_name, NULL, NULL);
+	pid_t a = spawn(inner, child_pause, NULL);
+	pid_t b = spawn(outer, child_pause, NULL);
+	cr_assert_not(lb_cgroup_is_empty(outer));
+	kill_cg(outer);
+	cr_expect(lb_cgroup_is_empty(inner));
+	int sa = wait_for(a, 5000), sb = wait_for(b, 5000);
+	cr_expect(WIFSIGNALED(sa) && WIFSIGNALED(sb));
+	/* destroying the outer one first removes the inner directory too; inner's destroy copes */
+	destroy_now(outer);
+	destroy_now(inner);
+}
+
+/* The limit sits on the session cgroup, the victim in a per-exec child: the session counts it. */
+Test(cgroup, nested_oom_counted_at_outer)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 40 * MiB};
+	struct lb_cgroup *outer = mk("oom-outer", NULL, &lim);
+	struct lb_cgroup *inner = mk("oom-outer/exec", NULL, NULL);
+	struct lb_cgroup_stats st;
+
+	pid_t pid = spawn(inner, child_hog, (void *)(uintptr_t)(100 * MiB));
+	int status = wait_for(pid, 30000);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "hog was not OOM-killed (status 0x%x)", status);
+	get_stats(outer, &st);
+	cr_expect_geq(st.oom_kills, 1);
+	cr_expect_leq(st.memory_peak, 40 * MiB);
+}
+
+/* v2: lbbox's own cgroup has processes, so enabling controllers moves them into a leaf. */
+Test(cgroup, v2_leaf_move_and_clone_into_cgroup)
+{
+	if (expected_version() != LB_CGROUP_V2)
+		cr_skip_test("cgroup v1 host: no no-internal-process rule, no CLONE_INTO_CGROUP");
+	struct lb_cgroup_limits lim = {.memory_bytes = 64 * MiB, .pids = 64, .cpu_quota_us = 50000};
+	struct lb_cgroup *cg = mk("leaf", NULL, &lim);
+	char *own = NULL, *procs = NULL, *ctl = NULL, path[PATH_MAX];
+
+	cr_assert(lb_read_file("/proc/self/cgroup", 4096, &own, NULL, NULL) == 0);
+	own[strcspn(own, "\n")] = '\0';
+	cr_log_info("own cgroup now %s, sandbox %s", own, lb_cgroup_paths(cg)[0]);
+	bool at_root = !strcmp(own, "0::/");
+	if (!at_root) {
+		cr_expect(strstr(own, "/lbbox-leaf") != NULL, "not moved into the leaf: %s", own);
+		/* the parent of the sandbox has no process of its own and the controllers on */
+		snprintf(path, sizeof(path), "%s", lb_cgroup_paths(cg)[0]);
+		*strrchr(path, '/') = '\0';
+		strcat(path, "/cgroup.procs");
+		cr_assert(lb_read_file(path, 4096, &procs, NULL, NULL) == 0);
+		cr_expect_str_empty(procs);
+		strcpy(strrchr(path, '/'), "/cgroup.subtree_control");
+		cr_assert(lb_read_file(path, 4096, &ctl, NULL, NULL) == 0);
+		cr_expect(strstr(ctl, "memory") && strstr(ctl, "pids") && strstr(ctl, "cpu"), "%s",
+			  ctl);
+	}
+	free(own), free(procs), free(ctl);
+
+	/* a second sandbox goes beside the first, not under the leaf */
+	struct lb_cgroup *cg2 = mk("leaf2", NULL, &lim);
+	snprintf(path, sizeof(path), "%s", lb_cgroup_paths(cg)[0]);
+	*strrchr(path, '/') = '\0';
+	cr_expect(!strncmp(lb_cgroup_paths(cg2)[0], path, strlen(path)) &&
+		      !strchr(lb_cgroup_paths(cg2)[0] + strlen(path) + 1, '/'),
+		  "%s not beside %s", lb_cgroup_paths(cg2)[0], lb_cgroup_paths(cg)[0]);
+
+	struct {
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+		    set_tid, set_tid_size, cgroup;
+	} args = {.flags = TEST_CLONE_INTO_CG,
+		  .exit_signal = SIGCHLD,
+		  .cgroup = (uint64_t)lb_cgroup_dirfd(cg)};
+	const char *name = strrchr(lb_cgroup_paths(cg)[0], '/');
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	cr_assert_geq(pid, 0, "clone3: %s", strerror(errno));
+	if (pid == 0) {
+		/* raw clone: only async-signal-safe calls here */
+		char buf[512] = {0};
+		int fd = open("/proc/self/cgroup", O_RDONLY);
+		ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		_exit(n > 0 && strstr(buf, name) ? 0 : 1);
+	}
+	add_kid(pid);
+	int status = wait_for(pid, 5000);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child not in %s", name);
+}
+
+/* Exit code bits of the child in no_hierarchy. */
+static int none_checks(void)
+{
+	struct lb_cgroup_limits lim = {.pids = 10};
+	struct lb_cgroup_stats st;
+	struct lb_err *err = NULL;
+	struct lb_cgroup *cg = NULL;
+	int bad = 0;
+
+	if (lb_cgroup_create("lbbox-none", NULL, NULL, &cg, &err) < 0)
+		return 1;
+	if (lb_cgroup_version(cg) != LB_CGROUP_NONE || lb_cgroup_dirfd(cg) != -1 ||
+	    lb_cgroup_paths(cg)[0] || lb_cgroup_v1_hierarchies(cg)[0])
+		bad |= 2;
+	if (lb_cgroup_attach(cg, getpid(), &err) < 0 || lb_cgroup_kill(cg, &err) < 0 ||
+	    !lb_cgroup_is_empty(cg) || lb_cgroup_stats(cg, &st, &err) < 0 ||
+	    lb_cgroup_destroy(cg, &err) < 0)
+		bad |= 4;
+	cg = NULL;
+	if (lb_cgroup_create("lbbox-none", NULL, &lim, &cg, &err) == 0 || !err ||
+	    !strstr(err->msg, "cannot enforce"))
+		bad |= 8;
+	lb_err_free(&err);
+	return bad;
+}
+
+/* No cgroup mounted at all (a private mount namespace without /sys/fs/cgroup). */
+Test(cgroup, no_hierarchy)
+{
+	pid_t pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		if (unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(64);
+		if (umount2("/sys/fs/cgroup", MNT_DETACH) < 0)
+			_exit(65);
+		_exit(none_checks());
+	}
+	add_kid(pid);
+	int status = wait_for(pid, 10000);
+	cr_assert(WIFEXITED(status));
+	cr_expect_eq(WEXITSTATUS(status), 0, "none checks failed: %d", WEXITSTATUS(status));
+}
