@@ -1,0 +1,332 @@
+// Resource limits and lifetime: memory/OOM, pids, cpu, timeout, tree kill, die-with-parent.
+#include "harness.h"
+
+#include <dirent.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+LBT_SUITE(limits);
+
+static json_t *last_json(const struct lb_run_out *o)
+{
+	char line[4096];
+	json_error_t jerr;
+	json_t *j = json_loads(lbt_last_line(o->out, line, sizeof(line)), 0, &jerr);
+
+	cr_assert_not_null(j, "last stdout line is not JSON (%s): %s", jerr.text, o->out);
+	return j;
+}
+
+// Print the content of the first of two cgroup files that exists inside the sandbox.
+static char *read_cg_file(const char *v1_path, const char *v2_path, const char *const *opts)
+{
+	char *script =
+	    lbt_strdupf("if [ -e %s ]; then cat %s; else cat %s; fi", v2_path, v2_path, v1_path);
+	const char *args[32] = {"run"};
+	int n = 1;
+	struct lb_run_out o;
+	char *v;
+
+	for (; *opts; opts++)
+		args[n++] = *opts;
+	args[n++] = "--";
+	args[n++] = "sh";
+	args[n++] = "-c";
+	args[n++] = script;
+	args[n] = NULL;
+	lbt_runv(&o, args);
+	LBT_ASSERT_EXIT(o, 0);
+	v = strdup(lbt_chomp(o.out));
+	free(script);
+	lbt_out_free(&o);
+	return v;
+}
+
+LBT_TEST(limits, memory_hog_is_oom_killed)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--memory", "64m", LBT_PROBE, "memhog", "200", NULL);
+	LBT_ASSERT_EXIT(o, 137);
+	cr_assert_null(strstr(o.out, "ok"), "memhog finished: %s", o.out);
+	cr_assert(strstr(o.err, "OOM"), "stderr does not mention OOM: %s", o.err);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, memory_hog_json_reports_oom)
+{
+	struct lb_run_out o;
+	json_t *j;
+
+	lbt_run(&o, "run", "--json", "--memory", "64m", LBT_PROBE, "memhog", "200", NULL);
+	LBT_ASSERT_EXIT(o, 137);
+	j = last_json(&o);
+	cr_assert(json_is_true(json_object_get(j, "oom_killed")), "oom_killed not true: %s", o.out);
+	cr_assert(json_is_false(json_object_get(j, "timed_out")), "%s", o.out);
+	cr_assert_geq(json_number_value(json_object_get(j, "memory_peak_bytes")), 32.0 * (1 << 20),
+		      "memory_peak_bytes: %s", o.out);
+	cr_assert_leq(json_number_value(json_object_get(j, "memory_peak_bytes")), 80.0 * (1 << 20),
+		      "memory_peak_bytes above the limit: %s", o.out);
+	json_decref(j);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, memory_under_limit_is_fine)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--memory", "64m", LBT_PROBE, "memhog", "16", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "ok\n");
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, memory_limit_visible_inside)
+{
+	static const char *const opts[] = {"--memory", "64m", NULL};
+	char *v = read_cg_file("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+			       "/sys/fs/cgroup/memory.max", opts);
+
+	cr_assert_str_eq(v, "67108864", "memory limit inside: %s", v);
+	free(v);
+}
+
+LBT_TEST(limits, fork_bomb_stops_at_pids_limit)
+{
+	struct lb_run_out o;
+	int forked = -1, eagain = -1, other = -1;
+
+	lbt_run(&o, "run", "--pids", "32", LBT_PROBE, "forkbomb", "100", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_eq(sscanf(o.out, "forked=%d eagain=%d other=%d", &forked, &eagain, &other), 3,
+		     "probe output: %s %s", o.out, o.err);
+	cr_assert_leq(forked, 32, "forked %d processes under --pids 32", forked);
+	cr_assert_gt(forked, 0, "no fork succeeded at all: %s", o.out);
+	cr_assert_gt(eagain, 0, "fork never failed with EAGAIN: %s", o.out);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, pids_limit_visible_inside)
+{
+	static const char *const opts[] = {"--pids", "32", NULL};
+	char *v = read_cg_file("/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/pids.max", opts);
+
+	cr_assert_str_eq(v, "32", "pids.max inside: %s", v);
+	free(v);
+}
+
+LBT_TEST(limits, cpus_sets_cfs_quota)
+{
+	static const char *const opts[] = {"--cpus", "0.5", NULL};
+	char *max = read_cg_file("/dev/null", "/sys/fs/cgroup/cpu.max", opts);
+	char *quota, *period;
+
+	if (*max) { // cgroup v2
+		cr_assert_str_eq(max, "50000 100000", "cpu.max inside: %s", max);
+		free(max);
+		return;
+	}
+	free(max);
+	quota = read_cg_file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/nonexistent", opts);
+	period = read_cg_file("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "/nonexistent", opts);
+	cr_assert_str_eq(quota, "50000", "cpu.cfs_quota_us inside: %s", quota);
+	cr_assert_str_eq(period, "100000", "cpu.cfs_period_us inside: %s", period);
+	free(quota);
+	free(period);
+}
+
+LBT_TEST(limits, cpus_is_enforced)
+{
+	struct lb_run_out o;
+	json_t *j;
+	double cpu;
+
+	// Two busy seconds of wall time at half a CPU: about one second of CPU time.
+	lbt_run(&o, "run", "--json", "--cpus", "0.5", LBT_PROBE, "spin", "2", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	j = last_json(&o);
+	cpu = json_number_value(json_object_get(j, "cpu_usec"));
+	cr_assert_leq(cpu, 1.35e6, "cpu_usec %.0f: quota not enforced (%s)", cpu, o.out);
+	cr_assert_geq(cpu, 0.5e6, "cpu_usec %.0f implausibly low (%s)", cpu, o.out);
+	json_decref(j);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, timeout_kills_whole_tree)
+{
+	struct lb_run_out o;
+
+	lbt_add_marker("987651");
+	lbt_add_marker("987652");
+	lbt_add_marker("987653");
+	lbt_run(&o, "run", "--timeout", "1", "--", "sh", "-c",
+		"sleep 987651 & setsid sleep 987652 & sleep 987653", NULL);
+	LBT_ASSERT_EXIT(o, 124);
+	cr_assert(strstr(o.err, "timed out"), "stderr: %s", o.err);
+	cr_assert_lt(o.secs, 10.0, "lbbox took %.1f s to enforce a 1 s timeout", o.secs);
+	cr_assert_geq(o.secs, 0.9, "timed out after only %.2f s", o.secs);
+	cr_assert_eq(lbt_count_procs_containing("98765"), 0, "a sleep survived the timeout");
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, timeout_json)
+{
+	struct lb_run_out o;
+	json_t *j;
+
+	lbt_add_marker("987659");
+	lbt_run(&o, "run", "--json", "--timeout", "1", "--", "sleep", "987659", NULL);
+	LBT_ASSERT_EXIT(o, 124);
+	j = last_json(&o);
+	cr_assert(json_is_true(json_object_get(j, "timed_out")), "timed_out not true: %s", o.out);
+	cr_assert(json_is_false(json_object_get(j, "oom_killed")), "%s", o.out);
+	json_decref(j);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, command_finishing_before_timeout)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--timeout", "30", "--", "sh", "-c", "echo quick; exit 5", NULL);
+	LBT_ASSERT_EXIT(o, 5);
+	LBT_ASSERT_OUT(o, "quick\n");
+	cr_assert_lt(o.secs, 10.0);
+	lbt_out_free(&o);
+}
+
+LBT_TEST(limits, escaped_children_die_on_exit)
+{
+	struct lb_run_out o;
+
+	lbt_add_marker("987660");
+	lbt_add_marker("987661");
+	lbt_run(&o, "run", "--", "sh", "-c",
+		"(setsid sleep 987660 &); sh -c 'sleep 987661 &'; exit 0", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_lt(o.secs, 20.0);
+	cr_assert_eq(lbt_count_procs_with_arg("987660") + lbt_count_procs_with_arg("987661"), 0,
+		     "a double-forked/setsid child survived the sandbox");
+	lbt_out_free(&o);
+}
+
+// Is there an lbbox-* cgroup (a v2 "lbbox-leaf" aside) directly under dir?
+static bool has_lbbox_cgroup(const char *dir, bool v2)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d)))
+		found = e->d_type == DT_DIR && strncmp(e->d_name, "lbbox-", 6) == 0 &&
+			!(v2 && strcmp(e->d_name, "lbbox-leaf") == 0);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static bool wait_lbbox_cgroup(const char *dir, bool v2, double timeout)
+{
+	double deadline = lbt_now() + timeout;
+
+	while (!has_lbbox_cgroup(dir, v2) && lbt_now() < deadline)
+		usleep(20000);
+	return has_lbbox_cgroup(dir, v2);
+}
+
+LBT_TEST(limits, cgroups_nest_under_own_cgroup)
+{
+	struct lbt_proc p;
+	struct lb_run_out o;
+	bool v2_mem = false, v2_pids = false;
+	const char *mem = lbt_cgroup_dir("memory", &v2_mem);
+	const char *pids = lbt_cgroup_dir("pids", &v2_pids);
+
+	cr_assert_not_null(mem, "no memory cgroup hierarchy found");
+	lbt_add_marker("987657");
+	lbt_spawn(&p, "run", "--memory", "64m", "--pids", "64", "--timeout", "3", "--", "sleep",
+		  "987657", NULL);
+	cr_assert_eq(lbt_wait_procs_with_arg("987657", 1, 10.0), 1, "sandbox did not start");
+	bool in_mem = wait_lbbox_cgroup(mem, v2_mem, 1.0);
+	bool in_pids = !pids || wait_lbbox_cgroup(pids, v2_pids, 1.0);
+
+	lbt_wait(&p, &o, LBT_WATCHDOG_SEC);
+	cr_assert(in_mem, "no lbbox-* cgroup under lbbox's own memory cgroup %s", mem);
+	cr_assert(in_pids, "no lbbox-* cgroup under lbbox's own pids cgroup %s", pids);
+	LBT_ASSERT_EXIT(o, 124);
+	lbt_out_free(&o);
+}
+
+// Start `lbbox run --die-with-parent -- sh -c SCRIPT` from an intermediate process;
+// returns the intermediate's pid and stores lbbox's.
+static pid_t start_via_intermediate(const char *script, pid_t *lbbox)
+{
+	int fds[2];
+	pid_t mid;
+
+	cr_assert_eq(pipe(fds), 0);
+	mid = fork();
+	cr_assert_geq(mid, 0);
+	if (mid == 0) {
+		struct lbt_proc p;
+		struct lb_run_out o;
+
+		close(fds[0]);
+		lbt_spawn(&p, "run", "--die-with-parent", "--", "sh", "-c", script, NULL);
+		if (write(fds[1], &p.pid, sizeof(p.pid)) != sizeof(p.pid))
+			_exit(1);
+		lbt_wait(&p, &o, LBT_WATCHDOG_SEC);
+		_exit(0);
+	}
+	close(fds[1]);
+	cr_assert_eq(read(fds[0], lbbox, sizeof(*lbbox)), (ssize_t)sizeof(*lbbox));
+	close(fds[0]);
+	return mid;
+}
+
+static bool reap_within(pid_t pid, double timeout)
+{
+	double deadline = lbt_now() + timeout;
+	int st;
+
+	while (lbt_now() < deadline) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+LBT_TEST(limits, die_with_parent_lbbox_killed)
+{
+	pid_t lbbox, mid;
+
+	lbt_add_marker("987654");
+	lbt_add_marker("987655");
+	mid = start_via_intermediate("sleep 987654 & sleep 987655", &lbbox);
+	cr_assert_eq(lbt_wait_procs_with_arg("987655", 1, 10.0), 1, "sandbox did not start");
+	kill(lbbox, SIGKILL);
+	cr_assert(reap_within(mid, 10.0), "intermediate did not finish");
+	cr_assert_eq(lbt_wait_procs_with_arg("987654", 0, 5.0), 0, "sleep 987654 survived");
+	cr_assert_eq(lbt_wait_procs_with_arg("987655", 0, 5.0), 0, "sleep 987655 survived");
+}
+
+LBT_TEST(limits, die_with_parent_parent_killed)
+{
+	pid_t lbbox, mid;
+
+	// lbbox is re-parented to us when the intermediate dies, so we can reap it.
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	lbt_add_marker("987658");
+	mid = start_via_intermediate("sleep 987658", &lbbox);
+	cr_assert_eq(lbt_wait_procs_with_arg("987658", 1, 10.0), 1, "sandbox did not start");
+	kill(mid, SIGKILL);
+	cr_assert(reap_within(mid, 5.0), "intermediate not reaped");
+	cr_assert(reap_within(lbbox, 10.0), "lbbox did not exit when its parent died");
+	cr_assert_eq(lbt_wait_procs_with_arg("987658", 0, 5.0), 0, "sleep 987658 survived");
+}
