@@ -38,4 +38,10 @@ enum { LB_EXIT_SETUP = 125, LB_EXIT_CANNOT_EXEC = 126, LB_EXIT_NOT_FOUND = 127 }
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
 		   struct lb_result *res, int *setup_exit, struct lb_err **err);
 
+/*
+ * Removes the state directories and cgroups of sandboxes whose lbbox died without cleaning up
+ * and whose pid 1 is gone. lb_sandbox_run calls it before starting a sandbox.
+ */
+int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err);
+
 #endif

@@ -65,6 +65,15 @@ __attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
 __attribute__((noreturn)) void lb_child_fail(int err_fd, int code, const struct lb_err *e);
 
 /* state.c */
+struct lb_state {
+	pid_t pid;	    /* the sandbox's pid 1, as seen from lbbox */
+	uint64_t pid_start; /* its start time in clock ticks since boot */
+	char **cgroups;	    /* absolute cgroup directories, NULL-terminated */
+};
+int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
+void lb_state_free(struct lb_state *st);
+/* /proc/PID/stat start time, 0 when the process does not exist. */
+uint64_t lb_proc_starttime(pid_t pid);
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, struct lb_err **err);
 

@@ -275,6 +275,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
+	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0)
 		goto fail;
 	char cgname[32];

@@ -1,10 +1,12 @@
 /* state.json: what a later lbbox process needs to find, inspect or clean up a sandbox. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
@@ -18,6 +20,28 @@ static json_t *strv_json(char *const *v)
 	return a;
 }
 
+uint64_t lb_proc_starttime(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long start = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* field 22, counted after "(comm)" which may itself hold spaces */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1)
+		return 0;
+	return start;
+}
+
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, struct lb_err **err)
 {
@@ -27,6 +51,8 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 		return lb_err_set(err, ENOMEM, "state");
 	json_object_set_new(st, "id", json_string(id));
 	json_object_set_new(st, "pid", json_integer(pid));
+	/* with the pid, tells a live sandbox from a reused pid */
+	json_object_set_new(st, "pid_start", json_integer((json_int_t)lb_proc_starttime(pid)));
 	json_object_set_new(st, "created", json_integer((json_int_t)time(NULL)));
 	json_object_set_new(st, "rootfs", spec->rootfs ? json_string(spec->rootfs) : json_string("host"));
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
@@ -38,4 +64,45 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 		return lb_err_set(err, ENOMEM, "state");
 	snprintf(path, sizeof(path), "%s/state.json", statedir);
 	return lb_write_file_atomic(path, text, strlen(text), 0600, err);
+}
+
+void lb_state_free(struct lb_state *st)
+{
+	lb_strvfreep(&st->cgroups);
+	memset(st, 0, sizeof(*st));
+}
+
+static char **json_strv(json_t *a)
+{
+	size_t i, n = json_array_size(a);
+	json_t *v;
+	char **out = calloc(n + 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	json_array_foreach(a, i, v)
+	{
+		if (json_is_string(v) && !(out[i] = strdup(json_string_value(v)))) {
+			lb_strvfreep(&out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err)
+{
+	char path[4096];
+	json_error_t jerr;
+	snprintf(path, sizeof(path), "%s/state.json", statedir);
+	json_t *st = json_load_file(path, 0, &jerr);
+	if (!st)
+		return lb_err_set(err, errno, "read %s: %s", path, jerr.text);
+	memset(out, 0, sizeof(*out));
+	out->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	out->pid_start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
+	out->cgroups = json_strv(json_object_get(st, "cgroups"));
+	json_decref(st);
+	if (out->pid <= 0 || !out->cgroups)
+		return lb_err_set(err, 0, "%s: incomplete state", path);
+	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -314,6 +315,23 @@ LBT_TEST(limits, die_with_parent_lbbox_killed)
 	cr_assert(reap_within(mid, 10.0), "intermediate did not finish");
 	cr_assert_eq(lbt_wait_procs_with_arg("987654", 0, 5.0), 0, "sleep 987654 survived");
 	cr_assert_eq(lbt_wait_procs_with_arg("987655", 0, 5.0), 0, "sleep 987655 survived");
+
+	/*
+	 * A SIGKILLed lbbox cannot clean up; the next lbbox collects the state and cgroups once
+	 * the dead sandbox's pid 1 has been reaped by the host (asynchronous, hence the retries).
+	 */
+	double deadline = lbt_now() + 10.0;
+	bool collected = false;
+	while (!collected && lbt_now() < deadline) {
+		struct lb_run_out o;
+		lbt_run(&o, "run", "--", "true", NULL);
+		cr_assert_eq(o.status, 0, "next run failed: %s", o.err);
+		lbt_out_free(&o);
+		collected = rmdir(lbt_runroot()) == 0 && mkdir(lbt_runroot(), 0700) == 0;
+		if (!collected)
+			usleep(100000);
+	}
+	cr_assert(collected, "the next lbbox did not collect the killed sandbox's state");
 }
 
 LBT_TEST(limits, die_with_parent_parent_killed)

@@ -1,0 +1,66 @@
+/*
+ * Garbage collection of sandboxes whose lbbox was killed before it could clean up (SIGKILL,
+ * OOM, power loss of the process): once their pid 1 is gone, the state directory and the
+ * now-empty cgroups are removed by the next lbbox that runs. Live sandboxes are never touched.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+/* A state directory without state.json is a sandbox still starting, unless it is this old. */
+#define GC_GRACE_SECONDS 60
+
+static bool is_alive(const struct lb_state *st)
+{
+	uint64_t start = lb_proc_starttime(st->pid);
+	return start != 0 && (st->pid_start == 0 || start == st->pid_start);
+}
+
+/* Removes the sandbox's cgroups; false when one still holds tasks (then nothing is removed). */
+static bool remove_cgroups(char **cgroups)
+{
+	for (char **c = cgroups; *c; c++)
+		if (rmdir(*c) < 0 && errno != ENOENT)
+			return false;
+	return true;
+}
+
+static void collect_one(const char *statedir)
+{
+	struct lb_state st;
+	struct stat sb;
+	if (lb_state_read(statedir, &st, NULL) < 0) {
+		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS)
+			lb_rm_rf(statedir, NULL);
+		return;
+	}
+	if (!is_alive(&st) && remove_cgroups(st.cgroups))
+		lb_rm_rf(statedir, NULL);
+	lb_state_free(&st);
+}
+
+int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
+{
+	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
+	struct dirent *de;
+	if (!d)
+		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
+	while ((de = readdir(d))) {
+		char path[4096];
+		/* sandbox ids are 12 hex digits; anything else is not ours to remove */
+		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", paths->runroot, de->d_name);
+		collect_one(path);
+	}
+	return 0;
+}
