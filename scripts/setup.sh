@@ -13,7 +13,7 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       # images (rootfs-tools/) and the cgroup-v2 guest (scripts/vm-test.sh)
       busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
       # style check, and the peers scripts/bench.sh compares against
-      clang-format crun bubblewrap hyperfine)
+      clang-format crun bubblewrap jq)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,0 +1,255 @@
+#!/bin/bash
+# bench.sh — how long does a one-shot sandbox of /bin/true take?
+#
+# usage: scripts/bench.sh [--rootfs DIR] [--lbbox PATH] [-n N]
+#
+# Times `lbbox run` of /bin/true in the busybox rootfs N times (default 200,
+# env BENCH_N) after BENCH_WARMUP (default 10) warm-up runs, and does the same
+# for the peers that are installed (crun, bwrap, unshare+chroot) on the same
+# rootfs, in the same run. Prints a markdown table: median, p90 and the ratio
+# of each median to lbbox's. BENCH_TOOLS (default "lbbox crun bwrap unshare")
+# picks the tools.
+#
+# Each run is timed in this bash process with $EPOCHREALTIME around the
+# command: one fork+exec per run, the same for every tool, and no `date`
+# spawns. This is a benchmark, not a test: it fails (exit 1) only when lbbox
+# itself cannot run.
+set -euo pipefail
+export LC_ALL=C # $EPOCHREALTIME uses the locale's decimal point
+
+self=$(readlink -f -- "$0")
+repo=$(cd -- "$(dirname -- "$self")/.." && pwd)
+
+die() { printf 'bench.sh: %s\n' "$*" >&2; exit 1; }
+warn() { printf 'bench.sh: %s\n' "$*" >&2; }
+
+# Deletes every container in crun state dir $1.
+crun_delete_all() {
+	local id
+	for id in $(crun --root "$1" list -q 2>/dev/null); do
+		crun --root "$1" delete -f "$id" >/dev/null 2>&1 || true
+	done
+}
+
+# Prefix for a command run the way crun works on hybrid-cgroup hosts: in a
+# private mount namespace with an empty tmpfs over the v2 mount (skipped where
+# there is none). unshare and sh exec, so the pid is the command's.
+# shellcheck disable=SC2016 # "$@" is for the inner sh
+crun_ns=(unshare -m sh -c 'mount --make-rprivate / &&
+	{ ! mountpoint -q /sys/fs/cgroup/unified ||
+		mount -t tmpfs none /sys/fs/cgroup/unified; } && exec "$@"' sh)
+
+# Internal mode (--time-loop N WARM OUT ERRFILE CRUN_ROOT CMD...): run the
+# timing loop, write one duration (µs) per line to OUT. "@I@" in CMD is
+# replaced by the run number (crun needs a new container id per run). With a
+# non-empty CRUN_ROOT, delete any container left in that crun state dir
+# afterwards, from the same mount namespace, so crun sees the cgroup tree it
+# created them in.
+time_loop() {
+	local n=$1 warm=$2 out=$3 errf=$4 crun_root=$5
+	shift 5
+	local i t0 t1 rc=0 stop=0
+	local -a cmd times=()
+	# A signal ends the loop after the current run, so the cleanup below runs.
+	trap 'stop=1' INT TERM HUP
+	{
+		for ((i = 0; i < warm + n && !stop; i++)); do
+			cmd=("${@//@I@/$i}")
+			t0=$EPOCHREALTIME
+			"${cmd[@]}" || { rc=$?; break; }
+			t1=$EPOCHREALTIME
+			if ((i >= warm)); then
+				times+=($((${t1/./} - ${t0/./})))
+			fi
+		done
+	} </dev/null >/dev/null 2>"$errf"
+	if [ -n "$crun_root" ]; then crun_delete_all "$crun_root"; fi
+	if [ "$rc" != 0 ]; then
+		printf 'exit status %s at run %s\n' "$rc" "$i" >>"$errf"
+		return 1
+	fi
+	if [ "$stop" = 1 ]; then
+		echo interrupted >>"$errf"
+		return 130
+	fi
+	printf '%s\n' "${times[@]}" >"$out"
+}
+
+case "${1:-}" in
+--time-loop) shift; time_loop "$@"; exit ;;
+--crun-delete-all) crun_delete_all "$2"; exit ;;
+esac
+
+N=${BENCH_N:-200}
+WARM=${BENCH_WARMUP:-10}
+TOOLS=${BENCH_TOOLS:-lbbox crun bwrap unshare}
+rootfs=$repo/build/images/busybox/rootfs
+lbbox=$repo/build/lbbox
+
+usage() {
+	printf 'usage: %s [--rootfs DIR] [--lbbox PATH] [-n N]\n' "${0##*/}" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rootfs) [ $# -ge 2 ] || usage; rootfs=$2; shift 2 ;;
+	--rootfs=*) rootfs=${1#*=}; shift ;;
+	--lbbox) [ $# -ge 2 ] || usage; lbbox=$2; shift 2 ;;
+	--lbbox=*) lbbox=${1#*=}; shift ;;
+	-n) [ $# -ge 2 ] || usage; N=$2; shift 2 ;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+done
+case "$N$WARM" in *[!0-9]*) die "N and BENCH_WARMUP must be numbers" ;; esac
+[ "$N" -gt 0 ] || die "N must be > 0"
+
+if [ ! -x "$rootfs/bin/sh" ]; then
+	"$repo/rootfs-tools/busybox.sh" "$rootfs" || die "cannot build $rootfs"
+fi
+rootfs=$(readlink -f -- "$rootfs")
+[ -x "$rootfs/bin/true" ] || die "$rootfs has no /bin/true"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lbbox-bench.XXXXXX")
+
+# Never rm -rf through a mount a sandbox left behind (it could be the rootfs).
+cleanup() {
+	if [ -z "${tmp:-}" ]; then return; fi
+	if [ -d "$tmp/crun-state" ]; then
+		"${crun_ns[@]}" "$self" --crun-delete-all "$tmp/crun-state" || true
+	fi
+	if awk -v t="$tmp/" 'index($5, t) == 1 { found = 1 } END { exit !found }' \
+		/proc/self/mountinfo; then
+		warn "mounts left under $tmp; not removing it"
+		exit 1
+	fi
+	rm -rf -- "$tmp"
+}
+trap cleanup EXIT
+
+# Loops run as background jobs we wait for: a trapped signal interrupts
+# `wait` at once (not only after a foreground job ends), is passed on to the
+# loop, which stops after its current run and cleans up, and then we exit.
+child=""
+on_signal() {
+	if [ -n "$child" ]; then
+		kill -TERM "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	exit 130
+}
+trap on_signal INT TERM HUP
+
+run_child() {
+	local rc=0
+	"$@" &
+	child=$!
+	wait "$child" || rc=$?
+	child=""
+	return "$rc"
+}
+
+# Writes the crun bundle for $rootfs to $tmp/bundle.
+make_crun_bundle() {
+	local b=$tmp/bundle
+	mkdir -p "$b"
+	(cd "$b" && crun spec) || return 1
+	jq --arg root "$rootfs" '
+		.root = {path: $root, readonly: true}
+		| .process.terminal = false
+		| .process.args = ["/bin/true"]
+		| .linux.namespaces = [{type: "pid"}, {type: "mount"}, {type: "network"},
+			{type: "ipc"}, {type: "uts"}, {type: "cgroup"}]
+	' "$b/config.json" >"$b/config.json.new" &&
+		mv "$b/config.json.new" "$b/config.json"
+}
+
+# bench TOOL: runs the timing loop for TOOL; durations land in $tmp/TOOL.times.
+bench() {
+	local tool=$1
+	local out=$tmp/$tool.times errf=$tmp/$tool.err
+	local -a loop=(run_child "$self" --time-loop "$N" "$WARM" "$out" "$errf")
+	case "$tool" in
+	lbbox)
+		[ -x "$lbbox" ] || { echo "not found: $lbbox" >"$errf"; return 1; }
+		mkdir -p "$tmp/run" "$tmp/root"
+		"${loop[@]}" "" "$lbbox" --runroot "$tmp/run" --root "$tmp/root" \
+			run --rootfs "$rootfs" -- /bin/true
+		;;
+	crun)
+		make_crun_bundle 2>"$errf" || return 1
+		mkdir -p "$tmp/crun-state"
+		# crun refuses hybrid cgroups: hide the v2 mount, once around the loop.
+		run_child "${crun_ns[@]}" "${loop[@]:1}" "$tmp/crun-state" \
+			crun --root "$tmp/crun-state" --cgroup-manager=cgroupfs \
+			run --bundle "$tmp/bundle" "lbbox-bench-$$-@I@"
+		;;
+	bwrap)
+		"${loop[@]}" "" bwrap --unshare-all --ro-bind "$rootfs" / \
+			--proc /proc --dev /dev /bin/true
+		;;
+	unshare)
+		"${loop[@]}" "" unshare --pid --mount --net --uts --ipc --fork \
+			chroot "$rootfs" /bin/true
+		;;
+	*) echo "unknown tool" >"$errf"; return 1 ;;
+	esac
+}
+
+# stats FILE: prints "median p90" in ms (p90 = nearest rank).
+stats() {
+	sort -n "$1" | awk '
+		{ v[NR] = $1 }
+		END {
+			med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			r = int(0.9 * NR); if (r < 0.9 * NR) r++
+			printf "%.2f %.2f\n", med / 1000, v[r] / 1000
+		}'
+}
+
+have() {
+	case "$1" in
+	lbbox) return 0 ;;
+	crun) command -v crun >/dev/null && command -v jq >/dev/null ;;
+	*) command -v "$1" >/dev/null ;;
+	esac
+}
+
+declare -A med p90
+lbbox_ok=0
+ran=()
+for tool in $TOOLS; do
+	if ! have "$tool"; then
+		[ "$tool" = crun ] && command -v crun >/dev/null && warn "crun: skipped, needs jq"
+		continue
+	fi
+	if bench "$tool"; then
+		read -r "med[$tool]" "p90[$tool]" < <(stats "$tmp/$tool.times")
+		ran+=("$tool")
+		[ "$tool" = lbbox ] && lbbox_ok=1
+	else
+		warn "$tool failed:"
+		tail -n 5 "$tmp/$tool.err" | sed 's/^/    /' >&2
+	fi
+done
+
+printf '%s runs of /bin/true (after %s warm-up) in %s, %s\n\n' \
+	"$N" "$WARM" "$rootfs" "$(uname -r)"
+if [ "$lbbox_ok" = 1 ]; then
+	printf 'lbbox run: median %s ms, p90 %s ms\n\n' "${med[lbbox]}" "${p90[lbbox]}"
+fi
+printf '| tool | median ms | p90 ms | × lbbox |\n'
+printf '| --- | ---: | ---: | ---: |\n'
+for tool in "${ran[@]}"; do
+	ratio=n/a
+	if [ "$lbbox_ok" = 1 ]; then
+		ratio=$(awk -v a="${med[$tool]}" -v b="${med[lbbox]}" \
+			'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+	fi
+	printf '| %s | %s | %s | %s |\n' "$tool" "${med[$tool]}" "${p90[$tool]}" "$ratio"
+done
+
+case " $TOOLS " in
+*" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;
+esac
