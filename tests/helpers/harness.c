@@ -42,6 +42,7 @@ struct cg_hier {
 	char *dir;   // private cgroup dir
 	char *ctrls; // "memory", "cpu,cpuacct", "name=systemd", "" for v2
 	bool v2;
+	bool shared; // v2: lbbox's own cgroup, not a private one (see cg_add)
 };
 
 static struct {
@@ -348,6 +349,15 @@ static void cg_add(const char *ctrls, const char *path)
 
 	if (!parent || H.n_cg >= MAX_CG)
 		goto out;
+	/*
+	 * v2: a private child cgroup would have no controllers (ours has processes, so it cannot
+	 * delegate any); lbbox runs in our own cgroup and must move us into a leaf itself.
+	 */
+	if (!*ctrls) {
+		H.cg[H.n_cg++] = (struct cg_hier){.dir = parent, .ctrls = strdup(""), .v2 = true,
+						  .shared = true};
+		return;
+	}
 	dir = lbt_strdupf("%s/lbt-%d", parent, (int)getpid());
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		cr_log_warn("cannot create private cgroup %s: %s", dir, strerror(errno));
@@ -405,6 +415,8 @@ static void cg_enter_self(void)
 
 	snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	for (int i = 0; i < H.n_cg; i++) {
+		if (H.cg[i].shared)
+			continue;
 		char *procs = lbt_strdupf("%s/cgroup.procs", H.cg[i].dir);
 
 		if (write_str(procs, pid) < 0)
@@ -725,21 +737,27 @@ static void report_cg_procs(FILE *m, const char *dir)
 	free(path);
 }
 
-static void report_cg_tree(FILE *m, const char *dir, bool v2)
+// shared: lbbox's own (v2) cgroup, where we ourselves live in lbbox-leaf; only lbbox's
+// sandbox cgroups below it are checked there.
+static void report_cg_tree(FILE *m, const char *dir, bool v2, bool shared)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 
-	report_cg_procs(m, dir);
+	if (!shared)
+		report_cg_procs(m, dir);
 	while (d && (e = readdir(d))) {
 		if (e->d_type != DT_DIR || e->d_name[0] == '.')
 			continue;
+		bool leaf = v2 && !strcmp(e->d_name, "lbbox-leaf");
+
+		if (shared && (leaf || strncmp(e->d_name, "lbbox-", 6) != 0))
+			continue;
 		char *sub = lbt_strdupf("%s/%s", dir, e->d_name);
 
-		if (strncmp(e->d_name, "lbbox-", 6) == 0 &&
-		    !(v2 && !strcmp(e->d_name, "lbbox-leaf")))
+		if (strncmp(e->d_name, "lbbox-", 6) == 0 && !leaf)
 			fprintf(m, "cgroup left behind: %s\n", sub);
-		report_cg_tree(m, sub, v2);
+		report_cg_tree(m, sub, v2, false);
 		free(sub);
 	}
 	if (d)
@@ -783,7 +801,7 @@ static char *collect_problems(void)
 		return NULL;
 	report_dir_entries(m, H.runroot);
 	for (int i = 0; i < H.n_cg; i++)
-		report_cg_tree(m, H.cg[i].dir, H.cg[i].v2);
+		report_cg_tree(m, H.cg[i].dir, H.cg[i].v2, H.cg[i].shared);
 	report_mounts(m, H.base);
 	report_procs(m, H.root);
 	for (int i = 0; i < H.n_markers; i++)
@@ -936,7 +954,8 @@ void lbt_teardown(void)
 	for (int i = 0; i < H.n_markers; i++)
 		scan_procs(kill_marked_sleep, H.markers[i]);
 	for (int i = 0; i < H.n_cg; i++)
-		cg_remove_tree(H.cg[i].dir);
+		if (!H.cg[i].shared)
+			cg_remove_tree(H.cg[i].dir);
 	umount_under_base();
 	nftw(H.base, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
