@@ -26,7 +26,7 @@ stage() {
 		[ "$rc" = 0 ] || [ "$fail" != 0 ] || failed=$((failed + 1))
 	elif grep -q '^@@TEST-END' "$log"; then
 		total=$(grep -c '^@@TEST-END' "$log")
-		fail=$(grep '^@@TEST-END' "$log" | grep -vc 'rc=0$')
+		fail=$(grep '^@@TEST-END' "$log" | grep -Evc ' rc=0( |$)')
 		passed=$((passed + total - fail)) failed=$((failed + fail))
 		[ "$rc" = 0 ] || [ "$fail" != 0 ] || failed=$((failed + 1))
 	elif [ "$rc" = 0 ]; then

@@ -1,4 +1,5 @@
-/* Error values: every fallible function is int f(..., struct lb_err **err), returns < 0 and fills *err. */
+/* Error values: every fallible function is int f(..., struct lb_err **err), returns < 0 and fills
+ * *err. */
 #ifndef LBBOX_ERR_H
 #define LBBOX_ERR_H
 
@@ -9,9 +10,10 @@ struct lb_err {
 	char *msg;  /* full message, context first: "mount /proc: Operation not permitted" */
 };
 
-/* Sets *err (when err != NULL and *err is NULL) and returns -1. errnum 0 means no strerror suffix. */
+/* Sets *err (when err != NULL and *err is NULL) and returns -1. errnum 0 means no strerror suffix.
+ */
 int lb_err_set(struct lb_err **err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Prefixes context to an existing error ("ctx: old message"); returns -1. */
 int lb_err_wrap(struct lb_err **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void lb_err_free(struct lb_err **err);

@@ -35,8 +35,8 @@ enum { LB_EXIT_SETUP = 125, LB_EXIT_CANNOT_EXEC = 126, LB_EXIT_NOT_FOUND = 127 }
  * sandbox could not be built (then *setup_exit holds 125, 126 or 127); nothing is left behind.
  * Signals SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 received meanwhile are forwarded.
  */
-int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
-		   struct lb_result *res, int *setup_exit, struct lb_err **err);
+int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
+		   int *setup_exit, struct lb_err **err);
 
 /*
  * Removes the state directories and cgroups of sandboxes whose lbbox died without cleaning up

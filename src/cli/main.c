@@ -40,14 +40,14 @@ static const char *env_or(const char *name, const char *def)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"root", required_argument, NULL, 'r'},
-		{"runroot", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"root", required_argument, NULL, 'r'},
+	    {"runroot", required_argument, NULL, 'R'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	struct cli_globals g = {
-		.paths = {.root = env_or("LBBOX_ROOT", "/var/lib/lbbox"),
-			  .runroot = env_or("LBBOX_RUNROOT", "/run/lbbox")},
+	    .paths = {.root = env_or("LBBOX_ROOT", "/var/lib/lbbox"),
+		      .runroot = env_or("LBBOX_RUNROOT", "/run/lbbox")},
 	};
 	int c;
 

@@ -17,35 +17,50 @@
 #define MAX_ENV	     256
 
 enum {
-	OPT_IMAGE = 256, OPT_ROOTFS, OPT_READ_ONLY, OPT_MEMORY, OPT_PIDS, OPT_CPUS, OPT_TIMEOUT,
-	OPT_NETWORK, OPT_USER, OPT_HOSTNAME, OPT_TMP_SIZE, OPT_SECCOMP, OPT_CAP_ADD, OPT_CAP_DROP,
-	OPT_ULIMIT, OPT_DIE_WITH_PARENT, OPT_CGROUP_PARENT, OPT_JSON,
+	OPT_IMAGE = 256,
+	OPT_ROOTFS,
+	OPT_READ_ONLY,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_TIMEOUT,
+	OPT_NETWORK,
+	OPT_USER,
+	OPT_HOSTNAME,
+	OPT_TMP_SIZE,
+	OPT_SECCOMP,
+	OPT_CAP_ADD,
+	OPT_CAP_DROP,
+	OPT_ULIMIT,
+	OPT_DIE_WITH_PARENT,
+	OPT_CGROUP_PARENT,
+	OPT_JSON,
 };
 
 static const struct option run_opts[] = {
-	{"image", required_argument, NULL, OPT_IMAGE},
-	{"rootfs", required_argument, NULL, OPT_ROOTFS},
-	{"read-only", optional_argument, NULL, OPT_READ_ONLY},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"network", required_argument, NULL, OPT_NETWORK},
-	{"volume", required_argument, NULL, 'v'},
-	{"workdir", required_argument, NULL, 'w'},
-	{"env", required_argument, NULL, 'e'},
-	{"user", required_argument, NULL, OPT_USER},
-	{"hostname", required_argument, NULL, OPT_HOSTNAME},
-	{"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
-	{"seccomp", required_argument, NULL, OPT_SECCOMP},
-	{"cap-add", required_argument, NULL, OPT_CAP_ADD},
-	{"cap-drop", required_argument, NULL, OPT_CAP_DROP},
-	{"ulimit", required_argument, NULL, OPT_ULIMIT},
-	{"die-with-parent", no_argument, NULL, OPT_DIE_WITH_PARENT},
-	{"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"help", no_argument, NULL, 'h'},
-	{0},
+    {"image", required_argument, NULL, OPT_IMAGE},
+    {"rootfs", required_argument, NULL, OPT_ROOTFS},
+    {"read-only", optional_argument, NULL, OPT_READ_ONLY},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"network", required_argument, NULL, OPT_NETWORK},
+    {"volume", required_argument, NULL, 'v'},
+    {"workdir", required_argument, NULL, 'w'},
+    {"env", required_argument, NULL, 'e'},
+    {"user", required_argument, NULL, OPT_USER},
+    {"hostname", required_argument, NULL, OPT_HOSTNAME},
+    {"tmp-size", required_argument, NULL, OPT_TMP_SIZE},
+    {"seccomp", required_argument, NULL, OPT_SECCOMP},
+    {"cap-add", required_argument, NULL, OPT_CAP_ADD},
+    {"cap-drop", required_argument, NULL, OPT_CAP_DROP},
+    {"ulimit", required_argument, NULL, OPT_ULIMIT},
+    {"die-with-parent", no_argument, NULL, OPT_DIE_WITH_PARENT},
+    {"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"help", no_argument, NULL, 'h'},
+    {0},
 };
 
 struct run_opts {
@@ -57,27 +72,27 @@ struct run_opts {
 };
 
 static const char run_usage[] =
-	"usage: lbbox run [OPTIONS] [--] CMD [ARG...]\n"
-	"  --image NAME            built-in 'host' (default) or an image in ROOT/images\n"
-	"  --rootfs DIR            any directory as the root filesystem\n"
-	"  --read-only[=BOOL]      read-only root (default true); /tmp is a tmpfs\n"
-	"  --tmp-size SIZE         size of the /tmp tmpfs (default 64m)\n"
-	"  --memory SIZE           memory limit, no swap (>= 32m)\n"
-	"  --pids N                process limit\n"
-	"  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
-	"  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
-	"  --network off|host      own network namespace with loopback only (default off)\n"
-	"  -v, --volume H:S[:ro|rw] bind a host path\n"
-	"  -w, --workdir DIR       working directory\n"
-	"  -e, --env K=V           environment variable (K alone copies lbbox's value)\n"
-	"  --user UID[:GID]        run as this user (default 0 with reduced capabilities)\n"
-	"  --hostname NAME         hostname (default lbbox)\n"
-	"  --seccomp FILE|unconfined  seccomp profile in OCI/Docker format\n"
-	"  --cap-add CAP, --cap-drop CAP   adjust the capability set (ALL allowed)\n"
-	"  --ulimit NAME=SOFT[:HARD]  resource limit (default nofile=1024, core=0)\n"
-	"  --die-with-parent       kill the sandbox when lbbox dies\n"
-	"  --cgroup-parent PATH    create the sandbox cgroup under PATH\n"
-	"  --json                  print one JSON result object instead of lbbox's messages\n";
+    "usage: lbbox run [OPTIONS] [--] CMD [ARG...]\n"
+    "  --image NAME            built-in 'host' (default) or an image in ROOT/images\n"
+    "  --rootfs DIR            any directory as the root filesystem\n"
+    "  --read-only[=BOOL]      read-only root (default true); /tmp is a tmpfs\n"
+    "  --tmp-size SIZE         size of the /tmp tmpfs (default 64m)\n"
+    "  --memory SIZE           memory limit, no swap (>= 32m)\n"
+    "  --pids N                process limit\n"
+    "  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
+    "  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
+    "  --network off|host      own network namespace with loopback only (default off)\n"
+    "  -v, --volume H:S[:ro|rw] bind a host path\n"
+    "  -w, --workdir DIR       working directory\n"
+    "  -e, --env K=V           environment variable (K alone copies lbbox's value)\n"
+    "  --user UID[:GID]        run as this user (default 0 with reduced capabilities)\n"
+    "  --hostname NAME         hostname (default lbbox)\n"
+    "  --seccomp FILE|unconfined  seccomp profile in OCI/Docker format\n"
+    "  --cap-add CAP, --cap-drop CAP   adjust the capability set (ALL allowed)\n"
+    "  --ulimit NAME=SOFT[:HARD]  resource limit (default nofile=1024, core=0)\n"
+    "  --die-with-parent       kill the sandbox when lbbox dies\n"
+    "  --cgroup-parent PATH    create the sandbox cgroup under PATH\n"
+    "  --json                  print one JSON result object instead of lbbox's messages\n";
 
 static int add_env(struct run_opts *o, const char *kv, struct lb_err **err)
 {
@@ -199,7 +214,8 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case OPT_PIDS:
 		return parse_pids(arg, &spec->limits.pids, err);
 	case OPT_CPUS:
-		return lb_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us, err);
+		return lb_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us,
+				     err);
 	case OPT_TIMEOUT:
 		return parse_timeout(arg, &spec->timeout_ms, err);
 	case OPT_NETWORK:
@@ -217,7 +233,8 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case OPT_HOSTNAME:
 		return set_string(&spec->hostname, arg, err);
 	case OPT_TMP_SIZE:
-		return lb_parse_size(arg, &spec->tmp_size, err) < 0 ? lb_err_wrap(err, "--tmp-size") : 0;
+		return lb_parse_size(arg, &spec->tmp_size, err) < 0 ? lb_err_wrap(err, "--tmp-size")
+								    : 0;
 	case OPT_SECCOMP:
 		return set_string(&spec->seccomp_profile, arg, err);
 	case OPT_CAP_ADD:
@@ -315,11 +332,11 @@ static int finish_env(struct run_opts *o, struct lb_err **err)
 
 static void print_json(const struct lb_result *res)
 {
-	json_t *j = json_pack("{s:s, s:i, s:i, s:b, s:b, s:I, s:I, s:I}", "id", res->id, "exit_code",
-			      res->exit_code, "signal", res->signal, "timed_out", res->timed_out,
-			      "oom_killed", res->oom_killed, "duration_ms", (json_int_t)res->duration_ms,
-			      "memory_peak_bytes", (json_int_t)res->memory_peak, "cpu_usec",
-			      (json_int_t)res->cpu_usec);
+	json_t *j = json_pack("{s:s, s:i, s:i, s:b, s:b, s:I, s:I, s:I}", "id", res->id,
+			      "exit_code", res->exit_code, "signal", res->signal, "timed_out",
+			      res->timed_out, "oom_killed", res->oom_killed, "duration_ms",
+			      (json_int_t)res->duration_ms, "memory_peak_bytes",
+			      (json_int_t)res->memory_peak, "cpu_usec", (json_int_t)res->cpu_usec);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (s)
 		printf("%s\n", s);

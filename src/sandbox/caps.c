@@ -19,7 +19,8 @@ static int drop_bounding(uint64_t keep, struct lb_err **err)
 		if (keep & (1ULL << c))
 			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return lb_err_set(err, errno, "drop capability %d from the bounding set", c);
+			return lb_err_set(err, errno, "drop capability %d from the bounding set",
+					  c);
 	}
 	return 0;
 }

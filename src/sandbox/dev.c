@@ -18,8 +18,8 @@ static const char *const devices[] = {"null", "zero", "full", "random", "urandom
 static const struct {
 	const char *target, *name;
 } links[] = {
-	{"/proc/self/fd", "fd"},       {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
-	{"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
+    {"/proc/self/fd", "fd"},	   {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+    {"/proc/self/fd/2", "stderr"}, {"pts/ptmx", "ptmx"},
 };
 
 static int bind_device(int devfd, const char *name, struct lb_err **err)

@@ -14,7 +14,8 @@
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
 struct lb_child_ctx {
 	const struct lb_spec *spec;
-	const char *statedir; /* host path; holds root/ (the mount point) and generated /etc files */
+	const char
+	    *statedir; /* host path; holds root/ (the mount point) and generated /etc files */
 	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
 	const struct lb_cgroup *cg;
 	int sync_fd;   /* parent -> child: one byte once the child is in its cgroup */

@@ -108,7 +108,8 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		return lb_err_set(err, errno, "unshare cgroup namespace");
-	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0 || lb_pivot_root(newroot, spec->readonly_root, err) < 0)
+	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0 ||
+	    lb_pivot_root(newroot, spec->readonly_root, err) < 0)
 		return -1;
 	if (sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);

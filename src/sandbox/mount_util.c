@@ -21,8 +21,8 @@
 static int openat2_in_root(int rootfd, const char *path, int flags)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	    .flags = (uint64_t)(flags | O_CLOEXEC),
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
 	};
 	return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
 }
@@ -38,7 +38,7 @@ static int create_last(int rootfd, const char *path, bool want_dir, struct lb_er
 	if (slash)
 		*slash = '\0';
 	_cleanup_close_ int pfd =
-		openat2_in_root(rootfd, slash && *parent ? parent : ".", O_PATH | O_DIRECTORY);
+	    openat2_in_root(rootfd, slash && *parent ? parent : ".", O_PATH | O_DIRECTORY);
 	if (pfd < 0)
 		return lb_err_set(err, errno, "open %s", *parent ? parent : "/");
 	int r = want_dir ? mkdirat(pfd, name, 0755)

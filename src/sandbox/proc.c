@@ -16,11 +16,14 @@
 #include "sandbox/engine.h"
 
 static const char *const proc_masked[] = {
-	"asound", "acpi", "kcore", "keys", "latency_stats", "timer_list", "timer_stats",
-	"sched_debug", "scsi", "interrupts", "kallsyms", "kmsg",
+    "asound",	   "acpi",	  "kcore", "keys",	 "latency_stats", "timer_list",
+    "timer_stats", "sched_debug", "scsi",  "interrupts", "kallsyms",	  "kmsg",
 };
 static const char *const sys_masked[] = {
-	"firmware", "devices/virtual/powercap", "kernel/security", "kernel/debug",
+    "firmware",
+    "devices/virtual/powercap",
+    "kernel/security",
+    "kernel/debug",
 };
 static const char *const proc_readonly[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
 
@@ -33,7 +36,9 @@ static int mask_path(int dirfd, const char *name, struct lb_err **err)
 	struct stat st;
 	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR ? 0 : lb_err_set(err, errno, "mask %s", name);
+		return errno == ENOENT || errno == ENOTDIR
+			   ? 0
+			   : lb_err_set(err, errno, "mask %s", name);
 	if (fstat(fd, &st) < 0)
 		return lb_err_set(err, errno, "mask %s", name);
 	if (S_ISDIR(st.st_mode))
@@ -73,7 +78,8 @@ static int mount_cgroup_v1(int sysfd, const struct lb_cgroup *cg, struct lb_err 
 		_cleanup_close_ int hfd = -1;
 		if (lb_open_in_root(dirfd, *h, true, true, &hfd, err) < 0)
 			return -1;
-		if (lb_mount_fd("cgroup", hfd, "cgroup", MS_RDONLY | NOSUID_NODEV_NOEXEC, *h, err) < 0)
+		if (lb_mount_fd("cgroup", hfd, "cgroup", MS_RDONLY | NOSUID_NODEV_NOEXEC, *h, err) <
+		    0)
 			return lb_err_wrap(err, "cgroup %s", *h);
 	}
 	char path[64];

@@ -40,8 +40,8 @@ static bool exists_in_root(int rootfd, const char *path)
 /* Whether building the sandbox would have to create a mount point inside the rootfs. */
 static bool needs_mountpoints(const struct lb_spec *spec)
 {
-	static const char *const fixed[] = {"/proc", "/sys", "/dev", "/tmp", "/etc/hosts",
-					    "/etc/resolv.conf", "/etc/hostname"};
+	static const char *const fixed[] = {
+	    "/proc", "/sys", "/dev", "/tmp", "/etc/hosts", "/etc/resolv.conf", "/etc/hostname"};
 	_cleanup_close_ int rootfd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return false;

@@ -13,14 +13,15 @@
 #include "lbbox/cleanup.h"
 #include "sandbox/engine.h"
 
-static const char *const host_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+static const char *const host_dirs[] = {"/usr",	  "/bin",   "/sbin",  "/lib",
+					"/lib32", "/lib64", "/libx32"};
 
 static const char *const host_etc[] = {
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
-	"/etc/ca-certificates", "/etc/localtime", "/etc/timezone", "/etc/alternatives",
-	"/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf", "/etc/os-release",
-	"/etc/debian_version", "/etc/mime.types", "/etc/protocols", "/etc/services",
-	"/etc/python3", "/etc/python3.11", "/etc/pki", "/etc/crypto-policies",
+    "/etc/ld.so.cache",	    "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl",
+    "/etc/ca-certificates", "/etc/localtime",  "/etc/timezone",	    "/etc/alternatives",
+    "/etc/nsswitch.conf",   "/etc/host.conf",  "/etc/gai.conf",	    "/etc/os-release",
+    "/etc/debian_version",  "/etc/mime.types", "/etc/protocols",    "/etc/services",
+    "/etc/python3",	    "/etc/python3.11", "/etc/pki",	    "/etc/crypto-policies",
 };
 
 /* Mirrors a host symlink (merged /usr: /bin -> usr/bin) or binds the directory read-only. */
@@ -44,8 +45,8 @@ static int mirror(int rootfd, const char *path, struct lb_err **err)
 
 static int make_dirs(int rootfd, struct lb_err **err)
 {
-	static const char *const dirs[] = {"etc", "proc", "sys", "dev", "tmp", "run", "var", "root",
-					   "workspace"};
+	static const char *const dirs[] = {"etc", "proc", "sys",  "dev",      "tmp",
+					   "run", "var",  "root", "workspace"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (mkdirat(rootfd, dirs[i], 0755) < 0 && errno != EEXIST)
 			return lb_err_set(err, errno, "host image: mkdir /%s", dirs[i]);

@@ -119,9 +119,9 @@ static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd
 	if (spec->net == LB_NET_OFF)
 		flags |= CLONE_NEWNET;
 	struct clone_args args = {
-		.flags = flags | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)pidfd,
-		.exit_signal = SIGCHLD,
+	    .flags = flags | CLONE_PIDFD,
+	    .pidfd = (uint64_t)(uintptr_t)pidfd,
+	    .exit_signal = SIGCHLD,
 	};
 	if (cgroup_fd >= 0) {
 		args.flags |= CLONE_INTO_CGROUP;
@@ -154,8 +154,13 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	pid_t pid = clone_sandbox(spec, cgfd, &r->pidfd);
 	if (pid == 0) {
 		struct lb_child_ctx ctx = {
-			.spec = spec, .statedir = r->statedir, .seccomp = r->seccomp, .cg = r->cg,
-			.sync_fd = sync[0], .err_fd = errp[1], .status_fd = status[1],
+		    .spec = spec,
+		    .statedir = r->statedir,
+		    .seccomp = r->seccomp,
+		    .cg = r->cg,
+		    .sync_fd = sync[0],
+		    .err_fd = errp[1],
+		    .status_fd = status[1],
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -186,7 +191,8 @@ static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 		return 0;
 	msg.msg[sizeof(msg.msg) - 1] = '\0';
 	*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
-	return lb_err_set(err, 0, "%s", n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
+	return lb_err_set(err, 0, "%s",
+			  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
 }
 
 static void kill_sandbox(struct run *r)
@@ -267,8 +273,8 @@ static void collect(struct run *r, int init_status, struct lb_result *res)
 	}
 }
 
-int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
-		   struct lb_result *res, int *setup_exit, struct lb_err **err)
+int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
+		   int *setup_exit, struct lb_err **err)
 {
 	struct run r = {.pidfd = -1, .sigfd = -1, .sync_w = -1, .err_r = -1, .status_r = -1};
 	uint64_t start = lb_now_ns();
@@ -283,8 +289,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths,
 	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0)
 		goto fail;
 	if (block_signals(&r, err) < 0 || (spec->die_with_parent && watch_parent(&r, err) < 0) ||
-	    start_child(&r, spec, err) < 0 ||
-	    wait_setup(&r, setup_exit, err) < 0)
+	    start_child(&r, spec, err) < 0 || wait_setup(&r, setup_exit, err) < 0)
 		goto fail;
 
 	uint64_t deadline = spec->timeout_ms ? start + spec->timeout_ms * 1000000ULL : 0;

@@ -15,14 +15,23 @@
 
 /* LangBot's blocked host paths (spec/langbot-box.md, "Blocked host paths"). */
 static const char *const blocked_paths[] = {
-	"/etc", "/proc", "/sys", "/dev", "/root", "/boot", "/run", "/var/run",
-	"/run/docker.sock", "/var/run/docker.sock", "/run/podman/podman.sock",
-	"/run/containerd/containerd.sock",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/root",
+    "/boot",
+    "/run",
+    "/var/run",
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/podman/podman.sock",
+    "/run/containerd/containerd.sock",
 };
 
 uint64_t lb_default_caps(void)
 {
-	static const int caps[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER,	  CAP_FSETID,
+	static const int caps[] = {CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID,
 				   CAP_KILL,  CAP_SETGID,	CAP_SETUID, CAP_NET_BIND_SERVICE};
 	uint64_t m = 0;
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
@@ -62,7 +71,8 @@ int lb_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err)
 		return lb_err_set(err, ENOMEM, "parse mount");
 	char *target = strchr(copy, ':');
 	if (!target || target == copy)
-		return lb_err_set(err, 0, "invalid volume '%s': expected HOST:SANDBOX[:ro|rw]", arg);
+		return lb_err_set(err, 0, "invalid volume '%s': expected HOST:SANDBOX[:ro|rw]",
+				  arg);
 	*target++ = '\0';
 	char *mode = strchr(target, ':');
 	bool ro = false;
@@ -71,12 +81,14 @@ int lb_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err)
 		if (strcmp(mode, "ro") == 0)
 			ro = true;
 		else if (strcmp(mode, "rw") != 0)
-			return lb_err_set(err, 0, "invalid volume '%s': mode must be ro or rw", arg);
+			return lb_err_set(err, 0, "invalid volume '%s': mode must be ro or rw",
+					  arg);
 	}
 	if (copy[0] != '/')
 		return lb_err_set(err, 0, "invalid volume '%s': host path must be absolute", arg);
 	if (target[0] != '/')
-		return lb_err_set(err, 0, "invalid volume '%s': sandbox path must be absolute", arg);
+		return lb_err_set(err, 0, "invalid volume '%s': sandbox path must be absolute",
+				  arg);
 	out->source = strdup(copy);
 	out->target = strdup(target);
 	out->readonly = ro;
@@ -89,12 +101,14 @@ static const struct {
 	const char *name;
 	int resource;
 } rlimit_names[] = {
-	{"core", RLIMIT_CORE},	   {"cpu", RLIMIT_CPU},		{"data", RLIMIT_DATA},
-	{"fsize", RLIMIT_FSIZE},   {"locks", RLIMIT_LOCKS},	{"memlock", RLIMIT_MEMLOCK},
-	{"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},	{"nofile", RLIMIT_NOFILE},
-	{"nproc", RLIMIT_NPROC},   {"rss", RLIMIT_RSS},		{"rtprio", RLIMIT_RTPRIO},
-	{"rttime", RLIMIT_RTTIME}, {"sigpending", RLIMIT_SIGPENDING}, {"stack", RLIMIT_STACK},
-	{"as", RLIMIT_AS},
+    {"core", RLIMIT_CORE},	   {"cpu", RLIMIT_CPU},
+    {"data", RLIMIT_DATA},	   {"fsize", RLIMIT_FSIZE},
+    {"locks", RLIMIT_LOCKS},	   {"memlock", RLIMIT_MEMLOCK},
+    {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
+    {"nofile", RLIMIT_NOFILE},	   {"nproc", RLIMIT_NPROC},
+    {"rss", RLIMIT_RSS},	   {"rtprio", RLIMIT_RTPRIO},
+    {"rttime", RLIMIT_RTTIME},	   {"sigpending", RLIMIT_SIGPENDING},
+    {"stack", RLIMIT_STACK},	   {"as", RLIMIT_AS},
 };
 
 static int parse_rlim_value(const char *s, rlim_t *out, struct lb_err **err)

@@ -54,7 +54,8 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	/* with the pid, tells a live sandbox from a reused pid */
 	json_object_set_new(st, "pid_start", json_integer((json_int_t)lb_proc_starttime(pid)));
 	json_object_set_new(st, "created", json_integer((json_int_t)time(NULL)));
-	json_object_set_new(st, "rootfs", spec->rootfs ? json_string(spec->rootfs) : json_string("host"));
+	json_object_set_new(st, "rootfs",
+			    spec->rootfs ? json_string(spec->rootfs) : json_string("host"));
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
 	json_object_set_new(st, "cgroups", strv_json((char *const *)lb_cgroup_paths(cg)));
 	json_object_set_new(st, "argv", strv_json(spec->argv));

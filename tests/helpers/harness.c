@@ -354,8 +354,8 @@ static void cg_add(const char *ctrls, const char *path)
 	 * delegate any); lbbox runs in our own cgroup and must move us into a leaf itself.
 	 */
 	if (!*ctrls) {
-		H.cg[H.n_cg++] = (struct cg_hier){.dir = parent, .ctrls = strdup(""), .v2 = true,
-						  .shared = true};
+		H.cg[H.n_cg++] = (struct cg_hier){
+		    .dir = parent, .ctrls = strdup(""), .v2 = true, .shared = true};
 		return;
 	}
 	dir = lbt_strdupf("%s/lbt-%d", parent, (int)getpid());

@@ -22,9 +22,10 @@ Test(parse_size, units)
 	struct {
 		const char *in;
 		uint64_t want;
-	} ok[] = {{"0", 0},	      {"4096", 4096},	  {"64m", 64ULL << 20}, {"64M", 64ULL << 20},
-		  {"1g", 1ULL << 30}, {"512k", 512 << 10}, {"2MiB", 2ULL << 20}, {"3mb", 3ULL << 20},
-		  {"7b", 7}};
+	} ok[] = {
+	    {"0", 0},		{"4096", 4096},	     {"64m", 64ULL << 20}, {"64M", 64ULL << 20},
+	    {"1g", 1ULL << 30}, {"512k", 512 << 10}, {"2MiB", 2ULL << 20}, {"3mb", 3ULL << 20},
+	    {"7b", 7}};
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		struct lb_err *err = NULL;
 		uint64_t v = 1;
@@ -35,7 +36,8 @@ Test(parse_size, units)
 
 Test(parse_size, rejects)
 {
-	const char *bad[] = {"", "m", "-1", "12q", "1.5g", "64mx", "99999999999999999999", "18446744073709551615g"};
+	const char *bad[] = {
+	    "", "m", "-1", "12q", "1.5g", "64mx", "99999999999999999999", "18446744073709551615g"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct lb_err *err = NULL;
 		uint64_t v = 42;
@@ -139,10 +141,22 @@ Test(default_caps, podman_minus_three)
 
 Test(host_path, blocked_list)
 {
-	const char *blocked[] = {"/etc", "/etc/passwd", "/proc/1", "/sys", "/dev/sda", "/root",
-				 "/boot/x", "/run", "/run/user/0", "/var/run", "/var/run/docker.sock",
-				 "/", "/srv/docker.sock", "/home/u/podman.sock"};
-	const char *allowed[] = {"/home", "/usr", "/tmp", "/etcetera", "/srv/data", "/runx", "/srv/docker.sock.d/x"};
+	const char *blocked[] = {"/etc",
+				 "/etc/passwd",
+				 "/proc/1",
+				 "/sys",
+				 "/dev/sda",
+				 "/root",
+				 "/boot/x",
+				 "/run",
+				 "/run/user/0",
+				 "/var/run",
+				 "/var/run/docker.sock",
+				 "/",
+				 "/srv/docker.sock",
+				 "/home/u/podman.sock"};
+	const char *allowed[] = {
+	    "/home", "/usr", "/tmp", "/etcetera", "/srv/data", "/runx", "/srv/docker.sock.d/x"};
 	for (size_t i = 0; i < sizeof(blocked) / sizeof(blocked[0]); i++) {
 		struct lb_err *err = NULL;
 		cr_assert_lt(lb_check_host_path(blocked[i], blocked[i], &err), 0, "%s", blocked[i]);
