@@ -31,5 +31,7 @@ void lb_seccomp_prog_free(struct lb_seccomp_prog *prog);
 /* The embedded default profile (seccomp/default.json), for tools and tests. */
 extern const char lb_seccomp_default_json[];
 extern const size_t lb_seccomp_default_json_len;
+/* Its sha256 in hex, computed at build time: the cache key needs no hashing at run time. */
+extern const char lb_seccomp_default_json_sha256[];
 
 #endif

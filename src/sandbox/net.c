@@ -5,6 +5,8 @@
 
 #include "sandbox/engine.h"
 
+#define LOOPBACK_IFINDEX 1
+
 int lb_net_loopback_up(struct lb_err **err)
 {
 	struct nl_sock *sk = nl_socket_alloc();
@@ -17,10 +19,12 @@ int lb_net_loopback_up(struct lb_err **err)
 		lb_err_set(err, errno, "netlink connect");
 		goto out;
 	}
-	if (rtnl_link_get_kernel(sk, 0, "lo", &lo) < 0 || !(change = rtnl_link_alloc())) {
-		lb_err_set(err, ENODEV, "find loopback");
+	/* The loopback device is always ifindex 1 in a new namespace: no lookup round trip. */
+	if (!(lo = rtnl_link_alloc()) || !(change = rtnl_link_alloc())) {
+		lb_err_set(err, ENOMEM, "bring loopback up");
 		goto out;
 	}
+	rtnl_link_set_ifindex(lo, LOOPBACK_IFINDEX);
 	rtnl_link_set_flags(change, IFF_UP);
 	int nr = rtnl_link_change(sk, lo, change, 0);
 	if (nr < 0) {

@@ -180,7 +180,7 @@ int lb_seccomp_prepare(const char *profile_path, uint64_t caps, const char *cach
 	struct lb_seccomp_prog *prog = NULL;
 	const char *buf = NULL;
 	size_t len = 0;
-	char key[65];
+	char key[LB_SCMP_KEY_MAX];
 
 	if (read_profile(profile_path, &owned, &buf, &len, err) < 0)
 		return -1;

@@ -59,32 +59,39 @@ int lb_scmp_prog_from_bytes(const void *buf, size_t size, struct lb_seccomp_prog
 	return 0;
 }
 
-int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[65],
-		      struct lb_err **err)
+/* OpenSSL 3 initialises its providers on first use (~1 ms here): avoided for the default. */
+static int profile_sha256(const char *profile, size_t len, char hexout[65], struct lb_err **err)
 {
 	static const char hex[] = "0123456789abcdef";
-	const struct scmp_version *v = seccomp_version();
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int md_len = 0;
-	char meta[160];
 
-	/* Fixed-width header first, so no profile bytes can impersonate another key's input. */
-	int n = snprintf(meta, sizeof(meta),
-			 "%s\ncaps=%016llx\narch=%08x\nlibseccomp=%u.%u.%u\nlen=%zu\n",
-			 LB_SCMP_COMPILER_TAG, (unsigned long long)caps, seccomp_arch_native(),
-			 v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0, len);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
-		 EVP_DigestUpdate(ctx, meta, (size_t)n) && EVP_DigestUpdate(ctx, profile, len) &&
-		 EVP_DigestFinal_ex(ctx, md, &md_len);
-	EVP_MD_CTX_free(ctx);
-	if (!ok || md_len != 32)
+	if (profile == lb_seccomp_default_json) {
+		snprintf(hexout, 65, "%s", lb_seccomp_default_json_sha256);
+		return 0;
+	}
+	if (!EVP_Digest(profile, len, md, &md_len, EVP_sha256(), NULL) || md_len != 32)
 		return lb_err_set(err, 0, "seccomp cache: sha256 failed");
 	for (unsigned int i = 0; i < md_len; i++) {
-		key[2 * i] = hex[md[i] >> 4];
-		key[2 * i + 1] = hex[md[i] & 0xf];
+		hexout[2 * i] = hex[md[i] >> 4];
+		hexout[2 * i + 1] = hex[md[i] & 0xf];
 	}
-	key[64] = '\0';
+	hexout[64] = '\0';
+	return 0;
+}
+
+int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[LB_SCMP_KEY_MAX],
+		      struct lb_err **err)
+{
+	const struct scmp_version *v = seccomp_version();
+	char digest[65];
+
+	if (profile_sha256(profile, len, digest, err) < 0)
+		return -1;
+	/* everything else the compiled program depends on, in clear */
+	snprintf(key, LB_SCMP_KEY_MAX, "%s-%s-caps%016llx-arch%08x-libseccomp%u.%u.%u", digest,
+		 LB_SCMP_COMPILER_TAG, (unsigned long long)caps, seccomp_arch_native(),
+		 v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #define LB_SCMP_MAX_ARCHES 4
 /* Bumped whenever the compiler's output for the same profile changes, to invalidate caches. */
 #define LB_SCMP_COMPILER_TAG "lbbox-seccomp-1"
+#define LB_SCMP_KEY_MAX	     160
 
 /* One syscall of one profile entry, after includes/excludes were evaluated. */
 struct lb_scmp_rule {
@@ -49,7 +50,7 @@ int lb_scmp_prog_from_bytes(const void *buf, size_t size, struct lb_seccomp_prog
 			    struct lb_err **err);
 
 /* Hex sha256 over everything that determines the compiled program. */
-int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[65],
+int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[LB_SCMP_KEY_MAX],
 		      struct lb_err **err);
 /* Loads <dir>/<key>.bpf; returns < 0 (without an error value) on a miss or a bad file. */
 int lb_scmp_cache_load(const char *dir, const char *key, struct lb_seccomp_prog **out);

@@ -756,7 +756,7 @@ Test(seccomp_profile, conflicting_rules_restrictive_wins)
 
 static char *cache_file(const char *cache, uint64_t caps)
 {
-	char key[65], *path = NULL;
+	char key[LB_SCMP_KEY_MAX], *path = NULL;
 	struct lb_err *err = NULL;
 	cr_assert_eq(lb_scmp_cache_key(lb_seccomp_default_json, lb_seccomp_default_json_len, caps,
 				       key, &err),
@@ -768,6 +768,21 @@ static char *cache_file(const char *cache, uint64_t caps)
 static bool same_prog(const struct lb_seccomp_prog *a, const struct lb_seccomp_prog *b)
 {
 	return a->len == b->len && memcmp(a->filter, b->filter, a->len * sizeof(*a->filter)) == 0;
+}
+
+/* The build-time digest of the embedded profile must equal a run-time sha256 of its bytes. */
+Test(seccomp_cache, embedded_digest_matches_runtime_hash)
+{
+	char a[LB_SCMP_KEY_MAX], b[LB_SCMP_KEY_MAX];
+	char *copy = malloc(lb_seccomp_default_json_len);
+	cr_assert_not_null(copy);
+	memcpy(copy, lb_seccomp_default_json, lb_seccomp_default_json_len);
+	cr_assert_eq(
+	    lb_scmp_cache_key(lb_seccomp_default_json, lb_seccomp_default_json_len, 0, a, NULL), 0);
+	cr_assert_eq(lb_scmp_cache_key(copy, lb_seccomp_default_json_len, 0, b, NULL), 0);
+	cr_assert_str_eq(a, b);
+	cr_assert_eq(strlen(lb_seccomp_default_json_sha256), 64);
+	free(copy);
 }
 
 Test(seccomp_cache, second_prepare_hits)
