@@ -58,6 +58,11 @@ char *cg_path_join(const char *dir, const char *name);
 /* The directory of cg carrying role, NULL when none does. */
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
 
+/* cgroup_detect.c: finds the hierarchies and fills cg->dirs (then creates via the back end). */
+int cg_setup(struct lb_cgroup *cg, const char *name, const char *parent,
+	     const struct lb_cgroup_limits *lim, struct lb_err **err);
+bool cg_has_dotdot(const char *p);
+
 /* cgroup.c: small file I/O on a cgroup directory (messages name d->path). */
 /* Writes val in one write(2); returns 0 or -errno, sets no error (callers test errno values). */
 int cg_write_raw(const struct cg_dir *d, const char *file, const char *val);
