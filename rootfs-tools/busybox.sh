@@ -18,32 +18,10 @@ umask 022
 
 # Bump when the layout below changes, so existing trees get rebuilt.
 LAYOUT_VERSION=1
-STAMP_NAME=.lbbox-rootfs-stamp
-
-verbose=0
-work=""
-dl=""
-
-die() { printf 'busybox.sh: %s\n' "$*" >&2; exit 1; }
-log() { if [ "$verbose" = 1 ]; then printf 'busybox.sh: %s\n' "$*" >&2; fi; }
-usage() { printf 'usage: %s [-v] DEST\n' "${0##*/}" >&2; exit 2; }
-
-cleanup() {
-	if [ -n "$work" ]; then rm -rf -- "$work"; fi
-	if [ -n "$dl" ]; then rm -rf -- "$dl"; fi
-}
-trap cleanup EXIT
-
-while getopts vh opt; do
-	case "$opt" in
-	v) verbose=1 ;;
-	*) usage ;;
-	esac
-done
-shift $((OPTIND - 1))
-[ $# -eq 1 ] || usage
-dest=${1%/}
-[ -n "$dest" ] || die "DEST must not be /"
+PROG=busybox.sh
+# shellcheck source=rootfs-tools/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+rootfs_args "$@"
 
 is_static() {
 	# ldd exits 1 on static binaries; its message is what tells them apart.
@@ -67,7 +45,9 @@ find_busybox() {
 		return
 	fi
 	log "fetching busybox-static with apt-get download"
+	local dl
 	dl=$(mktemp -d "${TMPDIR:-/tmp}/lbbox-busybox-deb.XXXXXX")
+	tmp_paths+=("$dl")
 	# apt drops privileges to _apt for downloads; let it write here.
 	chown _apt "$dl" 2>/dev/null || true
 	(cd "$dl" && apt-get -qq download busybox-static >/dev/null) ||
@@ -152,43 +132,19 @@ EOF
 }
 
 main() {
-	local parent base
-	parent=$(dirname -- "$dest")
-	base=$(basename -- "$dest")
-	mkdir -p -- "$parent"
-
-	# Serialise builders of the same parent directory.
-	exec 9<"$parent"
-	flock 9
-
-	local sum stamp
+	local sum stamp work
 	find_busybox
 	sum=$(sha256sum <"$bb")
 	sum=${sum%% *}
 	stamp=$(printf 'lbbox-rootfs busybox\nlayout %s\nbusybox-sha256 %s\n' \
 		"$LAYOUT_VERSION" "$sum")
-
-	if [ -f "$dest/$STAMP_NAME" ] && [ "$(cat "$dest/$STAMP_NAME")" = "$stamp" ]; then
-		log "$dest is up to date"
-		return 0
-	fi
+	rootfs_lock "$stamp" || return 0
 
 	log "building $dest from $bb (sha256 $sum)"
-	work=$(mktemp -d "$parent/.$base.tmp.XXXXXX")
+	rootfs_tmp work tmp -d
 	chmod 0755 "$work"
 	populate "$work" "$bb"
-	printf '%s\n' "$stamp" >"$work/$STAMP_NAME"
-
-	# rename(2) cannot replace a non-empty directory: move the old tree
-	# aside first, then drop it once the new one is in place.
-	local old=""
-	if [ -e "$dest" ] || [ -L "$dest" ]; then
-		old=$(mktemp -d "$parent/.$base.old.XXXXXX")
-		mv -T -- "$dest" "$old/tree"
-	fi
-	mv -T -- "$work" "$dest"
-	work=""
-	if [ -n "$old" ]; then rm -rf -- "$old"; fi
+	rootfs_install "$work" "$stamp"
 	log "built $dest ($(find "$dest" -type l | wc -l) applet links)"
 }
 

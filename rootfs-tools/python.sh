@@ -23,7 +23,6 @@ VARIANT=apt
 PACKAGES="python3,python3-venv,python3-pip,coreutils,ca-certificates"
 # Bump when the post-processing below changes, so existing trees get rebuilt.
 LAYOUT_VERSION=2
-STAMP_NAME=.lbbox-rootfs-stamp
 # Documentation and translations nobody reads inside a sandbox.
 DPKG_EXCLUDES=(
 	'path-exclude=/usr/share/man/*'
@@ -35,30 +34,10 @@ DPKG_EXCLUDES=(
 	'path-exclude=/usr/share/lintian/*'
 )
 
-verbose=0
-work=""
-logf=""
-
-die() { printf 'python.sh: %s\n' "$*" >&2; exit 1; }
-log() { if [ "$verbose" = 1 ]; then printf 'python.sh: %s\n' "$*" >&2; fi; }
-usage() { printf 'usage: %s [-v] DEST\n' "${0##*/}" >&2; exit 2; }
-
-cleanup() {
-	if [ -n "$work" ]; then rm -rf -- "$work"; fi
-	if [ -n "$logf" ]; then rm -f -- "$logf"; fi
-}
-trap cleanup EXIT
-
-while getopts vh opt; do
-	case "$opt" in
-	v) verbose=1 ;;
-	*) usage ;;
-	esac
-done
-shift $((OPTIND - 1))
-[ $# -eq 1 ] || usage
-dest=${1%/}
-[ -n "$dest" ] || die "DEST must not be /"
+PROG=python.sh
+# shellcheck source=rootfs-tools/lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+rootfs_args "$@"
 
 command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (apt-get install mmdebstrap)"
 
@@ -188,10 +167,6 @@ postprocess() {
 }
 
 main() {
-	local parent base
-	parent=$(dirname -- "$dest")
-	base=$(basename -- "$dest")
-	mkdir -p -- "$parent"
 
 	local mirrors=() aptopts=() line
 	while IFS= read -r line; do mirrors+=("$line"); done < <(host_mirror_lines)
@@ -206,16 +181,9 @@ main() {
 		printf 'mirror %s\n' "${mirrors[@]}"
 	)
 
-	# Serialise builders of the same parent directory.
-	exec 9<"$parent"
-	flock 9
-
-	if [ -f "$dest/$STAMP_NAME" ] && [ "$(cat "$dest/$STAMP_NAME")" = "$stamp" ]; then
-		log "$dest is up to date"
-		return 0
-	fi
-
-	work=$(mktemp -d "$parent/.$base.tmp.XXXXXX")
+	rootfs_lock "$stamp" || return 0
+	local work logf
+	rootfs_tmp work tmp -d
 	chmod 0755 "$work"
 
 	local args=(--variant="$VARIANT" --format=directory --mode=root
@@ -241,25 +209,14 @@ main() {
 			die "mmdebstrap failed"
 	else
 		# Hooks print even with --quiet: keep the output for failures only.
-		logf=$(mktemp "$parent/.$base.log.XXXXXX")
+		rootfs_tmp logf log
 		if ! mmdebstrap "${args[@]}" "$SUITE" "$work" "${mirrors[@]}" >"$logf" 2>&1; then
 			cat -- "$logf" >&2
 			die "mmdebstrap failed"
 		fi
 	fi
 	postprocess "$work"
-	printf '%s\n' "$stamp" >"$work/$STAMP_NAME"
-
-	# rename(2) cannot replace a non-empty directory: move the old tree
-	# aside first, then drop it once the new one is in place.
-	local old=""
-	if [ -e "$dest" ] || [ -L "$dest" ]; then
-		old=$(mktemp -d "$parent/.$base.old.XXXXXX")
-		mv -T -- "$dest" "$old/tree"
-	fi
-	mv -T -- "$work" "$dest"
-	work=""
-	if [ -n "$old" ]; then rm -rf -- "$old"; fi
+	rootfs_install "$work" "$stamp"
 	log "built $dest in $((SECONDS - start)) s ($(du -sh "$dest" | cut -f1))"
 }
 

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "test: run as root (the integration tests build real sandboxes)" >&2; exit 2; }
-LBBOX_SKIP_PYTHON=${LBBOX_SKIP_PYTHON:-1} scripts/setup.sh || exit 1
+scripts/setup.sh || exit 1
 
 passed=0 failed=0
 # stage NAME CMD...: runs one stage and adds its results to the totals: ctest's test counts, the

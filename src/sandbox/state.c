@@ -42,6 +42,26 @@ uint64_t lb_proc_starttime(pid_t pid)
 	return start;
 }
 
+/* The parts of the spec another lbbox needs to describe or join the sandbox. */
+static json_t *spec_json(const struct lb_spec *spec)
+{
+	const struct lb_cgroup_limits *l = &spec->limits;
+	json_t *mounts = json_array();
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		json_array_append_new(mounts,
+				      json_pack("{s:s, s:s, s:b}", "source", spec->mounts[i].source,
+						"target", spec->mounts[i].target, "readonly",
+						spec->mounts[i].readonly));
+	return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
+			 "rootfs", spec->rootfs ? spec->rootfs : "host", "argv",
+			 strv_json(spec->argv), "mounts", mounts, "cwd",
+			 spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
+			 spec->net == LB_NET_HOST ? "host" : "off", "uid", (int)spec->uid, "gid",
+			 (int)spec->gid, "limits", "memory_bytes", (json_int_t)l->memory_bytes,
+			 "pids", (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
+			 "cpu_period_us", (json_int_t)l->cpu_period_us);
+}
+
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, struct lb_err **err)
 {
@@ -54,11 +74,9 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	/* with the pid, tells a live sandbox from a reused pid */
 	json_object_set_new(st, "pid_start", json_integer((json_int_t)lb_proc_starttime(pid)));
 	json_object_set_new(st, "created", json_integer((json_int_t)time(NULL)));
-	json_object_set_new(st, "rootfs",
-			    spec->rootfs ? json_string(spec->rootfs) : json_string("host"));
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
 	json_object_set_new(st, "cgroups", strv_json((char *const *)lb_cgroup_paths(cg)));
-	json_object_set_new(st, "argv", strv_json(spec->argv));
+	json_object_set_new(st, "spec", spec_json(spec));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);
 	json_decref(st);
 	if (!text)
