@@ -671,8 +671,13 @@ static int scan_procs(bool (*fn)(pid_t pid, char *cmd, size_t len, const void *a
 	return n;
 }
 
+// Processes of the sandbox only: lbbox's own argv often holds the same marker.
 static bool match_arg(pid_t pid, char *cmd, size_t len, const void *arg)
 {
+	const char *slash = strrchr(cmd, '/');
+
+	if (strcmp(slash ? slash + 1 : cmd, "lbbox") == 0)
+		return false;
 	return argv_has(cmd, len, arg);
 }
 
