@@ -1,6 +1,7 @@
 /* The sandbox's root: a bind of the rootfs (or the host image), the system mounts, pivot_root. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -114,13 +115,29 @@ static int bind_etc(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **
 	return 0;
 }
 
+/*
+ * The source was canonicalised and checked against the blocked paths by lbbox before the clone.
+ * Opening that symlink-free path again with RESOLVE_NO_SYMLINKS and binding the opened inode
+ * closes the window in which a path component could be swapped for a symlink to /etc.
+ */
+static int bind_volume(int rootfd, const struct lb_mount *m, struct lb_err **err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
+	if (fd < 0)
+		return lb_err_set(err, errno, "volume %s changed since it was checked", m->source);
+	char src[64];
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (lb_bind_in_root(rootfd, src, m->target, m->readonly, err) < 0)
+		return lb_err_wrap(err, "volume %s", m->source);
+	return 0;
+}
+
 static int user_mounts(int rootfd, const struct lb_spec *spec, struct lb_err **err)
 {
-	for (size_t i = 0; i < spec->n_mounts; i++) {
-		const struct lb_mount *m = &spec->mounts[i];
-		if (lb_bind_in_root(rootfd, m->source, m->target, m->readonly, err) < 0)
-			return lb_err_wrap(err, "volume %s", m->source);
-	}
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (bind_volume(rootfd, &spec->mounts[i], err) < 0)
+			return -1;
 	return 0;
 }
 
