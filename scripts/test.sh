@@ -9,42 +9,36 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
 
 passed=0 failed=0
-# stage NAME CMD...: runs one stage and adds its results to the totals: ctest's test counts, the
-# guest's per-binary results, or else the stage itself as one test.
+# stage NAME CMD...: runs one stage and adds its results to the totals: the Criterion tests it
+# ran (from their "Synthesis" lines, in ctest's output or the guest's console), or else the
+# stage itself as one test. A stage that fails without a failing test counts as one failure.
 stage() {
-	local name=$1 log rc line fail total
+	local name=$1 log rc p f
 	shift
 	log=$(mktemp)
 	echo "== $name"
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
-	line=$(grep -E '[0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
-	if [ -n "$line" ]; then
-		fail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
-		total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
-		passed=$((passed + total - fail)) failed=$((failed + fail))
-		[ "$rc" = 0 ] || [ "$fail" != 0 ] || failed=$((failed + 1))
-	elif grep -q '^@@TEST-END' "$log"; then
-		total=$(grep -c '^@@TEST-END' "$log")
-		fail=$(grep '^@@TEST-END' "$log" | grep -Evc ' rc=0( |$)')
-		passed=$((passed + total - fail)) failed=$((failed + fail))
-		[ "$rc" = 0 ] || [ "$fail" != 0 ] || failed=$((failed + 1))
-	elif [ "$rc" = 0 ]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
+	read -r p f < <(sed 's/\x1b\[[0-9;]*m//g' "$log" |
+		sed -nE 's/.*Synthesis: Tested: [0-9]+ \| Passing: ([0-9]+) \| Failing: ([0-9]+) \| Crashing: ([0-9]+).*/\1 \2 \3/p' |
+		awk '{p += $1; f += $2 + $3} END {print p + 0, f + 0}')
+	if [ "$p" = 0 ] && [ "$f" = 0 ]; then
+		[ "$rc" = 0 ] && p=1 || f=1
+	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		f=1
 	fi
+	passed=$((passed + p)) failed=$((failed + f))
 	rm -f "$log"
 }
 
 stage "style (clang-format)" clang-format --dry-run -Werror $(git ls-files '*.c' '*.h')
-stage "tests (build/)" ctest --test-dir build --output-on-failure --timeout 600
+stage "tests (build/)" ctest --test-dir build -V --timeout 600
 
 cmake -S . -B build-asan -DLBBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
 	cmake --build build-asan -j"$(nproc)" >/dev/null || failed=$((failed + 1))
 # The ASan binaries run against the same busybox test image.
 LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs ASAN_OPTIONS=detect_leaks=1 \
-	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan --output-on-failure --timeout 900
+	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
 
 # cgroup v2 for real: these hosts only have v1 controllers.
 stage "cgroup-v2 guest (qemu)" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
