@@ -7,8 +7,10 @@
 # env BENCH_N) after BENCH_WARMUP (default 10) warm-up runs, and does the same
 # for the peers that are installed (crun, bwrap, unshare+chroot) on the same
 # rootfs, in the same run. Prints a markdown table: median, p90 and the ratio
-# of each median to lbbox's. BENCH_TOOLS (default "lbbox crun bwrap unshare")
-# picks the tools.
+# of each median to lbbox's. BENCH_TOOLS (default "lbbox lbbox-net-on crun
+# bwrap unshare") picks the tools. lbbox-net-on is `lbbox run --network on`
+# (veth + bridge + NAT) on a bridge of its own (lbbench0, 10.90.0.0/24), pruned
+# at the end; the difference of its median to lbbox's (network off) is printed.
 #
 # Each run is timed in this bash process with $EPOCHREALTIME around the
 # command: one fork+exec per run, the same for every tool, and no `date`
@@ -82,7 +84,7 @@ esac
 
 N=${BENCH_N:-200}
 WARM=${BENCH_WARMUP:-10}
-TOOLS=${BENCH_TOOLS:-lbbox crun bwrap unshare}
+TOOLS=${BENCH_TOOLS:-lbbox lbbox-net-on crun bwrap unshare}
 rootfs=$repo/build/images/busybox/rootfs
 lbbox=$repo/build/lbbox
 
@@ -116,6 +118,10 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/lbbox-bench.XXXXXX")
 # Never rm -rf through a mount a sandbox left behind (it could be the rootfs).
 cleanup() {
 	if [ -z "${tmp:-}" ]; then return; fi
+	if [ -d "$tmp/run-net/net" ]; then
+		LBBOX_NET_BRIDGE=lbbench0 "$lbbox" --runroot "$tmp/run-net" network prune \
+			>/dev/null || warn "lbbox network prune failed"
+	fi
 	if [ -d "$tmp/crun-state" ]; then
 		"${crun_ns[@]}" "$self" --crun-delete-all "$tmp/crun-state" || true
 	fi
@@ -177,6 +183,13 @@ bench() {
 		"${loop[@]}" "" "$lbbox" --runroot "$tmp/run" --root "$tmp/root" \
 			run --rootfs "$rootfs" -- /bin/true
 		;;
+	lbbox-net-on)
+		[ -x "$lbbox" ] || { echo "not found: $lbbox" >"$errf"; return 1; }
+		mkdir -p "$tmp/run-net" "$tmp/root"
+		LBBOX_NET_BRIDGE=lbbench0 LBBOX_NET_SUBNET=10.90.0.0/24 \
+			"${loop[@]}" "" "$lbbox" --runroot "$tmp/run-net" --root "$tmp/root" \
+			run --network on --rootfs "$rootfs" -- /bin/true
+		;;
 	crun)
 		make_crun_bundle 2>"$errf" || return 1
 		mkdir -p "$tmp/crun-state"
@@ -210,7 +223,7 @@ stats() {
 
 have() {
 	case "$1" in
-	lbbox) return 0 ;;
+	lbbox | lbbox-net-on) return 0 ;;
 	crun) command -v crun >/dev/null && command -v jq >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -249,6 +262,11 @@ for tool in "${ran[@]}"; do
 	fi
 	printf '| %s | %s | %s | %s |\n' "$tool" "${med[$tool]}" "${p90[$tool]}" "$ratio"
 done
+
+if [ "$lbbox_ok" = 1 ] && [ -n "${med[lbbox-net-on]:-}" ]; then
+	printf '\n--network on adds %s ms to the median of --network off\n' \
+		"$(awk -v a="${med[lbbox-net-on]}" -v b="${med[lbbox]}" 'BEGIN { printf "%.2f", a - b }')"
+fi
 
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;

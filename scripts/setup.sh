@@ -10,6 +10,8 @@ LBBOX_ROOT=${LBBOX_ROOT:-/var/lib/lbbox}
 # build + run time libraries
 PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
       libjansson-dev libssl-dev libcriterion-dev libarchive-dev
+      # --network on: NAT and filtering (nft); the network tests' DNS responder (python3)
+      nftables python3
       # images (rootfs-tools/) and the cgroup-v2 guest (scripts/vm-test.sh)
       busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
       # style check, and the peers scripts/bench.sh compares against

@@ -26,7 +26,28 @@ struct lb_rlimit {
 	rlim_t soft, hard;
 };
 
-enum lb_net_mode { LB_NET_OFF = 0, LB_NET_HOST };
+enum lb_net_mode { LB_NET_OFF = 0, LB_NET_HOST, LB_NET_ON };
+
+#define LB_MAX_ALLOW_HOSTS 16
+#define LB_MAX_DNS	   3
+
+/* --allow-host ADDR[:PORT]: one exception to the private-range filter of network "on". */
+struct lb_allow_host {
+	uint32_t addr; /* IPv4, host byte order */
+	uint16_t port; /* 0 = every port (tcp and udp otherwise) */
+};
+
+/* Network "on" options; all zero = defaults (bridge lbbox0, 10.89.0.0/16, the host's DNS). */
+struct lb_net_opts {
+	char bridge[16];
+	uint32_t subnet; /* host byte order */
+	uint8_t prefix;
+	struct lb_allow_host allow[LB_MAX_ALLOW_HOSTS];
+	size_t n_allow;
+	uint32_t dns[LB_MAX_DNS]; /* host byte order; none = the host's upstream resolvers */
+	size_t n_dns;
+	char nft[256]; /* the nft binary; "" = /usr/sbin/nft */
+};
 
 struct lb_spec {
 	/* Root filesystem: a directory, or NULL for the built-in "host" image. */
@@ -50,8 +71,9 @@ struct lb_spec {
 	size_t n_rlimits;
 
 	enum lb_net_mode net;
-	char *seccomp_profile; /* NULL = embedded default; "unconfined" disables seccomp */
-	uint64_t caps;	       /* bitmask of CAP_* kept when running as uid 0 */
+	struct lb_net_opts net_opts; /* used with LB_NET_ON only */
+	char *seccomp_profile;	     /* NULL = embedded default; "unconfined" disables seccomp */
+	uint64_t caps;		     /* bitmask of CAP_* kept when running as uid 0 */
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;

@@ -12,5 +12,11 @@ struct cli_globals {
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cli_run(struct cli_globals *g, int argc, char **argv);
+int cli_network(struct cli_globals *g, int argc, char **argv);
+
+/* The network chosen by LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET and LBBOX_NFT (network.c). */
+struct lb_net_opts;
+struct lb_err;
+int cli_net_env(struct lb_net_opts *n, struct lb_err **err);
 
 #endif

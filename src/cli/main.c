@@ -23,6 +23,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "commands:\n"
 	      "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
+	      "  network ls|inspect|prune          the networks of --network on\n"
 	      "\n"
 	      "global options:\n"
 	      "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT)\n"
@@ -75,6 +76,8 @@ int main(int argc, char **argv)
 	const char *verb = argv[optind];
 	if (strcmp(verb, "run") == 0)
 		return cli_run(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "network") == 0)
+		return cli_network(&g, argc - optind, argv + optind);
 	cli_error("unknown command '%s' (see lbbox --help)", verb);
 	return LB_EXIT_SETUP;
 }

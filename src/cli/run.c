@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/net.h"
 #include "lbbox/util.h"
 
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -35,6 +36,8 @@ enum {
 	OPT_DIE_WITH_PARENT,
 	OPT_CGROUP_PARENT,
 	OPT_JSON,
+	OPT_ALLOW_HOST,
+	OPT_DNS,
 };
 
 static const struct option run_opts[] = {
@@ -59,6 +62,8 @@ static const struct option run_opts[] = {
     {"die-with-parent", no_argument, NULL, OPT_DIE_WITH_PARENT},
     {"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
+    {"dns", required_argument, NULL, OPT_DNS},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -81,7 +86,10 @@ static const char run_usage[] =
     "  --pids N                process limit\n"
     "  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
     "  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
-    "  --network off|host      own network namespace with loopback only (default off)\n"
+    "  --network off|on|host   off: loopback only (default); on: NAT to the internet, no\n"
+    "                          access to the host or private ranges; host: unsafe\n"
+    "  --allow-host IP[:PORT]  with --network on: allow this (private) address\n"
+    "  --dns IP                with --network on: nameserver (default: the host's)\n"
     "  -v, --volume H:S[:ro|rw] bind a host path\n"
     "  -w, --workdir DIR       working directory\n"
     "  -e, --env K=V           environment variable (K alone copies lbbox's value)\n"
@@ -184,9 +192,25 @@ static int parse_network(const char *s, struct lb_spec *spec, struct lb_err **er
 		spec->net = LB_NET_OFF;
 	else if (strcmp(s, "host") == 0)
 		spec->net = LB_NET_HOST;
+	else if (strcmp(s, "on") == 0)
+		spec->net = LB_NET_ON;
 	else
-		return lb_err_set(err, 0, "invalid --network '%s': expected off or host", s);
+		return lb_err_set(err, 0, "invalid --network '%s': expected off, on or host", s);
 	return 0;
+}
+
+static int add_allow_host(struct lb_net_opts *n, const char *s, struct lb_err **err)
+{
+	if (n->n_allow >= LB_MAX_ALLOW_HOSTS)
+		return lb_err_set(err, 0, "too many --allow-host (at most %d)", LB_MAX_ALLOW_HOSTS);
+	return lb_net_parse_allow_host(s, &n->allow[n->n_allow++], err);
+}
+
+static int add_dns(struct lb_net_opts *n, const char *s, struct lb_err **err)
+{
+	if (n->n_dns >= LB_MAX_DNS)
+		return lb_err_set(err, 0, "too many --dns (at most %d)", LB_MAX_DNS);
+	return lb_net_parse_dns(s, &n->dns[n->n_dns++], err);
 }
 
 static int set_string(char **dst, const char *s, struct lb_err **err)
@@ -255,6 +279,10 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case OPT_JSON:
 		o->json = true;
 		return 0;
+	case OPT_ALLOW_HOST:
+		return add_allow_host(&spec->net_opts, arg, err);
+	case OPT_DNS:
+		return add_dns(&spec->net_opts, arg, err);
 	default:
 		return lb_err_set(err, 0, "unknown option '%s' (see lbbox run --help)", arg);
 	}
@@ -330,6 +358,18 @@ static int finish_env(struct run_opts *o, struct lb_err **err)
 	return 0;
 }
 
+/* Network options that only make sense with "on", and the network chosen by the environment. */
+static int finish_network(struct run_opts *o, struct lb_err **err)
+{
+	struct lb_net_opts *n = &o->spec.net_opts;
+	if (o->spec.net != LB_NET_ON) {
+		if (n->n_allow || n->n_dns)
+			return lb_err_set(err, 0, "--allow-host and --dns need --network on");
+		return 0;
+	}
+	return cli_net_env(n, err);
+}
+
 static void print_json(const struct lb_result *res)
 {
 	json_t *j = json_pack("{s:s, s:i, s:i, s:b, s:b, s:I, s:I, s:I}", "id", res->id,
@@ -377,11 +417,16 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 
 	lb_spec_init(&o.spec);
 	if (parse_args(&o, argc, argv, &err) < 0 || resolve_image(&o, &g->paths, &err) < 0 ||
-	    finish_env(&o, &err) < 0 || lb_spec_check(&o.spec, &err) < 0) {
+	    finish_env(&o, &err) < 0 || finish_network(&o, &err) < 0 ||
+	    lb_spec_check(&o.spec, &err) < 0) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);
 		return LB_EXIT_SETUP;
 	}
+	if (o.spec.net == LB_NET_HOST && !o.json)
+		cli_error(
+		    "warning: --network host is unsafe: the sandbox shares the host's network "
+		    "and reaches every service on it and on the local network");
 	if (lb_sandbox_run(&o.spec, &g->paths, &res, &setup_exit, &err) < 0) {
 		cli_error("%s", err->msg);
 		code = setup_exit;

@@ -11,6 +11,12 @@
 #include "lbbox/seccomp.h"
 #include "lbbox/spec.h"
 
+/* Network "on": what pid 1 needs to configure eth0 (host byte order); sent after the sync byte. */
+struct lb_net_lease {
+	uint32_t addr, gateway;
+	uint8_t prefix;
+};
+
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
 struct lb_child_ctx {
 	const struct lb_spec *spec;
@@ -18,9 +24,10 @@ struct lb_child_ctx {
 	    *statedir; /* host path; holds root/ (the mount point) and generated /etc files */
 	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
 	const struct lb_cgroup *cg;
-	int sync_fd;   /* parent -> child: one byte once the child is in its cgroup */
-	int err_fd;    /* child -> parent, CLOEXEC: a struct lb_child_msg on failure */
-	int status_fd; /* init -> parent: the command's raw wait status */
+	int sync_fd;		    /* parent -> child: one byte once the child is in its cgroup */
+	int err_fd;		    /* child -> parent, CLOEXEC: a struct lb_child_msg on failure */
+	int status_fd;		    /* init -> parent: the command's raw wait status */
+	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 };
 
 /* A setup failure reported by the child: the exit code lbbox should use, and one line. */
@@ -57,8 +64,24 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 /* rlimit.c */
 int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
 
-/* net.c */
+/* net.c: inside the sandbox's netns. */
 int lb_net_loopback_up(struct lb_err **err);
+/* Network "on": eth0 (ifindex 2, created by the parent) up, its address, the default route. */
+int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err);
+
+/* net_on.c: network "on", parent side: bridge, veth into pid's netns, address, filter rules. */
+struct lb_net_handle {
+	bool leased;	  /* an address is recorded in the allocation file */
+	bool has_allow;	  /* the lease added elements to the nftables allow sets */
+	char host_if[16]; /* the host end of the veth pair, "" until created */
+	struct lb_net_lease lease;
+};
+int lb_net_on_setup(const struct lb_spec *spec, const char *runroot, const char *id, pid_t pid,
+		    struct lb_net_handle *h, struct lb_err **err);
+/* Undoes whatever lb_net_on_setup did; best effort, idempotent. */
+void lb_net_on_teardown(const struct lb_spec *spec, const char *runroot, struct lb_net_handle *h);
+/* Frees the leases (and their filter rules) of dead sandboxes of every network of runroot. */
+void lb_net_gc(const char *runroot);
 
 /* init.c: the sandbox's pid 1. Never returns. */
 __attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
@@ -70,12 +93,15 @@ struct lb_state {
 	pid_t pid;	    /* the sandbox's pid 1, as seen from lbbox */
 	uint64_t pid_start; /* its start time in clock ticks since boot */
 	char **cgroups;	    /* absolute cgroup directories, NULL-terminated */
+	bool net_on;	    /* network "on": its lease may need collecting */
 };
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
 void lb_state_free(struct lb_state *st);
 /* /proc/PID/stat start time, 0 when the process does not exist. */
 uint64_t lb_proc_starttime(pid_t pid);
+/* lease: network "on" only, else NULL. */
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
-		   const struct lb_cgroup *cg, struct lb_err **err);
+		   const struct lb_cgroup *cg, const struct lb_net_lease *lease,
+		   struct lb_err **err);
 
 #endif

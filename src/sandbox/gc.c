@@ -34,24 +34,30 @@ static bool remove_cgroups(char **cgroups)
 	return true;
 }
 
-static void collect_one(const char *statedir)
+/* Returns true when a collected sandbox had network "on" (its address lease is left to free). */
+static bool collect_one(const char *statedir)
 {
+	bool net_on = false;
 	struct lb_state st;
 	struct stat sb;
 	if (lb_state_read(statedir, &st, NULL) < 0) {
 		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS)
 			lb_rm_rf(statedir, NULL);
-		return;
+		return false;
 	}
-	if (!is_alive(&st) && remove_cgroups(st.cgroups))
+	if (!is_alive(&st) && remove_cgroups(st.cgroups)) {
 		lb_rm_rf(statedir, NULL);
+		net_on = st.net_on;
+	}
 	lb_state_free(&st);
+	return net_on;
 }
 
 int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 {
 	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
 	struct dirent *de;
+	bool net_on = false;
 	if (!d)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
 	while ((de = readdir(d))) {
@@ -60,7 +66,10 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", paths->runroot, de->d_name);
-		collect_one(path);
+		net_on |= collect_one(path);
 	}
+	/* Only for dead "on" sandboxes: the common path does no network work at all. */
+	if (net_on)
+		lb_net_gc(paths->runroot);
 	return 0;
 }

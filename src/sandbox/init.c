@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lbbox/sandbox.h"
+#include "lbbox/util.h"
 #include "sandbox/engine.h"
 
 extern char **environ;
@@ -113,7 +114,9 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 		return -1;
 	if (sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
-	if (spec->net == LB_NET_OFF && lb_net_loopback_up(err) < 0)
+	if (spec->net != LB_NET_HOST && lb_net_loopback_up(err) < 0)
+		return -1;
+	if (spec->net == LB_NET_ON && lb_net_eth_configure(ctx->lease, err) < 0)
 		return -1;
 	return 0;
 }
@@ -179,6 +182,10 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
 	if (read(ctx->sync_fd, &go, 1) != 1)
+		_exit(LB_EXIT_SETUP);
+	/* network "on": the address the parent leased follows the byte, in the same write */
+	if (ctx->spec->net == LB_NET_ON &&
+	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))
 		_exit(LB_EXIT_SETUP);
 	close(ctx->sync_fd);
 	if (setup_world(ctx, &err) < 0)

@@ -1,11 +1,18 @@
-/* Network mode "off": the sandbox's own network namespace with only loopback, brought up. */
+/*
+ * Inside the sandbox's network namespace, run by pid 1: loopback up (every mode but "host"),
+ * and for "on" the eth0 the parent created: up, its address, the default route.
+ */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <netlink/route/addr.h>
 #include <netlink/route/link.h>
+#include <netlink/route/route.h>
 
 #include "sandbox/engine.h"
 
 #define LOOPBACK_IFINDEX 1
+#define ETH0_IFINDEX	 2 /* set by the parent when it created the pair */
 
 int lb_net_loopback_up(struct lb_err **err)
 {
@@ -35,6 +42,77 @@ int lb_net_loopback_up(struct lb_err **err)
 out:
 	rtnl_link_put(change);
 	rtnl_link_put(lo);
+	nl_socket_free(sk);
+	return r;
+}
+
+static int eth0_up(struct nl_sock *sk, struct lb_err **err)
+{
+	struct rtnl_link *eth = rtnl_link_alloc(), *change = rtnl_link_alloc();
+	int r = -NLE_NOMEM;
+	if (eth && change) {
+		rtnl_link_set_ifindex(eth, ETH0_IFINDEX);
+		rtnl_link_set_flags(change, IFF_UP);
+		r = rtnl_link_change(sk, eth, change, 0);
+	}
+	rtnl_link_put(change);
+	rtnl_link_put(eth);
+	return r < 0 ? lb_err_set(err, 0, "bring eth0 up: %s", nl_geterror(r)) : 0;
+}
+
+static int eth0_address(struct nl_sock *sk, const struct lb_net_lease *lease, struct lb_err **err)
+{
+	uint32_t a = htonl(lease->addr);
+	struct rtnl_addr *addr = rtnl_addr_alloc();
+	struct nl_addr *local = nl_addr_build(AF_INET, &a, sizeof(a));
+	int r = -NLE_NOMEM;
+	if (addr && local) {
+		nl_addr_set_prefixlen(local, lease->prefix);
+		rtnl_addr_set_ifindex(addr, ETH0_IFINDEX);
+		rtnl_addr_set_local(addr, local);
+		r = rtnl_addr_add(sk, addr, 0);
+	}
+	nl_addr_put(local);
+	rtnl_addr_put(addr);
+	return r < 0 ? lb_err_set(err, 0, "address of eth0: %s", nl_geterror(r)) : 0;
+}
+
+static int default_route(struct nl_sock *sk, const struct lb_net_lease *lease, struct lb_err **err)
+{
+	uint32_t gw = htonl(lease->gateway), any = 0;
+	struct rtnl_route *route = rtnl_route_alloc();
+	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+	struct nl_addr *via = nl_addr_build(AF_INET, &gw, sizeof(gw));
+	struct nl_addr *dst = nl_addr_build(AF_INET, &any, sizeof(any));
+	int r = -NLE_NOMEM;
+	if (route && nh && via && dst) {
+		nl_addr_set_prefixlen(dst, 0);
+		rtnl_route_set_dst(route, dst);
+		rtnl_route_nh_set_ifindex(nh, ETH0_IFINDEX);
+		rtnl_route_nh_set_gateway(nh, via);
+		rtnl_route_add_nexthop(route, nh);
+		nh = NULL; /* owned by the route now */
+		r = rtnl_route_add(sk, route, NLM_F_EXCL);
+	}
+	if (nh)
+		rtnl_route_nh_free(nh);
+	nl_addr_put(dst);
+	nl_addr_put(via);
+	rtnl_route_put(route);
+	return r < 0 ? lb_err_set(err, 0, "default route via eth0: %s", nl_geterror(r)) : 0;
+}
+
+int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	int r = -1;
+	if (!sk)
+		return lb_err_set(err, ENOMEM, "netlink socket");
+	if (nl_connect(sk, NETLINK_ROUTE) < 0)
+		lb_err_set(err, errno, "netlink connect");
+	else if (eth0_up(sk, err) == 0 && eth0_address(sk, lease, err) == 0 &&
+		 default_route(sk, lease, err) == 0)
+		r = 0;
 	nl_socket_free(sk);
 	return r;
 }

@@ -37,6 +37,9 @@ struct run {
 	sigset_t oldmask;
 	bool mask_set;
 	pid_t ppid; /* lbbox's parent, watched with --die-with-parent */
+	const struct lb_spec *spec;
+	const char *runroot;
+	struct lb_net_handle net; /* network "on" only */
 };
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -55,6 +58,8 @@ static void run_release(struct run *r)
 		waitpid(r->pid, NULL, 0);
 		r->pid = 0;
 	}
+	if (r->net.leased || r->net.host_if[0])
+		lb_net_on_teardown(r->spec, r->runroot, &r->net);
 	if (r->cg)
 		lb_cgroup_destroy(r->cg, NULL);
 	r->cg = NULL;
@@ -116,7 +121,7 @@ static int block_signals(struct run *r, struct lb_err **err)
 static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd)
 {
 	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-	if (spec->net == LB_NET_OFF)
+	if (spec->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
 	struct clone_args args = {
 	    .flags = flags | CLONE_PIDFD,
@@ -133,6 +138,20 @@ static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd
 		pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
 	}
 	return pid;
+}
+
+/* Network "on": veth and address while pid 1 waits; the lease follows the sync byte. */
+static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_err **err)
+{
+	char msg[1 + sizeof(struct lb_net_lease)] = "1";
+	if (lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err) < 0 ||
+	    lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease, err) < 0)
+		return -1;
+	memcpy(msg + 1, &r->net.lease, sizeof(r->net.lease));
+	if (lb_write_all(r->sync_w, msg, sizeof(msg)) < 0)
+		return lb_err_set(err, errno, "start the sandbox");
+	close_fd(&r->sync_w);
+	return 0;
 }
 
 static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)
@@ -161,6 +180,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .sync_fd = sync[0],
 		    .err_fd = errp[1],
 		    .status_fd = status[1],
+		    .lease = &r->net.lease,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -173,7 +193,9 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
 	if ((cgfd < 0 || r->pidfd < 0) && lb_cgroup_attach(r->cg, pid, err) < 0)
 		return -1;
-	if (lb_state_write(r->statedir, r->id, pid, spec, r->cg, err) < 0)
+	if (spec->net == LB_NET_ON)
+		return start_networked(r, spec, err);
+	if (lb_state_write(r->statedir, r->id, pid, spec, r->cg, NULL, err) < 0)
 		return -1;
 	if (lb_write_all(r->sync_w, "1", 1) < 0)
 		return lb_err_set(err, errno, "start the sandbox");
@@ -276,7 +298,13 @@ static void collect(struct run *r, int init_status, struct lb_result *res)
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
 		   int *setup_exit, struct lb_err **err)
 {
-	struct run r = {.pidfd = -1, .sigfd = -1, .sync_w = -1, .err_r = -1, .status_r = -1};
+	struct run r = {.pidfd = -1,
+			.sigfd = -1,
+			.sync_w = -1,
+			.err_r = -1,
+			.status_r = -1,
+			.spec = spec,
+			.runroot = paths->runroot};
 	uint64_t start = lb_now_ns();
 
 	memset(res, 0, sizeof(*res));

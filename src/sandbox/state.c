@@ -1,6 +1,7 @@
 /* state.json: what a later lbbox process needs to find, inspect or clean up a sandbox. */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,11 @@ uint64_t lb_proc_starttime(pid_t pid)
 	return start;
 }
 
+static const char *net_name(enum lb_net_mode m)
+{
+	return m == LB_NET_HOST ? "host" : m == LB_NET_ON ? "on" : "off";
+}
+
 /* The parts of the spec another lbbox needs to describe or join the sandbox. */
 static json_t *spec_json(const struct lb_spec *spec)
 {
@@ -56,14 +62,24 @@ static json_t *spec_json(const struct lb_spec *spec)
 			 "rootfs", spec->rootfs ? spec->rootfs : "host", "argv",
 			 strv_json(spec->argv), "mounts", mounts, "cwd",
 			 spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
-			 spec->net == LB_NET_HOST ? "host" : "off", "uid", (int)spec->uid, "gid",
-			 (int)spec->gid, "limits", "memory_bytes", (json_int_t)l->memory_bytes,
-			 "pids", (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
+			 net_name(spec->net), "uid", (int)spec->uid, "gid", (int)spec->gid,
+			 "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
+			 (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
 			 "cpu_period_us", (json_int_t)l->cpu_period_us);
 }
 
+static json_t *lease_json(const struct lb_net_lease *lease)
+{
+	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
+	struct in_addr ia = {.s_addr = htonl(lease->addr)}, ig = {.s_addr = htonl(lease->gateway)};
+	inet_ntop(AF_INET, &ia, a, sizeof(a));
+	inet_ntop(AF_INET, &ig, g, sizeof(g));
+	return json_pack("{s:s, s:i, s:s}", "address", a, "prefix", lease->prefix, "gateway", g);
+}
+
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
-		   const struct lb_cgroup *cg, struct lb_err **err)
+		   const struct lb_cgroup *cg, const struct lb_net_lease *lease,
+		   struct lb_err **err)
 {
 	char path[4096];
 	json_t *st = json_object();
@@ -77,6 +93,8 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
 	json_object_set_new(st, "cgroups", strv_json((char *const *)lb_cgroup_paths(cg)));
 	json_object_set_new(st, "spec", spec_json(spec));
+	if (lease)
+		json_object_set_new(st, "net", lease_json(lease));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);
 	json_decref(st);
 	if (!text)
@@ -125,6 +143,7 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	out->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
 	out->pid_start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
 	out->cgroups = json_strv(json_object_get(st, "cgroups"));
+	out->net_on = json_object_get(st, "net") != NULL;
 	json_decref(st);
 	if (out->pid <= 0 || !out->cgroups)
 		return lb_err_set(err, 0, "%s: incomplete state", path);
