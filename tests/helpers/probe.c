@@ -468,6 +468,22 @@ static int cmd_spin(char **argv)
 	return 0;
 }
 
+/* burn SEC: uses SEC seconds of CPU time, however long that takes on a loaded machine. */
+static int cmd_burn(char **argv)
+{
+	double want = atof(argv[0]);
+	volatile unsigned long x = 0;
+	struct timespec ts;
+
+	do {
+		for (int i = 0; i < 10000; i++)
+			x++;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	} while ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 < want);
+	puts("ok");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int res;
@@ -526,6 +542,7 @@ static const struct command commands[] = {
     {"rlimit", 1, cmd_rlimit, "rlimit NAME"},
     {"pid", 0, cmd_pid, "pid"},
     {"spin", 1, cmd_spin, "spin SECONDS"},
+    {"burn", 1, cmd_burn, "burn CPU_SECONDS"},
 };
 
 static int usage(void)
