@@ -14,6 +14,8 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       nftables python3
       # images (rootfs-tools/) and the cgroup-v2 guest (scripts/vm-test.sh)
       busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
+      # OCI layout interoperability checks of the image store (tests/unit/test_load.c)
+      skopeo umoci
       # style check, and the peers scripts/bench.sh compares against
       clang-format crun bubblewrap jq)
 
