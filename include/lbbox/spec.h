@@ -50,8 +50,10 @@ struct lb_net_opts {
 };
 
 struct lb_spec {
-	/* Root filesystem: a directory, or NULL for the built-in "host" image. */
+	/* Root filesystem: a directory, or an image's unpacked layers (an overlayfs lowerdir list,
+	 * top first), or neither for the built-in "host" image. */
 	char *rootfs;
+	char *layers;
 	bool readonly_root;
 	uint64_t tmp_size; /* bytes of the /tmp tmpfs; 0 = no /tmp tmpfs */
 
@@ -78,6 +80,11 @@ struct lb_spec {
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
 };
+
+static inline bool lb_spec_is_host_image(const struct lb_spec *spec)
+{
+	return !spec->rootfs && !spec->layers;
+}
 
 /* Podman's default capability set, minus CAP_SETFCAP, CAP_SYS_CHROOT and CAP_SETPCAP. */
 uint64_t lb_default_caps(void);

@@ -2,6 +2,8 @@
 #ifndef LBBOX_CLI_H
 #define LBBOX_CLI_H
 
+#include <stdbool.h>
+
 #include "lbbox/sandbox.h"
 
 struct cli_globals {
@@ -12,7 +14,25 @@ struct cli_globals {
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cli_run(struct cli_globals *g, int argc, char **argv);
+
+/*
+ * Runs lbbox-image ROOT ARGS... (args NULL-terminated). With capture_err its error line becomes
+ * *err and the return is < 0 on failure; otherwise it inherits stderr and its exit code is
+ * returned.
+ */
+int cli_image_tool(const struct cli_globals *g, const char *const *args, bool capture_err,
+		   struct lb_err **err);
 int cli_network(struct cli_globals *g, int argc, char **argv);
+/* load, images, inspect, tag, rmi, image prune (images.c). */
+int cli_images(struct cli_globals *g, int argc, char **argv);
+/* A reference as the store names it ("alpine" -> "docker.io/library/alpine:latest"). */
+int cli_image_name(const char *arg, char **out, struct lb_err **err);
+struct lb_store;
+struct lb_image_config;
+/* The overlay lowerdir of image REF and its config, unpacking missing layers (run_image.c). */
+int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers,
+		     struct lb_image_config **cfg, struct lb_err **err);
+int cli_store_open(const struct cli_globals *g, struct lb_store **s, struct lb_err **err);
 
 /* The network chosen by LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET and LBBOX_NFT (network.c). */
 struct lb_net_opts;

@@ -19,17 +19,21 @@ void cli_error(const char *fmt, ...)
 
 static void usage(FILE *f)
 {
-	fputs("usage: lbbox [--root DIR] [--runroot DIR] COMMAND [OPTIONS]\n"
-	      "\n"
-	      "commands:\n"
-	      "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
-	      "  network ls|inspect|prune          the networks of --network on\n"
-	      "\n"
-	      "global options:\n"
-	      "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT)\n"
-	      "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT)\n"
-	      "  -h, --help      this help\n",
-	      f);
+	fputs(
+	    "usage: lbbox [--root DIR] [--runroot DIR] COMMAND [OPTIONS]\n"
+	    "\n"
+	    "commands:\n"
+	    "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
+	    "  network ls|inspect|prune          the networks of --network on\n"
+	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
+	    "  load -i FILE | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI archive or layout\n"
+	    "  images | inspect REF | tag SRC DST | rmi REF | image prune   the image store\n"
+	    "\n"
+	    "global options:\n"
+	    "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT)\n"
+	    "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT)\n"
+	    "  -h, --help      this help\n",
+	    f);
 }
 
 static const char *env_or(const char *name, const char *def)
@@ -78,6 +82,11 @@ int main(int argc, char **argv)
 		return cli_run(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "network") == 0)
 		return cli_network(&g, argc - optind, argv + optind);
+	static const char *const image_verbs[] = {"load", "pull", "images", "inspect",
+						  "tag",  "rmi",  "image"};
+	for (size_t i = 0; i < sizeof(image_verbs) / sizeof(image_verbs[0]); i++)
+		if (strcmp(verb, image_verbs[i]) == 0)
+			return cli_images(&g, argc - optind, argv + optind);
 	cli_error("unknown command '%s' (see lbbox --help)", verb);
 	return LB_EXIT_SETUP;
 }

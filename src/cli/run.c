@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/manifest.h"
 #include "lbbox/net.h"
 #include "lbbox/util.h"
 
@@ -74,6 +75,8 @@ struct run_opts {
 	char *env[MAX_ENV + 1];
 	size_t n_env;
 	bool json;
+	struct lb_image_config *image_cfg; /* --image from the store */
+	bool user_set;
 };
 
 static const char run_usage[] =
@@ -253,6 +256,7 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case 'e':
 		return add_env(o, arg, err);
 	case OPT_USER:
+		o->user_set = true;
 		return parse_user(arg, spec, err);
 	case OPT_HOSTNAME:
 		return set_string(&spec->hostname, arg, err);
@@ -306,7 +310,7 @@ static int parse_args(struct run_opts *o, int argc, char **argv, struct lb_err *
 			return -1;
 	}
 	if (optind >= argc)
-		return lb_err_set(err, 0, "no command given (lbbox run [OPTIONS] -- CMD [ARG...])");
+		return 0; /* an image's Entrypoint/Cmd, or "no command given" from the spec check */
 	o->spec.argv = calloc((size_t)(argc - optind + 1), sizeof(char *));
 	if (!o->spec.argv)
 		return lb_err_set(err, ENOMEM, "argv");
@@ -316,8 +320,65 @@ static int parse_args(struct run_opts *o, int argc, char **argv, struct lb_err *
 	return 0;
 }
 
-/* --image NAME: "host" is built in; anything else is ROOT/images/NAME/rootfs for now. */
-static int resolve_image(struct run_opts *o, const struct lb_paths *paths, struct lb_err **err)
+static bool has_env(const struct run_opts *o, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+	for (size_t i = 0; i < o->n_env; i++)
+		if (strncmp(o->env[i], kv, klen) == 0 && o->env[i][klen] == '=')
+			return true;
+	return false;
+}
+
+/* argv = Entrypoint + (the command given, or Cmd), as docker and podman do. */
+static int image_argv(struct run_opts *o, const struct lb_image_config *cfg, struct lb_err **err)
+{
+	char **tail = o->spec.argv ? o->spec.argv : cfg->cmd;
+	size_t n = 0, k = 0;
+	for (char **p = cfg->entrypoint; p && *p; p++)
+		n++;
+	for (char **p = tail; p && *p; p++)
+		n++;
+	char **argv = calloc(n + 1, sizeof(char *));
+	if (!argv)
+		return lb_err_set(err, ENOMEM, "argv");
+	for (char **p = cfg->entrypoint; p && *p; p++)
+		argv[k++] = strdup(*p);
+	for (char **p = tail; p && *p; p++)
+		argv[k++] = strdup(*p);
+	lb_strvfreep(&o->spec.argv);
+	o->spec.argv = argv;
+	return 0;
+}
+
+static int image_user(struct run_opts *o, const char *user, struct lb_err **err)
+{
+	if (!user || !*user || o->user_set)
+		return 0;
+	if (strcmp(user, "root") == 0)
+		return parse_user("0", &o->spec, err);
+	if (parse_user(user, &o->spec, err) < 0)
+		return lb_err_wrap(err, "image user '%s' (only numeric users are supported yet)",
+				   user);
+	return 0;
+}
+
+/* The image config's defaults; what the command line gave wins. */
+static int apply_image_config(struct run_opts *o, const struct lb_image_config *cfg,
+			      struct lb_err **err)
+{
+	for (char **e = cfg->env; e && *e; e++)
+		if (!has_env(o, *e) && add_env(o, *e, err) < 0)
+			return -1;
+	if (!o->spec.cwd && cfg->working_dir && *cfg->working_dir &&
+	    set_string(&o->spec.cwd, cfg->working_dir, err) < 0)
+		return -1;
+	if (image_user(o, cfg->user, err) < 0)
+		return -1;
+	return image_argv(o, cfg, err);
+}
+
+/* --image: "host" (built in), a rootfs directory ROOT/images/NAME/rootfs, or a store image. */
+static int resolve_image(struct run_opts *o, const struct cli_globals *g, struct lb_err **err)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -328,12 +389,14 @@ static int resolve_image(struct run_opts *o, const struct lb_paths *paths, struc
 	}
 	if (strcmp(o->image, "host") == 0)
 		return 0;
-	if (!*o->image || strchr(o->image, '/') || o->image[0] == '.')
-		return lb_err_set(err, 0, "invalid image name '%s'", o->image);
-	snprintf(path, sizeof(path), "%s/images/%s/rootfs", paths->root, o->image);
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return lb_err_set(err, 0, "image '%s' not found (no %s)", o->image, path);
-	return set_string(&o->spec.rootfs, path, err);
+	/* a plain rootfs directory ROOT/images/NAME/rootfs (rootfs-tools' output) comes first */
+	snprintf(path, sizeof(path), "%s/images/%s/rootfs", g->paths.root, o->image);
+	if (!strchr(o->image, '/') && o->image[0] != '.' && stat(path, &st) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return set_string(&o->spec.rootfs, path, err);
+	if (cli_image_layers(g, o->image, &o->spec.layers, &o->image_cfg, err) < 0)
+		return -1;
+	return apply_image_config(o, o->image_cfg, err);
 }
 
 static int finish_env(struct run_opts *o, struct lb_err **err)
@@ -403,6 +466,7 @@ static int report(const struct run_opts *o, const struct lb_result *res)
 
 static void run_opts_free(struct run_opts *o)
 {
+	lb_image_config_free(o->image_cfg);
 	for (size_t i = 0; i < o->n_env; i++)
 		free(o->env[i]);
 	lb_spec_free(&o->spec);
@@ -416,7 +480,7 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	int setup_exit = LB_EXIT_SETUP, code;
 
 	lb_spec_init(&o.spec);
-	if (parse_args(&o, argc, argv, &err) < 0 || resolve_image(&o, &g->paths, &err) < 0 ||
+	if (parse_args(&o, argc, argv, &err) < 0 || resolve_image(&o, g, &err) < 0 ||
 	    finish_env(&o, &err) < 0 || finish_network(&o, &err) < 0 ||
 	    lb_spec_check(&o.spec, &err) < 0) {
 		cli_error("%s", err->msg);

@@ -107,5 +107,5 @@ int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_
 	    write_etc(statedir, "hostname", hostname, err) < 0 ||
 	    write_etc(statedir, "resolv.conf", resolv ? resolv : "", err) < 0)
 		return -1;
-	return spec->rootfs ? 0 : write_users(spec, statedir, err);
+	return lb_spec_is_host_image(spec) ? write_users(spec, statedir, err) : 0;
 }

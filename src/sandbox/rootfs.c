@@ -20,8 +20,10 @@
 static int mount_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 			 struct lb_err **err)
 {
-	if (mount("lbbox-scratch", ctx->statedir, "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=0755,size=1m") < 0)
+	/* A writable image root keeps its changes here too (charged to the sandbox's memory). */
+	const char *opts = ctx->spec->layers && !ctx->spec->readonly_root ? "mode=0755,size=1g"
+									  : "mode=0755,size=1m";
+	if (mount("lbbox-scratch", ctx->statedir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return lb_err_set(err, errno, "mount scratch tmpfs on %s", ctx->statedir);
 	snprintf(newroot, len, "%s/root", ctx->statedir);
 	if (mkdir(newroot, 0755) < 0)
@@ -59,18 +61,19 @@ static bool needs_mountpoints(const struct lb_spec *spec)
  * A read-only rootfs directory is never written to: when mount points are missing, the root
  * becomes an overlay whose upper layer lives in the scratch tmpfs, so they are created there.
  */
-static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *newroot,
-			      struct lb_err **err)
+static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *lower,
+			      const char *newroot, struct lb_err **err)
 {
 	char upper[4200], work[4200], opts[8192];
 	snprintf(upper, sizeof(upper), "%s/upper", ctx->statedir);
 	snprintf(work, sizeof(work), "%s/work", ctx->statedir);
 	if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir overlay directories in %s", ctx->statedir);
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", ctx->spec->rootfs, upper,
-		 work);
+	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper,
+			     work) >= sizeof(opts))
+		return lb_err_set(err, E2BIG, "overlay options for %s", lower);
 	if (mount("lbbox-root", newroot, "overlay", 0, opts) < 0)
-		return lb_err_set(err, errno, "mount overlay root on %s", ctx->spec->rootfs);
+		return lb_err_set(err, errno, "mount overlay root on %s", lower);
 	return 0;
 }
 
@@ -78,10 +81,13 @@ static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *newroo
 static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
+	/* an image: its layers under a private upper layer, so the snapshots are never written */
+	if (spec->layers)
+		return mount_overlay_root(ctx, spec->layers, newroot, err);
 	/* overlay options cannot carry these characters in a path */
 	if (spec->rootfs && spec->readonly_root && !strpbrk(spec->rootfs, ",:\\") &&
 	    needs_mountpoints(spec))
-		return mount_overlay_root(ctx, newroot, err);
+		return mount_overlay_root(ctx, spec->rootfs, newroot, err);
 	const char *src = spec->rootfs ? spec->rootfs : newroot;
 	if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return lb_err_set(err, errno, "bind rootfs %s", src);
@@ -104,7 +110,7 @@ static int mount_tmp(int rootfd, uint64_t size, struct lb_err **err)
 static int bind_etc(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err)
 {
 	static const char *const files[] = {"hosts", "resolv.conf", "hostname", "passwd", "group"};
-	size_t n = ctx->spec->rootfs ? 3 : 5;
+	size_t n = lb_spec_is_host_image(ctx->spec) ? 5 : 3;
 	for (size_t i = 0; i < n; i++) {
 		char src[4096], dst[64];
 		snprintf(src, sizeof(src), "%s/etc/%s", ctx->statedir, files[i]);
@@ -154,7 +160,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return lb_err_set(err, errno, "open %s", newroot);
-	if (!spec->rootfs && lb_rootfs_host_image(rootfd, err) < 0)
+	if (lb_spec_is_host_image(spec) && lb_rootfs_host_image(rootfd, err) < 0)
 		return -1;
 	if (lb_mount_proc_sys(rootfd, ctx->cg, err) < 0)
 		return -1;

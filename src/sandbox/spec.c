@@ -51,6 +51,7 @@ void lb_spec_init(struct lb_spec *spec)
 void lb_spec_free(struct lb_spec *spec)
 {
 	free(spec->rootfs);
+	free(spec->layers);
 	lb_strvfreep(&spec->argv);
 	lb_strvfreep(&spec->env);
 	free(spec->cwd);

@@ -58,14 +58,16 @@ static json_t *spec_json(const struct lb_spec *spec)
 				      json_pack("{s:s, s:s, s:b}", "source", spec->mounts[i].source,
 						"target", spec->mounts[i].target, "readonly",
 						spec->mounts[i].readonly));
-	return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
-			 "rootfs", spec->rootfs ? spec->rootfs : "host", "argv",
-			 strv_json(spec->argv), "mounts", mounts, "cwd",
-			 spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
-			 net_name(spec->net), "uid", (int)spec->uid, "gid", (int)spec->gid,
-			 "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
-			 (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
-			 "cpu_period_us", (json_int_t)l->cpu_period_us);
+	return json_pack(
+	    "{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}", "rootfs",
+	    spec->rootfs   ? spec->rootfs
+	    : spec->layers ? spec->layers
+			   : "host",
+	    "argv", strv_json(spec->argv), "mounts", mounts, "cwd", spec->cwd ? spec->cwd : "/",
+	    "read_only", spec->readonly_root, "network", net_name(spec->net), "uid", (int)spec->uid,
+	    "gid", (int)spec->gid, "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
+	    (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us, "cpu_period_us",
+	    (json_int_t)l->cpu_period_us);
 }
 
 static json_t *lease_json(const struct lb_net_lease *lease)

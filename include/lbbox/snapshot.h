@@ -1,0 +1,30 @@
+/*
+ * Unpacked layers, one directory per ChainID (ROOT/snapshots/<hex>/fs), stacked with overlayfs
+ * into a sandbox's root. Unpacked once, shared by every image and sandbox that uses them.
+ */
+#ifndef LBBOX_SNAPSHOT_H
+#define LBBOX_SNAPSHOT_H
+
+#include <stddef.h>
+
+#include "lbbox/err.h"
+#include "lbbox/manifest.h"
+#include "lbbox/store.h"
+
+/*
+ * The overlayfs lowerdir option of the image ("top:...:bottom", absolute paths) in *lowerdir,
+ * and in *missing how many of its layers are not unpacked yet (then *lowerdir is NULL).
+ * Needs no libarchive: this is the `run --image` fast path.
+ */
+int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, char **lowerdir,
+			 size_t *missing, struct lb_err **err);
+
+/* Unpacks every missing layer of the image (lbbox-image only: links libarchive). */
+int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
+			const struct lb_image_config *cfg, struct lb_err **err);
+
+/* ChainID of layer i given the previous one (NULL for the bottom layer), as 64 hex digits. */
+int lb_snapshot_chain_id(const char *prev_hex, const char *diff_id, char out[65],
+			 struct lb_err **err);
+
+#endif

@@ -1,0 +1,170 @@
+/* lbbox load | images | inspect | tag | rmi | image prune: the image store from the CLI. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/image_ref.h"
+#include "lbbox/snapshot.h"
+#include "lbbox/store.h"
+#include "lbbox/util.h"
+
+/* "alpine" -> "docker.io/library/alpine:latest"; a "sha256:..." digest is kept as is. */
+int cli_image_name(const char *arg, char **out, struct lb_err **err)
+{
+	struct lb_image_ref ref;
+	if (strncmp(arg, "sha256:", 7) == 0) {
+		*out = strdup(arg);
+		return *out ? 0 : lb_err_set(err, ENOMEM, "image name");
+	}
+	if (lb_image_ref_parse(arg, &ref, err) < 0)
+		return -1;
+	int r = lb_image_ref_canonical(&ref, out, err);
+	lb_image_ref_clear(&ref);
+	return r;
+}
+
+/* Opens the store only when one exists: a lookup must not create ROOT as a side effect. */
+int cli_store_open(const struct cli_globals *g, struct lb_store **s, struct lb_err **err)
+{
+	char path[4096];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/index.json", g->paths.root);
+	if (stat(path, &st) < 0)
+		return lb_err_set(err, 0, "no images in %s (lbbox load or lbbox pull first)",
+				  g->paths.root);
+	return lb_store_open(g->paths.root, s, err);
+}
+
+/* load and pull run in lbbox-image, which links libarchive and libcurl. */
+static int cmd_load(struct cli_globals *g, int argc, char **argv)
+{
+	const char *args[32] = {argv[0]};
+	if (argc > 30) {
+		cli_error("load: too many arguments");
+		return LB_EXIT_SETUP;
+	}
+	for (int i = 1; i < argc; i++)
+		args[i] = argv[i];
+	return cli_image_tool(g, args, false, NULL);
+}
+
+static int cmd_images(struct cli_globals *g, struct lb_err **err)
+{
+	struct lb_store *s = NULL;
+	struct lb_store_image *v = NULL;
+	size_t n = 0;
+	if (cli_store_open(g, &s, err) < 0) {
+		lb_err_free(err); /* no store yet: an empty list */
+		printf("%-50s %-19s %s\n", "NAME", "DIGEST", "SIZE");
+		return 0;
+	}
+	int r = lb_store_list(s, &v, &n, err);
+	if (r == 0)
+		printf("%-50s %-19s %s\n", "NAME", "DIGEST", "SIZE");
+	for (size_t i = 0; r == 0 && i < n; i++)
+		printf("%-50s %.19s %llu\n", v[i].name ? v[i].name : "<none>", v[i].digest,
+		       (unsigned long long)v[i].size);
+	lb_store_images_free(v, n);
+	lb_store_close(s);
+	return r;
+}
+
+static json_t *strv_json(char **v)
+{
+	json_t *a = json_array();
+	for (; v && *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+static int cmd_inspect(struct cli_globals *g, const char *arg, struct lb_err **err)
+{
+	_cleanup_free_ char *name = NULL;
+	struct lb_store *s = NULL;
+	struct lb_manifest *m = NULL;
+	struct lb_image_config *c = NULL;
+	struct lb_store_image img = {0};
+	if (cli_image_name(arg, &name, err) < 0 || cli_store_open(g, &s, err) < 0)
+		return -1;
+	int r = lb_store_resolve(s, name, &img, err);
+	if (r == 0)
+		r = lb_store_image_manifest(s, name, NULL, &m, &c, err);
+	if (r == 0) {
+		json_t *j =
+		    json_pack("{s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:s?, s:s?, s:I}", "name",
+			      name, "digest", img.digest, "os", c->os, "architecture",
+			      c->architecture, "env", strv_json(c->env), "entrypoint",
+			      strv_json(c->entrypoint), "cmd", strv_json(c->cmd), "working_dir",
+			      c->working_dir, "user", c->user, "layers", (json_int_t)m->n_layers);
+		char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+		if (text)
+			printf("%s\n", text);
+		free(text);
+		json_decref(j);
+	}
+	lb_store_image_clear(&img);
+	lb_manifest_free(m);
+	lb_image_config_free(c);
+	lb_store_close(s);
+	return r;
+}
+
+static int cmd_tag_rmi(struct cli_globals *g, const char *src, const char *dst, struct lb_err **err)
+{
+	_cleanup_free_ char *a = NULL, *b = NULL;
+	struct lb_store *s = NULL;
+	if (cli_image_name(src, &a, err) < 0 || (dst && cli_image_name(dst, &b, err) < 0) ||
+	    cli_store_open(g, &s, err) < 0)
+		return -1;
+	int r = dst ? lb_store_tag(s, a, b, err) : lb_store_untag(s, a, err);
+	if (r == 0 && !dst)
+		printf("Untagged: %s\n", a);
+	lb_store_close(s);
+	return r;
+}
+
+static int cmd_prune(struct cli_globals *g, struct lb_err **err)
+{
+	struct lb_store *s = NULL;
+	struct lb_store_prune_stats st = {0};
+	if (cli_store_open(g, &s, err) < 0)
+		return -1;
+	int r = lb_store_prune(s, &st, err);
+	if (r == 0)
+		printf("Removed %zu blobs, %llu bytes\n", st.blobs, (unsigned long long)st.bytes);
+	lb_store_close(s);
+	return r;
+}
+
+static int dispatch(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
+{
+	const char *verb = argv[0];
+	if (!strcmp(verb, "images") && argc == 1)
+		return cmd_images(g, err);
+	if (!strcmp(verb, "inspect") && argc == 2)
+		return cmd_inspect(g, argv[1], err);
+	if (!strcmp(verb, "tag") && argc == 3)
+		return cmd_tag_rmi(g, argv[1], argv[2], err);
+	if (!strcmp(verb, "rmi") && argc == 2)
+		return cmd_tag_rmi(g, argv[1], NULL, err);
+	if (!strcmp(verb, "image") && argc == 2 && !strcmp(argv[1], "prune"))
+		return cmd_prune(g, err);
+	return lb_err_set(err, 0, "%s: wrong arguments (see lbbox --help)", verb);
+}
+
+int cli_images(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	if (!strcmp(argv[0], "load") || !strcmp(argv[0], "pull"))
+		return cmd_load(g, argc, argv);
+	if (dispatch(g, argc, argv, &err) < 0) {
+		cli_error("%s", err->msg);
+		return LB_EXIT_SETUP;
+	}
+	return 0;
+}

@@ -1,0 +1,158 @@
+/*
+ * lbbox-image: the image operations that need libarchive (and later libcurl), kept out of the
+ * lbbox binary whose start they would slow down by milliseconds. lbbox runs it as
+ *   lbbox-image ROOT load -i FILE | --oci-dir DIR[:TAG] [--name NAME]
+ *   lbbox-image ROOT prepare REF
+ *   lbbox-image ROOT pull [--insecure-registry HOST]... REF
+ * It prints one "lbbox: ..." line on failure, like lbbox, and exits 125.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/image_ref.h"
+#include "lbbox/load.h"
+#include "lbbox/registry.h"
+#include "lbbox/snapshot.h"
+#include "lbbox/store.h"
+
+#define EXIT_FAIL 125
+
+static int fail(struct lb_err *err)
+{
+	fprintf(stderr, "lbbox: %s\n", err && err->msg ? err->msg : "failed");
+	lb_err_free(&err);
+	return EXIT_FAIL;
+}
+
+/* Names in archives ("alpine:3.20") are stored canonical ("docker.io/library/alpine:3.20"). */
+static int normalize(const char *in, char **out, void *ctx, struct lb_err **err)
+{
+	struct lb_image_ref ref;
+	(void)ctx;
+	if (lb_image_ref_parse(in, &ref, err) < 0)
+		return -1;
+	int r = lb_image_ref_canonical(&ref, out, err);
+	lb_image_ref_clear(&ref);
+	return r;
+}
+
+static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **err)
+{
+	static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
+					     {"oci-dir", required_argument, NULL, 'o'},
+					     {"name", required_argument, NULL, 'n'},
+					     {0}};
+	const char *input = NULL, *ocidir = NULL;
+	struct lb_load_opts lo = {.normalize = normalize};
+	struct lb_load_result res = {0};
+	_cleanup_free_ char *dir = NULL, *tag = NULL, *name = NULL;
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "i:", opts, NULL)) != -1) {
+		if (c == 'i')
+			input = optarg;
+		else if (c == 'o')
+			ocidir = optarg;
+		else if (c == 'n' && normalize(optarg, &name, NULL, err) < 0)
+			return -1;
+		else if (c == '?')
+			return lb_err_set(err, 0, "load: unknown option '%s'", argv[optind - 1]);
+	}
+	if (!input == !ocidir)
+		return lb_err_set(err, 0,
+				  "load: give exactly one of -i FILE or --oci-dir DIR[:TAG]");
+	lo.name = name;
+	if (input) {
+		r = lb_load_archive(s, input, &lo, &res, err);
+	} else {
+		if (lb_load_split_oci_dir(ocidir, &dir, &tag, err) < 0)
+			return -1;
+		lo.tag = tag;
+		r = lb_load_oci_dir(s, dir, &lo, &res, err);
+	}
+	for (size_t i = 0; r == 0 && i < res.n; i++)
+		printf("Loaded image: %s\n",
+		       res.images[i].name ? res.images[i].name : res.images[i].digest);
+	lb_load_result_clear(&res);
+	return r;
+}
+
+static int do_prepare(struct lb_store *s, const char *name, struct lb_err **err)
+{
+	struct lb_manifest *m = NULL;
+	struct lb_image_config *cfg = NULL;
+	if (lb_store_image_manifest(s, name, NULL, &m, &cfg, err) < 0)
+		return -1;
+	int r = lb_snapshot_prepare(s, m, cfg, err);
+	lb_manifest_free(m);
+	lb_image_config_free(cfg);
+	return r;
+}
+
+/* Progress on a terminal only: one line rewritten in place per blob. */
+static void progress(const struct lb_pull_progress *p, void *ctx)
+{
+	(void)ctx;
+	if (p->cached || !p->total)
+		return;
+	fprintf(stderr, "\r%s %zu/%zu: %llu/%llu bytes%s", p->what, p->index, p->count,
+		(unsigned long long)p->done, (unsigned long long)p->total,
+		p->done == p->total ? "\n" : "");
+}
+
+static int do_pull(struct lb_store *s, int argc, char **argv, struct lb_err **err)
+{
+	static const struct option opts[] = {{"insecure-registry", required_argument, NULL, 'k'},
+					     {0}};
+	const char *insecure[17] = {0};
+	size_t n = 0;
+	struct lb_pull_opts po = {.insecure_registries = insecure};
+	struct lb_pull_result res = {0};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 'k' || n >= 16)
+			return lb_err_set(err, 0, "pull: bad option '%s'", argv[optind - 1]);
+		insecure[n++] = optarg;
+	}
+	if (optind != argc - 1)
+		return lb_err_set(err, 0, "pull: give exactly one image reference");
+	if (isatty(STDERR_FILENO))
+		po.progress = progress;
+	if (lb_pull(s, argv[optind], &po, &res, err) < 0)
+		return -1;
+	printf("Pulled %s (%s)\n", res.name, res.digest);
+	lb_pull_result_clear(&res);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct lb_err *err = NULL;
+	struct lb_store *s = NULL;
+	int r = -1;
+
+	if (argc < 3) {
+		fputs("usage: lbbox-image ROOT load|prepare ...\n", stderr);
+		return EXIT_FAIL;
+	}
+	if (lb_store_open(argv[1], &s, &err) < 0)
+		return fail(err);
+	if (strcmp(argv[2], "load") == 0)
+		r = do_load(s, argc - 2, argv + 2, &err);
+	else if (strcmp(argv[2], "pull") == 0)
+		r = do_pull(s, argc - 2, argv + 2, &err);
+	else if (strcmp(argv[2], "prepare") == 0 && argc == 4)
+		r = do_prepare(s, argv[3], &err);
+	else
+		lb_err_set(&err, 0, "lbbox-image: unknown command '%s'", argv[2]);
+	lb_store_close(s);
+	return r < 0 ? fail(err) : 0;
+}

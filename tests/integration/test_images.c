@@ -1,0 +1,227 @@
+/* Images end to end through the CLI: load, run from the store, reuse, defaults, tag/rmi/prune,
+ * errors, and a pull from the test registry (tests/registry/registry.py on 127.0.0.1). */
+#include "harness.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IMG "localhost/lbt-busybox:1"
+
+LBT_SUITE(images);
+
+/* An OCI layout of the busybox test rootfs, named NAME, with CMD (a shell word list). */
+static char *make_layout(const char *name, const char *cmd)
+{
+	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
+	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' %s", LBBOX_SOURCE_DIR,
+			       lbt_rootfs(), dir, name, cmd ? cmd : "");
+	cr_assert_eq(system(sh), 0, "%s failed", sh);
+	free(sh);
+	return dir;
+}
+
+static void load(const char *layout)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "load", "--oci-dir", layout, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}
+
+static int count_snapshots(void)
+{
+	char *path = lbt_strdupf("%s/snapshots", lbt_root());
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.' && strlen(e->d_name) == 64;
+	if (d)
+		closedir(d);
+	free(path);
+	return n;
+}
+
+LBT_TEST(images, load_and_run_read_only)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, NULL);
+	load(layout);
+	lbt_run(&o, "images", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, IMG), "images: %s", o.out);
+	lbt_out_free(&o);
+
+	lbt_run(&o, "run", "--image", IMG, "--", "sh", "-c",
+		"cat /etc/hostname; touch /x 2>&1 | grep -c 'Read-only'", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "lbbox\n1\n");
+	lbt_out_free(&o);
+	cr_assert_eq(count_snapshots(), 1);
+	free(layout);
+}
+
+/* The second run of an image neither unpacks nor even starts the image tool. */
+LBT_TEST(images, second_run_reuses_the_snapshot)
+{
+	struct lb_run_out o;
+	struct stat a, b;
+	char *layout = make_layout(IMG, NULL);
+	load(layout);
+	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	char *snaps = lbt_strdupf("%s/snapshots", lbt_root());
+	cr_assert_eq(stat(snaps, &a), 0);
+
+	setenv("LBBOX_IMAGE_TOOL", "/bin/false", 1);
+	lbt_run(&o, "run", "--image", IMG, "--", "echo", "again", NULL);
+	unsetenv("LBBOX_IMAGE_TOOL");
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "again\n");
+	lbt_out_free(&o);
+	cr_assert_eq(stat(snaps, &b), 0);
+	cr_assert(a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec,
+		  "snapshots directory changed");
+	cr_assert_eq(count_snapshots(), 1);
+	free(snaps);
+	free(layout);
+}
+
+LBT_TEST(images, config_cmd_is_the_default_command)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, "/bin/echo from-cmd");
+	load(layout);
+	lbt_run(&o, "run", "--image", IMG, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "from-cmd\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", IMG, "--", "echo", "given", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "given\n");
+	lbt_out_free(&o);
+	free(layout);
+}
+
+/* Writes go to the sandbox's own upper layer, never into the shared snapshot. */
+LBT_TEST(images, writable_root_leaves_the_snapshot_alone)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, NULL);
+	load(layout);
+	lbt_run(&o, "run", "--image", IMG, "--read-only=false", "--", "sh", "-c",
+		"echo x > /lbt-written && cat /lbt-written", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "x\n");
+	lbt_out_free(&o);
+	char *find = lbt_strdupf("find %s/snapshots -name lbt-written | grep -q .", lbt_root());
+	cr_assert_neq(system(find), 0, "the write reached the snapshot");
+	free(find);
+	lbt_run(&o, "run", "--image", IMG, "--", "sh", "-c", "test -e /lbt-written || echo gone",
+		NULL);
+	cr_assert_str_eq(o.out, "gone\n");
+	lbt_out_free(&o);
+	free(layout);
+}
+
+LBT_TEST(images, tag_rmi_prune_inspect)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, NULL);
+	load(layout);
+	lbt_run(&o, "tag", IMG, "localhost/lbt-other:2", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "inspect", "localhost/lbt-other:2", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "\"cmd\""), "inspect: %s", o.out);
+	lbt_out_free(&o);
+	lbt_run(&o, "rmi", IMG, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "not found");
+	lbt_out_free(&o);
+	lbt_run(&o, "rmi", "localhost/lbt-other:2", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "image", "prune", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "Removed 3 blobs"), "prune: %s", o.out);
+	lbt_out_free(&o);
+	free(layout);
+}
+
+LBT_TEST(images, bad_references_and_missing_images)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--image", "UPPER/Case", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "invalid image reference");
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", "a:b:c", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "invalid image reference");
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", "lbt-nosuch:1", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "not found");
+	lbt_out_free(&o);
+	char *missing = lbt_strdupf("%s/no-layout", lbt_workdir());
+	lbt_run(&o, "load", "--oci-dir", missing, NULL);
+	lbt_assert_error_line(&o, 125, NULL);
+	lbt_out_free(&o);
+	free(missing);
+}
+
+/* registry.py serving LAYOUT on 127.0.0.1; returns its pid and port. */
+static pid_t start_registry(const char *layout, int *port)
+{
+	char *ready = lbt_strdupf("%s/ready", lbt_workdir());
+	char *log = lbt_strdupf("%s/registry.log", lbt_workdir());
+	char *script = lbt_strdupf("%s/tests/registry/registry.py", LBBOX_SOURCE_DIR);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("python3", "python3", script, "serve", "--layout", layout, "--ready", ready,
+		       "--log", log, (char *)NULL);
+		_exit(127);
+	}
+	FILE *f = NULL;
+	for (int i = 0; i < 200 && !(f = fopen(ready, "re")); i++)
+		usleep(50000);
+	cr_assert_not_null(f, "registry did not start");
+	cr_assert_eq(fscanf(f, "%d", port), 1);
+	fclose(f);
+	free(ready);
+	free(log);
+	free(script);
+	return pid;
+}
+
+LBT_TEST(images, pull_from_a_registry_then_run)
+{
+	struct lb_run_out o;
+	int port = 0;
+	char *layout = make_layout("latest", "/bin/echo pulled-and-ran");
+	pid_t reg = start_registry(layout, &port);
+	char *host = lbt_strdupf("127.0.0.1:%d", port);
+	char *ref = lbt_strdupf("%s/lbt/busybox:latest", host);
+
+	lbt_run(&o, "pull", "--insecure-registry", host, ref, NULL);
+	kill(reg, SIGKILL);
+	waitpid(reg, NULL, 0);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "Pulled"), "pull: %s", o.out);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", ref, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "pulled-and-ran\n");
+	lbt_out_free(&o);
+	free(ref);
+	free(host);
+	free(layout);
+}
