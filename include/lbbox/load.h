@@ -41,4 +41,8 @@ int lb_load_oci_dir(struct lb_store *s, const char *dir, const struct lb_load_op
 int lb_load_split_oci_dir(const char *arg, char **dir, char **tag, struct lb_err **err);
 void lb_load_result_clear(struct lb_load_result *r);
 
+/* The DiffID (sha256 of the uncompressed tar) of a layer blob staged or stored in t. */
+int lb_layer_diff_id(struct lb_store_txn *t, const char *digest, char diff_id[LB_DIGEST_BUF],
+		     struct lb_err **err);
+
 #endif

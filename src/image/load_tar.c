@@ -173,6 +173,12 @@ static void md_freep(EVP_MD_CTX **md)
 int load_diff_id(struct load_src *src, const char *digest, char diff_id[LB_DIGEST_BUF],
 		 struct lb_err **err)
 {
+	return lb_layer_diff_id(src->t, digest, diff_id, err);
+}
+
+int lb_layer_diff_id(struct lb_store_txn *t, const char *digest, char diff_id[LB_DIGEST_BUF],
+		     struct lb_err **err)
+{
 	_cleanup_close_ int fd = -1;
 	_cleanup_archive_ struct archive *a = archive_read_new();
 	_cleanup_(md_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -182,7 +188,7 @@ int load_diff_id(struct load_src *src, const char *digest, char diff_id[LB_DIGES
 
 	if (!a || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
 		return lb_err_set(err, ENOMEM, "read layer");
-	if (lb_store_txn_open(src->t, digest, &fd, err) < 0)
+	if (lb_store_txn_open(t, digest, &fd, err) < 0)
 		return -1;
 	archive_read_support_filter_all(a);
 	archive_read_support_format_raw(a);

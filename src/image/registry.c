@@ -8,6 +8,7 @@
 
 #include "image/registry_internal.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/load.h"
 #include "lbbox/image_ref.h"
 
 #define MANIFEST_ACCEPT                                                                            \
@@ -130,7 +131,8 @@ out:
 	return r;
 }
 
-static int pull_config(struct pull *p, const struct lb_manifest *m, struct lb_err **err)
+static int pull_config(struct pull *p, const struct lb_manifest *m, struct lb_image_config **out,
+		       struct lb_err **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -142,11 +144,27 @@ static int pull_config(struct pull *p, const struct lb_manifest *m, struct lb_er
 	    lb_store_txn_read(p->t, m->config.digest, LB_CONFIG_MAX, &buf, &len, err) < 0 ||
 	    lb_image_config_parse(buf, len, &cfg, err) < 0)
 		return -1;
-	size_t n = cfg->n_diff_ids;
-	lb_image_config_free(cfg);
-	if (n != m->n_layers)
-		return lb_err_set(err, 0, "config %s lists %zu diff_ids for %zu layers",
-				  m->config.digest, n, m->n_layers);
+	if (cfg->n_diff_ids != m->n_layers) {
+		lb_err_set(err, 0, "config %s lists %zu diff_ids for %zu layers", m->config.digest,
+			   cfg->n_diff_ids, m->n_layers);
+		lb_image_config_free(cfg);
+		return -1;
+	}
+	*out = cfg;
+	return 0;
+}
+
+/* The uncompressed layer must be what the config says: its DiffID, checked before commit. */
+static int check_diff_id(struct pull *p, const struct lb_descriptor *layer, const char *want,
+			 struct lb_err **err)
+{
+	char got[LB_DIGEST_BUF];
+	if (lb_layer_diff_id(p->t, layer->digest, got, err) < 0)
+		return -1;
+	if (strcmp(got, want) != 0)
+		return lb_err_set(err, 0,
+				  "layer %s: DiffID %s does not match the image config's %s",
+				  layer->digest, got, want);
 	return 0;
 }
 
@@ -154,17 +172,19 @@ static int pull_image(struct pull *p, const char *buf, size_t len, const char *d
 		      struct lb_err **err)
 {
 	struct lb_manifest *m = NULL;
+	struct lb_image_config *cfg = NULL;
 	_cleanup_free_ char *name = NULL;
 	int r = -1;
 
 	if (lb_manifest_parse(buf, len, &m, err) < 0)
 		return lb_err_wrap(err, "manifest %s", digest);
 	p->prog.count = m->n_layers;
-	if (pull_config(p, m, err) < 0)
+	if (pull_config(p, m, &cfg, err) < 0)
 		goto out;
 	for (size_t i = 0; i < m->n_layers; i++) {
 		p->prog.index = i + 1;
-		if (fetch_blob(p, &m->layers[i], "layer", err) < 0)
+		if (fetch_blob(p, &m->layers[i], "layer", err) < 0 ||
+		    check_diff_id(p, &m->layers[i], cfg->diff_ids[i], err) < 0)
 			goto out;
 	}
 	const char *mt = m->media_type ? m->media_type : LB_MT_OCI_MANIFEST;
@@ -179,6 +199,7 @@ static int pull_image(struct pull *p, const char *buf, size_t len, const char *d
 	p->res->n_layers = m->n_layers;
 	r = p->res->media_type ? 0 : lb_err_set(err, ENOMEM, "pull result");
 out:
+	lb_image_config_free(cfg);
 	lb_manifest_free(m);
 	return r;
 }

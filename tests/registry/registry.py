@@ -52,8 +52,10 @@ def make_layer(arch, size):
     return gzip.compress(tar, mtime=0), "sha256:" + hashlib.sha256(tar).hexdigest()
 
 
-def make_image(d, arch, variant, size):
+def make_image(d, arch, variant, size, bad_diff_id=False):
     layer, diff_id = make_layer(arch, size)
+    if bad_diff_id:  # a consistent manifest whose config lies about the uncompressed layer
+        diff_id = "sha256:" + hashlib.sha256(b"not the layer").hexdigest()
     ld = dict(mediaType=MT_LAYER, **put_blob(d, layer))
     cfg = {"architecture": arch, "os": "linux", "config": {"Env": ["ARCH=" + arch]},
            "rootfs": {"type": "layers", "diff_ids": [diff_id]}}
@@ -70,7 +72,7 @@ def make_image(d, arch, variant, size):
 
 def cmd_layout(a):
     d = a.dir
-    amd, amd_layer, amd_cfg = make_image(d, "amd64", None, a.layer_size)
+    amd, amd_layer, amd_cfg = make_image(d, "amd64", None, a.layer_size, a.bad_diff_id)
     arm, arm_layer, _ = make_image(d, "arm64", "v8", a.layer_size)
     att_cfg = dict(mediaType=MT_CONFIG, **put_blob(d, b'{"architecture":"unknown","os":"unknown",'
                                                       b'"rootfs":{"type":"layers","diff_ids":[]}}'))
@@ -291,6 +293,7 @@ def main():
     lp = sub.add_parser("layout")
     lp.add_argument("dir")
     lp.add_argument("--layer-size", type=int, default=4096)
+    lp.add_argument("--bad-diff-id", action="store_true", help="amd64 config with a wrong diff_id")
     sp = sub.add_parser("serve")
     sp.add_argument("--layout", required=True)
     sp.add_argument("--ready", required=True)

@@ -73,18 +73,23 @@ static const char *registry_py(void)
 	return path;
 }
 
-static void make_layout(int layer_size)
+static void make_layout_opts(int layer_size, const char *extra)
 {
 	char cmd[1024];
 	json_error_t je;
 
-	snprintf(cmd, sizeof(cmd), "python3 %s layout %s --layer-size %d", registry_py(), layout,
-		 layer_size);
+	snprintf(cmd, sizeof(cmd), "python3 %s layout %s --layer-size %d %s", registry_py(), layout,
+		 layer_size, extra);
 	FILE *f = popen(cmd, "r");
 	cr_assert_not_null(f);
 	info = json_loadf(f, 0, &je);
 	cr_assert_eq(pclose(f), 0);
 	cr_assert_not_null(info, "layout summary: %s", je.text);
+}
+
+static void make_layout(int layer_size)
+{
+	make_layout_opts(layer_size, "");
 }
 
 static const char *digest_of(const char *key)
@@ -466,6 +471,14 @@ Test(registry, truncated_blob)
 Test(registry, wrong_size)
 {
 	layer_fault("size", "announced");
+}
+
+/* The blob matches its digest but its uncompressed content is not what the config says. */
+Test(registry, wrong_diff_id)
+{
+	const char *args[] = {NULL};
+	make_layout_opts(4096, "--bad-diff-id");
+	pull_fails(args, "does not match the image config", digest_of("amd64_layer"));
 }
 
 Test(registry, unknown_media_type)
