@@ -84,7 +84,7 @@ esac
 
 N=${BENCH_N:-200}
 WARM=${BENCH_WARMUP:-10}
-TOOLS=${BENCH_TOOLS:-lbbox lbbox-net-on crun bwrap unshare}
+TOOLS=${BENCH_TOOLS:-lbbox lbbox-image lbbox-net-on crun bwrap unshare}
 rootfs=$repo/build/images/busybox/rootfs
 lbbox=$repo/build/lbbox
 
@@ -183,6 +183,16 @@ bench() {
 		"${loop[@]}" "" "$lbbox" --runroot "$tmp/run" --root "$tmp/root" \
 			run --rootfs "$rootfs" -- /bin/true
 		;;
+	lbbox-image)
+		# the same rootfs as a one-layer OCI image, loaded and unpacked once before timing
+		[ -x "$lbbox" ] || { echo "not found: $lbbox" >"$errf"; return 1; }
+		mkdir -p "$tmp/run-img" "$tmp/root-img"
+		"$repo/rootfs-tools/oci-layout.sh" "$rootfs" "$tmp/layout" localhost/bench:1 \
+			>"$errf" 2>&1 || return 1
+		"$lbbox" --root "$tmp/root-img" load --oci-dir "$tmp/layout" >"$errf" 2>&1 || return 1
+		"${loop[@]}" "" "$lbbox" --runroot "$tmp/run-img" --root "$tmp/root-img" \
+			run --image localhost/bench:1 -- /bin/true
+		;;
 	lbbox-net-on)
 		[ -x "$lbbox" ] || { echo "not found: $lbbox" >"$errf"; return 1; }
 		mkdir -p "$tmp/run-net" "$tmp/root"
@@ -223,7 +233,7 @@ stats() {
 
 have() {
 	case "$1" in
-	lbbox | lbbox-net-on) return 0 ;;
+	lbbox | lbbox-net-on | lbbox-image) return 0 ;;
 	crun) command -v crun >/dev/null && command -v jq >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -263,10 +273,43 @@ for tool in "${ran[@]}"; do
 	printf '| %s | %s | %s | %s |\n' "$tool" "${med[$tool]}" "${p90[$tool]}" "$ratio"
 done
 
+if [ "$lbbox_ok" = 1 ] && [ -n "${med[lbbox-image]:-}" ]; then
+	printf '\nan image from the store (overlay of its snapshot) adds %s ms to the median of a rootfs directory\n' \
+		"$(awk -v a="${med[lbbox-image]}" -v b="${med[lbbox]}" 'BEGIN { printf "%.2f", a - b }')"
+fi
 if [ "$lbbox_ok" = 1 ] && [ -n "${med[lbbox-net-on]:-}" ]; then
 	printf '\n--network on adds %s ms to the median of --network off\n' \
 		"$(awk -v a="${med[lbbox-net-on]}" -v b="${med[lbbox]}" 'BEGIN { printf "%.2f", a - b }')"
 fi
+
+# Unpack of a large gzip layer (the Python image's rootfs, when built) by lbbox-image against
+# tar -xzf of the same blob; BENCH_UNPACK=0 skips it.
+unpack_bench() {
+	local py=${BENCH_PY_ROOTFS:-/var/lib/lbbox/images/python/rootfs} blob i t0 t1 lb=() tr=()
+	[ -d "$py" ] || { warn "unpack: skipped, no $py (scripts/setup.sh builds it)"; return 0; }
+	"$repo/rootfs-tools/oci-layout.sh" "$py" "$tmp/py-layout" localhost/py:1 || return 1
+	blob=$(find "$tmp/py-layout/blobs/sha256" -type f -size +1M | head -n1)
+	for i in 1 2 3; do
+		rm -rf "$tmp/py-root" "$tmp/py-tar" && mkdir -p "$tmp/py-tar"
+		"$lbbox" --root "$tmp/py-root" load --oci-dir "$tmp/py-layout" >/dev/null || return 1
+		t0=$EPOCHREALTIME
+		"$(dirname "$lbbox")/lbbox-image" "$tmp/py-root" prepare localhost/py:1 || return 1
+		t1=$EPOCHREALTIME
+		lb+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }')")
+		t0=$EPOCHREALTIME
+		tar -xzf "$blob" -C "$tmp/py-tar"
+		t1=$EPOCHREALTIME
+		tr+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", (b - a) * 1000 }')")
+	done
+	local lbm trm
+	lbm=$(printf '%s\n' "${lb[@]}" | sort -n | sed -n 2p)
+	trm=$(printf '%s\n' "${tr[@]}" | sort -n | sed -n 2p)
+	printf '\nunpack of a %s MB gzip layer (median of 3): lbbox %s ms, tar -xzf %s ms (%s x)\n' \
+		"$(($(stat -c %s "$blob") / 1048576))" "$lbm" "$trm" \
+		"$(awk -v a="$lbm" -v b="$trm" 'BEGIN { printf "%.2f", a / b }')"
+	rm -rf "$tmp/py-root" "$tmp/py-tar" "$tmp/py-layout"
+}
+[ "${BENCH_UNPACK:-1}" = 0 ] || unpack_bench || warn "unpack benchmark failed"
 
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;
