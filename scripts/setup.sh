@@ -40,4 +40,17 @@ rootfs-tools/busybox.sh "$LBBOX_ROOT/images/busybox/rootfs"
 if [ "${LBBOX_SKIP_PYTHON:-0}" != 1 ]; then
 	rootfs-tools/python.sh "$LBBOX_ROOT/images/python/rootfs"
 fi
+# The same trees as OCI images in the store (lbbox run --image localhost/busybox), once.
+load_image() { # rootfs name
+	[ -d "$1" ] || return 0
+	build/lbbox --root "$LBBOX_ROOT" inspect "$2" >/dev/null 2>&1 && return 0
+	local layout
+	layout=$(mktemp -d)
+	rootfs-tools/oci-layout.sh "$1" "$layout/l" "$2" && build/lbbox --root "$LBBOX_ROOT" load --oci-dir "$layout/l" >/dev/null
+	local rc=$?
+	rm -rf "$layout"
+	return $rc
+}
+load_image "$LBBOX_ROOT/images/busybox/rootfs" localhost/busybox:latest
+load_image "$LBBOX_ROOT/images/python/rootfs" localhost/python:latest
 echo "setup: done; try: build/lbbox run -- echo hello"

@@ -159,6 +159,27 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	free(layout);
 }
 
+/* lbbox load -i takes an OCI archive (a tar of a layout), as podman load does. */
+LBT_TEST(images, load_oci_archive)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, "/bin/echo from-archive");
+	char *tar = lbt_strdupf("%s/image.tar", lbt_workdir());
+	char *sh = lbt_strdupf("tar -C '%s' -cf '%s' .", layout, tar);
+	cr_assert_eq(system(sh), 0);
+	lbt_run(&o, "load", "-i", tar, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "Loaded image: " IMG), "load: %s", o.out);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", IMG, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "from-archive\n");
+	lbt_out_free(&o);
+	free(sh);
+	free(tar);
+	free(layout);
+}
+
 LBT_TEST(images, bad_references_and_missing_images)
 {
 	struct lb_run_out o;
