@@ -1,7 +1,7 @@
 #!/bin/bash
 # oci-layout.sh — package a root filesystem directory as a one-layer OCI image layout, offline.
 #
-# usage: rootfs-tools/oci-layout.sh ROOTFS DEST NAME [CMD...]
+# usage: rootfs-tools/oci-layout.sh [--user USER] ROOTFS DEST NAME [CMD...]
 #
 # DEST becomes an OCI image layout (oci-layout, index.json, blobs/sha256) holding one image
 # whose ref.name annotation is NAME (e.g. localhost/busybox:latest), ready for
@@ -11,7 +11,12 @@ set -euo pipefail
 export LC_ALL=C
 umask 022
 
-[ $# -ge 3 ] || { echo "usage: $0 ROOTFS DEST NAME [CMD...]" >&2; exit 2; }
+user=""
+if [ "${1:-}" = --user ]; then
+	user=$2
+	shift 2
+fi
+[ $# -ge 3 ] || { echo "usage: $0 [--user USER] ROOTFS DEST NAME [CMD...]" >&2; exit 2; }
 rootfs=$1 dest=${2%/} name=$3
 shift 3
 [ -d "$rootfs" ] || { echo "oci-layout.sh: $rootfs is not a directory" >&2; exit 1; }
@@ -41,8 +46,8 @@ gzip -n -6 "$work/layer.tar"
 layer_size=$(stat -c %s "$work/layer.tar.gz")
 layer=$(put "$work/layer.tar.gz")
 
-printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-	"$(json_array "${cmd[@]}")" "$diff_id" >"$work/config.json"
+printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":%s},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+	"$user" "$(json_array "${cmd[@]}")" "$diff_id" >"$work/config.json"
 config_size=$(stat -c %s "$work/config.json")
 config=$(put "$work/config.json")
 

@@ -3,6 +3,7 @@
 #define LBBOX_CLI_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "lbbox/sandbox.h"
 
@@ -29,6 +30,10 @@ int cli_images(struct cli_globals *g, int argc, char **argv);
 int cli_image_name(const char *arg, char **out, struct lb_err **err);
 struct lb_store;
 struct lb_image_config;
+/* The image's User ("name", "uid", "name:group" ...) through its own /etc/passwd and /etc/group,
+ * looked up in the layers of lowerdir (image_user.c). */
+int cli_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gid,
+		   struct lb_err **err);
 /* The overlay lowerdir of image REF and its config, unpacking missing layers (run_image.c). */
 int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers,
 		     struct lb_image_config **cfg, struct lb_err **err);

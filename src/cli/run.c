@@ -354,12 +354,7 @@ static int image_user(struct run_opts *o, const char *user, struct lb_err **err)
 {
 	if (!user || !*user || o->user_set)
 		return 0;
-	if (strcmp(user, "root") == 0)
-		return parse_user("0", &o->spec, err);
-	if (parse_user(user, &o->spec, err) < 0)
-		return lb_err_wrap(err, "image user '%s' (only numeric users are supported yet)",
-				   user);
-	return 0;
+	return cli_image_user(o->spec.layers, user, &o->spec.uid, &o->spec.gid, err);
 }
 
 /* The image config's defaults; what the command line gave wins. */

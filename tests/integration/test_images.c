@@ -15,15 +15,20 @@
 
 LBT_SUITE(images);
 
-/* An OCI layout of the busybox test rootfs, named NAME, with CMD (a shell word list). */
-static char *make_layout(const char *name, const char *cmd)
+/* An OCI layout of the busybox test rootfs, named NAME, with USER and CMD (shell words). */
+static char *make_layout_user(const char *user, const char *name, const char *cmd)
 {
 	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' %s", LBBOX_SOURCE_DIR,
-			       lbt_rootfs(), dir, name, cmd ? cmd : "");
+	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh --user '%s' '%s' '%s' '%s' %s",
+			       LBBOX_SOURCE_DIR, user, lbt_rootfs(), dir, name, cmd ? cmd : "");
 	cr_assert_eq(system(sh), 0, "%s failed", sh);
 	free(sh);
 	return dir;
+}
+
+static char *make_layout(const char *name, const char *cmd)
+{
+	return make_layout_user("", name, cmd);
 }
 
 static void load(const char *layout)
@@ -155,6 +160,30 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	lbt_run(&o, "image", "prune", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "Removed 3 blobs"), "prune: %s", o.out);
+	lbt_out_free(&o);
+	free(layout);
+}
+
+/* User by name, through the image's own /etc/passwd (busybox rootfs: sandbox = 1000). */
+LBT_TEST(images, user_name_from_the_image)
+{
+	struct lb_run_out o;
+	char *layout = make_layout_user("sandbox", IMG, "id -u");
+	load(layout);
+	lbt_run(&o, "run", "--image", IMG, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "1000\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", IMG, "--user", "0", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "0\n");
+	lbt_out_free(&o);
+	free(layout);
+
+	layout = make_layout_user("nosuchuser", IMG, "id -u");
+	load(layout);
+	lbt_run(&o, "run", "--image", IMG, NULL);
+	lbt_assert_error_line(&o, 125, "not in the image's /etc/passwd");
 	lbt_out_free(&o);
 	free(layout);
 }
