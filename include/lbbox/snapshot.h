@@ -23,6 +23,13 @@ int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, ch
 int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
 			const struct lb_image_config *cfg, struct lb_err **err);
 
+/*
+ * Removes the snapshots no image in the store uses and no sandbox of runroot (NULL: none) has
+ * mounted; *removed counts them.
+ */
+int lb_snapshot_prune(struct lb_store *s, const char *runroot, size_t *removed,
+		      struct lb_err **err);
+
 /* ChainID of layer i given the previous one (NULL for the bottom layer), as 64 hex digits. */
 int lb_snapshot_chain_id(const char *prev_hex, const char *diff_id, char out[65],
 			 struct lb_err **err);

@@ -134,9 +134,13 @@ static int cmd_prune(struct cli_globals *g, struct lb_err **err)
 	struct lb_store_prune_stats st = {0};
 	if (cli_store_open(g, &s, err) < 0)
 		return -1;
+	size_t snaps = 0;
 	int r = lb_store_prune(s, &st, err);
 	if (r == 0)
-		printf("Removed %zu blobs, %llu bytes\n", st.blobs, (unsigned long long)st.bytes);
+		r = lb_snapshot_prune(s, g->paths.runroot, &snaps, err);
+	if (r == 0)
+		printf("Removed %zu blobs, %llu bytes, %zu unpacked layers\n", st.blobs,
+		       (unsigned long long)st.bytes, snaps);
 	lb_store_close(s);
 	return r;
 }

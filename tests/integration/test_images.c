@@ -148,6 +148,12 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "\"cmd\""), "inspect: %s", o.out);
 	lbt_out_free(&o);
+	/* a sandbox still running on the image keeps its snapshot through rmi + prune */
+	struct lbt_proc p;
+	lbt_add_marker("876601");
+	lbt_spawn(&p, "run", "--image", "localhost/lbt-other:2", "--timeout", "3", "--", "sleep",
+		  "876601", NULL);
+	cr_assert_eq(lbt_wait_procs_with_arg("876601", 1, 10.0), 1, "sandbox did not start");
 	lbt_run(&o, "rmi", IMG, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
@@ -160,7 +166,18 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	lbt_run(&o, "image", "prune", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "Removed 3 blobs"), "prune: %s", o.out);
+	cr_assert(strstr(o.out, " 0 unpacked layers"), "prune while in use: %s", o.out);
 	lbt_out_free(&o);
+	cr_assert_eq(count_snapshots(), 1, "a snapshot in use was removed");
+	lbt_wait(&p, &o, 20.0);
+	LBT_ASSERT_EXIT(o, 124);
+	lbt_out_free(&o);
+
+	lbt_run(&o, "image", "prune", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, " 1 unpacked layers"), "prune: %s", o.out);
+	lbt_out_free(&o);
+	cr_assert_eq(count_snapshots(), 0, "the unused snapshot is still there");
 	free(layout);
 }
 
