@@ -5,6 +5,7 @@
 #ifndef LBBOX_SNAPSHOT_H
 #define LBBOX_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "lbbox/err.h"
@@ -22,6 +23,13 @@ int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, ch
 /* Unpacks every missing layer of the image (lbbox-image only: links libarchive). */
 int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
 			const struct lb_image_config *cfg, struct lb_err **err);
+
+/* Where overlayfs is missing: all layers applied onto one tree (lbbox-image only). */
+int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
+			     const struct lb_image_config *cfg, struct lb_err **err);
+/* Its path ROOT/snapshots/<top chain id>.flat/fs in *dir, and whether it exists yet. */
+int lb_snapshot_flat_dir(const char *root, const struct lb_image_config *cfg, char **dir,
+			 bool *exists, struct lb_err **err);
 
 /*
  * Removes the snapshots no image in the store uses and no sandbox of runroot (NULL: none) has

@@ -54,6 +54,9 @@ struct lb_spec {
 	 * top first), or neither for the built-in "host" image. */
 	char *rootfs;
 	char *layers;
+	/* Copy rootfs into the sandbox's state directory first and run on the copy: a writable
+	 * image root where the kernel has no overlayfs. Removed with the sandbox. */
+	bool copy_rootfs;
 	bool readonly_root;
 	uint64_t tmp_size; /* bytes of the /tmp tmpfs; 0 = no /tmp tmpfs */
 

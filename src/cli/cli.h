@@ -34,8 +34,12 @@ struct lb_image_config;
  * looked up in the layers of lowerdir (image_user.c). */
 int cli_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gid,
 		   struct lb_err **err);
-/* The overlay lowerdir of image REF and its config, unpacking missing layers (run_image.c). */
-int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers,
+/*
+ * Image REF as a root: the overlay lowerdir of its layers in *layers, or, where the kernel has
+ * no overlayfs, its flattened tree in *flat (exactly one is set); missing layers are unpacked
+ * first (run_image.c).
+ */
+int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers, char **flat,
 		     struct lb_image_config **cfg, struct lb_err **err);
 int cli_store_open(const struct cli_globals *g, struct lb_store **s, struct lb_err **err);
 

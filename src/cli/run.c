@@ -389,8 +389,14 @@ static int resolve_image(struct run_opts *o, const struct cli_globals *g, struct
 	if (!strchr(o->image, '/') && o->image[0] != '.' && stat(path, &st) == 0 &&
 	    S_ISDIR(st.st_mode))
 		return set_string(&o->spec.rootfs, path, err);
-	if (cli_image_layers(g, o->image, &o->spec.layers, &o->image_cfg, err) < 0)
+	_cleanup_free_ char *flat = NULL;
+	if (cli_image_layers(g, o->image, &o->spec.layers, &flat, &o->image_cfg, err) < 0)
 		return -1;
+	if (flat) {
+		/* no overlayfs: the flattened tree, read-only, or a private copy when writable */
+		o->spec.copy_rootfs = !o->spec.readonly_root;
+		o->spec.rootfs = LB_TAKE_PTR(flat);
+	}
 	return apply_image_config(o, o->image_cfg, err);
 }
 

@@ -2,11 +2,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/snapshot.h"
 #include "lbbox/store.h"
+#include "lbbox/util.h"
 
 /* Missing layers are unpacked by lbbox-image (libarchive stays out of this process). */
 static int lowerdir(const struct cli_globals *g, const char *name,
@@ -26,7 +28,34 @@ static int lowerdir(const struct cli_globals *g, const char *name,
 		       : 0;
 }
 
-int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers,
+/*
+ * overlayfs in this kernel? (LBBOX_NO_OVERLAY=1 pretends it is not, to test the fallback.)
+ */
+static bool overlay_available(void)
+{
+	_cleanup_free_ char *fs = NULL;
+	const char *no = getenv("LBBOX_NO_OVERLAY");
+	if (no && strcmp(no, "1") == 0)
+		return false;
+	if (lb_read_file("/proc/filesystems", 1 << 16, &fs, NULL, NULL) < 0)
+		return false;
+	return strstr(fs, "\toverlay\n") != NULL;
+}
+
+/* Without overlayfs: the flattened tree, unpacked once by lbbox-image. */
+static int flat_dir(const struct cli_globals *g, const char *name,
+		    const struct lb_image_config *cfg, char **out, struct lb_err **err)
+{
+	bool exists = false;
+	if (lb_snapshot_flat_dir(g->paths.root, cfg, out, &exists, err) < 0)
+		return -1;
+	if (exists)
+		return 0;
+	const char *args[] = {"prepare", "--flat", name, NULL};
+	return cli_image_tool(g, args, true, err);
+}
+
+int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers, char **flat,
 		     struct lb_image_config **cfg, struct lb_err **err)
 {
 	_cleanup_free_ char *name = NULL;
@@ -41,6 +70,14 @@ int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers
 	lb_manifest_free(m);
 	if (r < 0)
 		return -1;
+	if (!overlay_available()) {
+		*layers = NULL;
+		if (flat_dir(g, name, *cfg, flat, err) == 0)
+			return 0;
+		lb_image_config_free(*cfg);
+		*cfg = NULL;
+		return -1;
+	}
 	if (lowerdir(g, name, *cfg, layers, err) < 0) {
 		lb_image_config_free(*cfg);
 		*cfg = NULL;

@@ -64,6 +64,22 @@ int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, ch
 	return 0;
 }
 
+int lb_snapshot_flat_dir(const char *root, const struct lb_image_config *cfg, char **dir,
+			 bool *exists, struct lb_err **err)
+{
+	char chain[65];
+	struct stat st;
+	if (!cfg->n_diff_ids)
+		return lb_err_set(err, 0, "image has no layers");
+	for (size_t i = 0; i < cfg->n_diff_ids; i++)
+		if (lb_snapshot_chain_id(i ? chain : NULL, cfg->diff_ids[i], chain, err) < 0)
+			return -1;
+	if (asprintf(dir, "%s/snapshots/%s.flat/fs", root, chain) < 0)
+		return lb_err_set(err, ENOMEM, "snapshot path");
+	*exists = stat(*dir, &st) == 0;
+	return 0;
+}
+
 /* Adds the chain ids of one image to keep (a NULL-terminated, growing list). */
 static int keep_image(struct lb_store *s, const char *name, char ***keep, size_t *n,
 		      struct lb_err **err)

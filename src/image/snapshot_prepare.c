@@ -18,14 +18,14 @@
 #include "lbbox/util.h"
 
 static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, const char *fs,
-		       const char *want_diff_id, struct lb_err **err)
+		       const char *want_diff_id, unsigned flags, struct lb_err **err)
 {
 	_cleanup_close_ int blob = -1, fsfd = -1;
 	uint64_t size;
 	struct lb_unpack_result res;
-	struct lb_unpack_opts opts = {.media_type = layer->media_type};
+	struct lb_unpack_opts opts = {.media_type = layer->media_type, .flags = flags};
 
-	if (mkdir(fs, 0755) < 0)
+	if (mkdir(fs, 0755) < 0 && !(flags & LB_UNPACK_APPLY && errno == EEXIST))
 		return lb_err_set(err, errno, "mkdir %s", fs);
 	if (lb_store_blob_open(s, layer->digest, &blob, &size, err) < 0)
 		return -1;
@@ -54,7 +54,7 @@ static int prepare_one(struct lb_store *s, const struct lb_descriptor *layer, co
 	if (mkdir(tmp, 0700) < 0)
 		return lb_err_set(err, errno, "mkdir %s", tmp);
 	snprintf(fs, sizeof(fs), "%s/fs", tmp);
-	if (unpack_into(s, layer, fs, diff_id, err) < 0 || chmod(tmp, 0755) < 0 ||
+	if (unpack_into(s, layer, fs, diff_id, 0, err) < 0 || chmod(tmp, 0755) < 0 ||
 	    rename(tmp, dir) < 0) {
 		int e = errno;
 		lb_rm_rf(tmp, NULL);
@@ -94,6 +94,48 @@ int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
 		snprintf(dir, sizeof(dir), "%s/snapshots/%s", root, chain);
 		if (prepare_one(s, &m->layers[i], dir, cfg->diff_ids[i], err) < 0)
 			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Without overlayfs: every layer applied in order onto one tree (whiteouts delete what lower
+ * layers wrote), ROOT/snapshots/<top chain id>.flat/fs, used read-only or copied per sandbox.
+ */
+int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
+			     const struct lb_image_config *cfg, struct lb_err **err)
+{
+	const char *root = lb_store_root(s);
+	_cleanup_close_ int lock = -1;
+	char chain[65], dir[4096], tmp[4200], fs[4300];
+	struct stat st;
+
+	if (m->n_layers != cfg->n_diff_ids || !m->n_layers)
+		return lb_err_set(err, 0, "image has %zu layers but %zu DiffIDs", m->n_layers,
+				  cfg->n_diff_ids);
+	for (size_t i = 0; i < cfg->n_diff_ids; i++)
+		if (lb_snapshot_chain_id(i ? chain : NULL, cfg->diff_ids[i], chain, err) < 0)
+			return -1;
+	if (lock_snapshots(root, &lock, err) < 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s/snapshots/%s.flat", root, chain);
+	if (stat(dir, &st) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", dir, getpid());
+	snprintf(fs, sizeof(fs), "%s/fs", tmp);
+	lb_rm_rf(tmp, NULL);
+	if (mkdir(tmp, 0700) < 0)
+		return lb_err_set(err, errno, "mkdir %s", tmp);
+	for (size_t i = 0; i < m->n_layers; i++) {
+		if (unpack_into(s, &m->layers[i], fs, cfg->diff_ids[i], LB_UNPACK_APPLY, err) < 0) {
+			lb_rm_rf(tmp, NULL);
+			return -1;
+		}
+	}
+	if (chmod(tmp, 0755) < 0 || rename(tmp, dir) < 0) {
+		int e = errno;
+		lb_rm_rf(tmp, NULL);
+		return lb_err_set(err, e, "install snapshot %s", dir);
 	}
 	return 0;
 }

@@ -2,7 +2,7 @@
  * lbbox-image: the image operations that need libarchive (and later libcurl), kept out of the
  * lbbox binary whose start they would slow down by milliseconds. lbbox runs it as
  *   lbbox-image ROOT load -i FILE | --oci-dir DIR[:TAG] [--name NAME]
- *   lbbox-image ROOT prepare REF
+ *   lbbox-image ROOT prepare [--flat] REF
  *   lbbox-image ROOT pull [--insecure-registry HOST]... REF
  * It prints one "lbbox: ..." line on failure, like lbbox, and exits 125.
  */
@@ -83,13 +83,14 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 	return r;
 }
 
-static int do_prepare(struct lb_store *s, const char *name, struct lb_err **err)
+static int do_prepare(struct lb_store *s, const char *name, bool flat, struct lb_err **err)
 {
 	struct lb_manifest *m = NULL;
 	struct lb_image_config *cfg = NULL;
 	if (lb_store_image_manifest(s, name, NULL, &m, &cfg, err) < 0)
 		return -1;
-	int r = lb_snapshot_prepare(s, m, cfg, err);
+	int r =
+	    flat ? lb_snapshot_prepare_flat(s, m, cfg, err) : lb_snapshot_prepare(s, m, cfg, err);
 	lb_manifest_free(m);
 	lb_image_config_free(cfg);
 	return r;
@@ -150,7 +151,9 @@ int main(int argc, char **argv)
 	else if (strcmp(argv[2], "pull") == 0)
 		r = do_pull(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "prepare") == 0 && argc == 4)
-		r = do_prepare(s, argv[3], &err);
+		r = do_prepare(s, argv[3], false, &err);
+	else if (strcmp(argv[2], "prepare") == 0 && argc == 5 && strcmp(argv[3], "--flat") == 0)
+		r = do_prepare(s, argv[4], true, &err);
 	else
 		lb_err_set(&err, 0, "lbbox-image: unknown command '%s'", argv[2]);
 	lb_store_close(s);

@@ -78,15 +78,23 @@ static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *lower,
 }
 
 /* pivot_root needs the new root to be a mount point: the rootfs, or the host image's tmpfs dir. */
-static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
+static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, int copyfd,
+		      struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
+	if (copyfd >= 0) { /* the per-sandbox copy, opened before the scratch tmpfs hid it */
+		char src[64];
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", copyfd);
+		if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
+			return lb_err_set(err, errno, "bind the copy of %s", spec->rootfs);
+		return 0;
+	}
 	/* an image: its layers under a private upper layer, so the snapshots are never written */
 	if (spec->layers)
 		return mount_overlay_root(ctx, spec->layers, newroot, err);
 	/* overlay options cannot carry these characters in a path */
-	if (spec->rootfs && spec->readonly_root && !strpbrk(spec->rootfs, ",:\\") &&
-	    needs_mountpoints(spec))
+	if (spec->rootfs && spec->readonly_root && !spec->copy_rootfs &&
+	    !strpbrk(spec->rootfs, ",:\\") && needs_mountpoints(spec))
 		return mount_overlay_root(ctx, spec->rootfs, newroot, err);
 	const char *src = spec->rootfs ? spec->rootfs : newroot;
 	if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
@@ -155,7 +163,15 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 	/* Nothing we mount may propagate back to the host, but host unmounts still reach us. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return lb_err_set(err, errno, "make mounts private");
-	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, err) < 0)
+	_cleanup_close_ int copyfd = -1;
+	if (spec->copy_rootfs) {
+		char copy[4200];
+		snprintf(copy, sizeof(copy), "%s/rootfs", ctx->statedir);
+		copyfd = open(copy, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (copyfd < 0)
+			return lb_err_set(err, errno, "open %s", copy);
+	}
+	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, copyfd, err) < 0)
 		return -1;
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)

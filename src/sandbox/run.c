@@ -101,6 +101,26 @@ static int make_statedir(struct run *r, const struct lb_paths *paths, struct lb_
 	return 0;
 }
 
+/* cp -a: ownership, modes, times, xattrs, hardlinks and device nodes, as a copy must keep them. */
+static int copy_rootfs(struct run *r, const struct lb_spec *spec, struct lb_err **err)
+{
+	char dst[4200];
+	int status;
+	snprintf(dst, sizeof(dst), "%s/rootfs", r->statedir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("cp", "cp", "-a", "--reflink=auto", "--", spec->rootfs, dst, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return lb_err_set(err, errno, "fork cp");
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return lb_err_set(err, 0, "copy %s into %s failed", spec->rootfs, dst);
+	return 0;
+}
+
 /* Forwarded signals and SIGCHLD are taken through a signalfd; the child inherits the mask. */
 static int block_signals(struct run *r, struct lb_err **err)
 {
@@ -310,7 +330,8 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
 	lb_sandbox_gc(paths, NULL);
-	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0)
+	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
+	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
 		goto fail;
 	char cgname[32];
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);

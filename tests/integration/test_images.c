@@ -181,6 +181,33 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	free(layout);
 }
 
+/* Where the kernel has no overlayfs: a flattened tree read-only, a private copy when writable. */
+LBT_TEST(images, copy_fallback_without_overlayfs)
+{
+	struct lb_run_out o;
+	char *layout = make_layout(IMG, NULL);
+	load(layout);
+	setenv("LBBOX_NO_OVERLAY", "1", 1);
+	lbt_run(&o, "run", "--image", IMG, "--", "sh", "-c",
+		"grep -c ' - overlay ' /proc/self/mountinfo; touch /x 2>&1 | grep -c Read-only",
+		NULL);
+	cr_assert_str_eq(o.out, "0\n1\n", "read-only: %s %s", o.out, o.err);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", IMG, "--read-only=false", "--", "sh", "-c",
+		"echo y > /lbt-copy && cat /lbt-copy", NULL);
+	unsetenv("LBBOX_NO_OVERLAY");
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_str_eq(o.out, "y\n");
+	lbt_out_free(&o);
+	char *find = lbt_strdupf("find %s/snapshots -name lbt-copy | grep -q .", lbt_root());
+	cr_assert_neq(system(find), 0, "the write reached the flattened snapshot");
+	free(find);
+	char *flat = lbt_strdupf("ls -d %s/snapshots/*.flat/fs/bin >/dev/null", lbt_root());
+	cr_assert_eq(system(flat), 0, "no flattened snapshot");
+	free(flat);
+	free(layout);
+}
+
 /* User by name, through the image's own /etc/passwd (busybox rootfs: sandbox = 1000). */
 LBT_TEST(images, user_name_from_the_image)
 {
