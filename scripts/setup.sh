@@ -40,17 +40,19 @@ rootfs-tools/busybox.sh "$LBBOX_ROOT/images/busybox/rootfs"
 if [ "${LBBOX_SKIP_PYTHON:-0}" != 1 ]; then
 	rootfs-tools/python.sh "$LBBOX_ROOT/images/python/rootfs"
 fi
-# The same trees as OCI images in the store (lbbox run --image localhost/busybox), once.
-load_image() { # rootfs name
-	[ -d "$1" ] || return 0
-	build/lbbox --root "$LBBOX_ROOT" inspect "$2" >/dev/null 2>&1 && return 0
-	local layout
-	layout=$(mktemp -d)
-	rootfs-tools/oci-layout.sh "$1" "$layout/l" "$2" && build/lbbox --root "$LBBOX_ROOT" load --oci-dir "$layout/l" >/dev/null
-	local rc=$?
-	rm -rf "$layout"
-	return $rc
+# The same trees as OCI image layouts (build/images/NAME-oci, rebuilt when the tree's stamp
+# changes; the test suite loads them) and as images in the store (run --image localhost/NAME).
+oci_image() { # rootfs name
+	local rootfs=$1 layout=build/images/$2-oci ref=localhost/$2:latest
+	[ -d "$rootfs" ] || return 0
+	if ! cmp -s "$rootfs/.lbbox-rootfs-stamp" "$layout/.source-stamp" 2>/dev/null; then
+		rootfs-tools/oci-layout.sh "$rootfs" "$layout" "$ref" || return 1
+		cp "$rootfs/.lbbox-rootfs-stamp" "$layout/.source-stamp"
+		build/lbbox --root "$LBBOX_ROOT" rmi "$ref" >/dev/null 2>&1 || true
+	fi
+	build/lbbox --root "$LBBOX_ROOT" inspect "$ref" >/dev/null 2>&1 ||
+		build/lbbox --root "$LBBOX_ROOT" load --oci-dir "$layout" >/dev/null
 }
-load_image "$LBBOX_ROOT/images/busybox/rootfs" localhost/busybox:latest
-load_image "$LBBOX_ROOT/images/python/rootfs" localhost/python:latest
+oci_image build/images/busybox/rootfs busybox
+oci_image "$LBBOX_ROOT/images/python/rootfs" python
 echo "setup: done; try: build/lbbox run -- echo hello"

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,28 @@ LBT_TEST(images, bad_references_and_missing_images)
 	lbt_assert_error_line(&o, 125, NULL);
 	lbt_out_free(&o);
 	free(missing);
+}
+
+/* The Python sandbox image as scripts/setup.sh packages it (rootfs-tools), loaded and run. */
+LBT_TEST(images, python_image_from_its_oci_layout)
+{
+	struct lb_run_out o;
+	const char *env = getenv("LBBOX_TEST_PYTHON_OCI");
+	char *bin = strdup(lbt_bin());
+	char *layout =
+	    env && *env ? strdup(env) : lbt_strdupf("%s/images/python-oci", dirname(bin));
+	char *index = lbt_strdupf("%s/index.json", layout);
+	cr_assert_eq(access(index, R_OK), 0, "no %s: run scripts/setup.sh", index);
+	load(layout);
+	lbt_run(&o, "run", "--image", "localhost/python:latest", "--", "sh", "-c",
+		"python3 -c 'import ssl, venv, sys; print(sys.version_info[0])' && pip --version",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(!strncmp(o.out, "3\npip ", 6), "python image: %s", o.out);
+	lbt_out_free(&o);
+	free(index);
+	free(layout);
+	free(bin);
 }
 
 /* registry.py serving LAYOUT on 127.0.0.1; returns its pid and port. */
