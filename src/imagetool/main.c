@@ -19,6 +19,7 @@
 #include "lbbox/registry.h"
 #include "lbbox/snapshot.h"
 #include "lbbox/store.h"
+#include "lbbox/util.h"
 
 #define EXIT_FAIL 125
 
@@ -96,15 +97,22 @@ static int do_prepare(struct lb_store *s, const char *name, bool flat, struct lb
 	return r;
 }
 
-/* Progress on a terminal only: one line rewritten in place per blob. */
+/* Progress on a terminal only: one line per blob, rewritten in place, with the rate. */
 static void progress(const struct lb_pull_progress *p, void *ctx)
 {
+	static const char *blob;
+	static uint64_t start_ns;
 	(void)ctx;
 	if (p->cached || !p->total)
 		return;
-	fprintf(stderr, "\r%s %zu/%zu: %llu/%llu bytes%s", p->what, p->index, p->count,
+	if (blob != p->digest) {
+		blob = p->digest;
+		start_ns = lb_now_ns();
+	}
+	double secs = (double)(lb_now_ns() - start_ns) / 1e9;
+	fprintf(stderr, "\r%s %zu/%zu: %llu/%llu bytes, %.1f MB/s%s", p->what, p->index, p->count,
 		(unsigned long long)p->done, (unsigned long long)p->total,
-		p->done == p->total ? "\n" : "");
+		secs > 0 ? (double)p->done / secs / 1e6 : 0.0, p->done == p->total ? "\n" : "");
 }
 
 static int do_pull(struct lb_store *s, int argc, char **argv, struct lb_err **err)
