@@ -37,7 +37,8 @@ stage "tests (build/)" ctest --test-dir build -V --timeout 600
 cmake -S . -B build-asan -DLBBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null &&
 	cmake --build build-asan -j"$(nproc)" >/dev/null || failed=$((failed + 1))
 # The ASan binaries run against the same busybox test image.
-LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs ASAN_OPTIONS=detect_leaks=1 \
+LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs LBBOX_TEST_PYTHON_OCI=$PWD/build/images/python-oci \
+	ASAN_OPTIONS=detect_leaks=1 \
 	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
 
 # cgroup v2 for real: these hosts only have v1 controllers.
