@@ -13,6 +13,7 @@
 """
 import argparse
 import gzip
+import base64
 import hashlib
 import io
 import json
@@ -203,6 +204,11 @@ class Handler(BaseHTTPRequestHandler):
     def token(self):
         if self.st.fault("token-429"):
             return self.error(429, "TOOMANYREQUESTS", "slow down", [("Retry-After", "7")])
+        if self.st.a.basic:  # the token service wants the client's Basic credentials
+            want = "Basic " + base64.b64encode(self.st.a.basic.encode()).decode()
+            if self.headers.get("Authorization") != want:
+                return self.error(401, "UNAUTHORIZED", "credentials required",
+                                  [("WWW-Authenticate", 'Basic realm="test-registry"')])
         tok = secrets.token_hex(16)
         with self.st.lock:
             self.st.tokens[tok] = time.monotonic() + self.st.a.token_ttl
@@ -301,6 +307,7 @@ def main():
     sp.add_argument("--token-ttl", type=float, default=300, help="lifetime the server enforces")
     sp.add_argument("--announce-ttl", type=int, default=300, help="expires_in sent; 0: none")
     sp.add_argument("--token-key", default="token", choices=["token", "access_token"])
+    sp.add_argument("--basic", default="", help="USER:PASS the token endpoint requires")
     sp.add_argument("--redirect-blobs", action="store_true")
     sp.add_argument("--delay", type=float, default=0, help="seconds before each blob is served")
     sp.add_argument("--fault", default="")

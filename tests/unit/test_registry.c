@@ -673,6 +673,36 @@ Test(registry, challenge_parse)
 	reg_challenge_clear(&ch);
 }
 
+/* Basic credentials from a Docker-style auth file reach the token service in a real pull. */
+Test(registry, basic_credentials_from_auth_file)
+{
+	const char *args[] = {"--basic", "lbt-user:lbt-secret", NULL};
+	struct server s;
+	struct lb_pull_result res = {0};
+	struct lb_err *err = NULL;
+	char ref[256], auth[160];
+	make_layout(4096);
+	start_registry(&s, args);
+	snprintf(ref, sizeof(ref), "%s/library/img:latest", s.host);
+	const char *insecure[] = {s.host, NULL};
+	struct lb_pull_opts opts = {.insecure_registries = insecure, .stall_timeout_s = 20};
+	struct lb_store *st = open_store();
+
+	cr_assert_neq(lb_pull(st, ref, &opts, &res, &err), 0, "pulled without credentials");
+	cr_assert(strstr(err->msg, "401"), "%s", err->msg);
+	lb_err_free(&err);
+	snprintf(auth, sizeof(auth), "%s/auth.json", work);
+	FILE *f = fopen(auth, "w");
+	cr_assert_not_null(f);
+	/* base64("lbt-user:lbt-secret") */
+	fprintf(f, "{\"auths\":{\"%s\":{\"auth\":\"bGJ0LXVzZXI6bGJ0LXNlY3JldA==\"}}}", s.host);
+	fclose(f);
+	opts.auth_file = auth;
+	cr_assert_eq(lb_pull(st, ref, &opts, &res, &err), 0, "pull: %s", err ? err->msg : "");
+	lb_pull_result_clear(&res);
+	lb_store_close(st);
+}
+
 Test(registry, auth_file_lookup)
 {
 	char path[160];
