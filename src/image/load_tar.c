@@ -10,6 +10,7 @@
 #include "image/load_internal.h"
 #include "image/store_internal.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/hash.h"
 
 static void archive_freep(struct archive **a)
 {
@@ -165,9 +166,9 @@ const struct load_file *load_src_lookup(const struct load_src *src, const char *
 	return NULL;
 }
 
-static void md_freep(EVP_MD_CTX **md)
+static void md_freep(struct lb_sha256 **md)
 {
-	EVP_MD_CTX_free(*md);
+	lb_sha256_free(*md);
 }
 
 int load_diff_id(struct load_src *src, const char *digest, char diff_id[LB_DIGEST_BUF],
@@ -181,12 +182,12 @@ int lb_layer_diff_id(struct lb_store_txn *t, const char *digest, char diff_id[LB
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_archive_ struct archive *a = archive_read_new();
-	_cleanup_(md_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+	_cleanup_(md_freep) struct lb_sha256 *md = lb_sha256_new();
 	struct archive_entry *e;
 	char buf[1 << 16];
 	la_ssize_t n;
 
-	if (!a || !md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+	if (!a || !md)
 		return lb_err_set(err, ENOMEM, "read layer");
 	if (lb_store_txn_open(t, digest, &fd, err) < 0)
 		return -1;
@@ -196,9 +197,9 @@ int lb_layer_diff_id(struct lb_store_txn *t, const char *digest, char diff_id[LB
 	    archive_read_next_header(a, &e) != ARCHIVE_OK)
 		return lb_err_set(err, 0, "layer %s: %s", digest, archive_error_string(a));
 	while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
-		if (EVP_DigestUpdate(md, buf, (size_t)n) != 1)
-			return lb_err_set(err, 0, "sha256 failed");
+		lb_sha256_update(md, buf, (size_t)n);
 	if (n < 0)
 		return lb_err_set(err, 0, "layer %s: %s", digest, archive_error_string(a));
-	return store_sha256_final(md, diff_id, err);
+	store_sha256_digest(LB_TAKE_PTR(md), diff_id);
+	return 0;
 }

@@ -16,27 +16,17 @@ struct lb_blob_writer {
 	struct lb_store_txn *t;
 	int fd;
 	char name[STORE_TMP_NAME]; /* partial file inside the transaction's directory */
-	EVP_MD_CTX *md;
+	struct lb_sha256 *md;
 	uint64_t size;
 	int64_t want_size;
 	char want_digest[LB_DIGEST_BUF];
 };
 
-int store_sha256_final(EVP_MD_CTX *ctx, char digest[LB_DIGEST_BUF], struct lb_err **err)
+/* "sha256:<hex>" of what went through h; frees h. */
+void store_sha256_digest(struct lb_sha256 *h, char digest[LB_DIGEST_BUF])
 {
-	static const char hexd[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	if (EVP_DigestFinal_ex(ctx, md, &n) != 1 || n != 32)
-		return lb_err_set(err, 0, "sha256 failed");
 	memcpy(digest, "sha256:", 7);
-	for (unsigned int i = 0; i < n; i++) {
-		digest[7 + 2 * i] = hexd[md[i] >> 4];
-		digest[8 + 2 * i] = hexd[md[i] & 0xf];
-	}
-	digest[7 + 64] = '\0';
-	return 0;
+	lb_sha256_final_hex(h, digest + 7);
 }
 
 /* Without EVP: this runs on every `run --image` (see src/base/hash.c). */
@@ -132,7 +122,7 @@ void lb_blob_writer_abort(struct lb_blob_writer *w)
 		close(w->fd);
 		unlinkat(w->t->dir_fd, w->name, 0);
 	}
-	EVP_MD_CTX_free(w->md);
+	lb_sha256_free(w->md);
 	free(w);
 }
 
@@ -157,7 +147,7 @@ int lb_blob_writer_begin(struct lb_store_txn *t, const char *want_digest, int64_
 			return -1;
 		snprintf(w->want_digest, sizeof(w->want_digest), "%s", want_digest);
 	}
-	if (!(w->md = EVP_MD_CTX_new()) || EVP_DigestInit_ex(w->md, EVP_sha256(), NULL) != 1)
+	if (!(w->md = lb_sha256_new()))
 		return lb_err_set(err, ENOMEM, "sha256");
 	if (lb_random_hex(rnd, 16, err) < 0)
 		return -1;
@@ -174,8 +164,7 @@ int lb_blob_writer_write(struct lb_blob_writer *w, const void *buf, size_t len, 
 	if (w->want_size >= 0 && w->size + len > (uint64_t)w->want_size)
 		return lb_err_set(err, 0, "blob %s: more data than its declared size %lld",
 				  w->want_digest[0] ? w->want_digest : "", (long long)w->want_size);
-	if (EVP_DigestUpdate(w->md, buf, len) != 1)
-		return lb_err_set(err, 0, "sha256 failed");
+	lb_sha256_update(w->md, buf, len);
 	if (lb_write_all(w->fd, buf, len) < 0)
 		return lb_err_set(err, errno, "write blob");
 	w->size += len;
@@ -188,8 +177,8 @@ static int writer_verify(struct lb_blob_writer *w, char got[LB_DIGEST_BUF], stru
 		return lb_err_set(err, 0, "blob %s: size %llu, expected %lld (truncated?)",
 				  w->want_digest[0] ? w->want_digest : "",
 				  (unsigned long long)w->size, (long long)w->want_size);
-	if (store_sha256_final(w->md, got, err) < 0)
-		return -1;
+	store_sha256_digest(w->md, got);
+	w->md = NULL;
 	if (w->want_digest[0] && strcmp(got, w->want_digest) != 0)
 		return lb_err_set(err, 0, "blob %s: digest mismatch, content hashes to %s",
 				  w->want_digest, got);

@@ -3,7 +3,6 @@
 #define LBBOX_STORE_INTERNAL_H
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "lbbox/store.h"
 
@@ -45,7 +44,8 @@ int store_write_atomic(struct lb_store *s, int dirfd, const char *name, const vo
 int store_fsync_dir(int dirfd, const char *what, struct lb_err **err);
 
 /* sha256 of everything fed, as "sha256:<hex>". */
-int store_sha256_final(EVP_MD_CTX *ctx, char digest[LB_DIGEST_BUF], struct lb_err **err);
+struct lb_sha256;
+void store_sha256_digest(struct lb_sha256 *h, char digest[LB_DIGEST_BUF]);
 int store_sha256_buf(const void *buf, size_t len, char digest[LB_DIGEST_BUF], struct lb_err **err);
 /* "sha256:<hex>" -> "<hex>" after checking it. */
 int store_digest_hex(const char *digest, const char **hex, struct lb_err **err);

@@ -8,19 +8,19 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "image/unpack_internal.h"
+#include "lbbox/hash.h"
 
 #define BLOCK_SIZE (1 << 20)
 
 struct unpack_stream {
 	struct archive *raw; /* blob -> uncompressed tar bytes */
 	struct archive *tar; /* uncompressed tar bytes -> entries */
-	EVP_MD_CTX *md;
+	struct lb_sha256 *md;
 	uint64_t size;
 	const void *pending; /* first block, read ahead to check for foreign compression */
 	size_t pending_len;
@@ -121,11 +121,7 @@ static int next_block(struct unpack_stream *s, const void **buf, size_t *len)
 	}
 	if (r < ARCHIVE_WARN)
 		return raw_fail(s);
-	if (EVP_DigestUpdate(s->md, *buf, *len) != 1) {
-		free(s->raw_error);
-		s->raw_error = strdup("sha256 update failed");
-		return -1;
-	}
+	lb_sha256_update(s->md, *buf, *len);
 	s->size += *len;
 	return 0;
 }
@@ -153,8 +149,8 @@ static int open_raw(struct unpack_stream *s, int fd, struct lb_err **err)
 	struct archive_entry *e;
 
 	s->raw = archive_read_new();
-	s->md = EVP_MD_CTX_new();
-	if (!s->raw || !s->md || EVP_DigestInit_ex(s->md, EVP_sha256(), NULL) != 1)
+	s->md = lb_sha256_new();
+	if (!s->raw || !s->md)
 		return lb_err_set(err, ENOMEM, "set up layer decompression");
 	if (archive_read_support_filter_gzip(s->raw) != ARCHIVE_OK ||
 	    archive_read_support_filter_zstd(s->raw) != ARCHIVE_OK ||
@@ -252,8 +248,6 @@ int unpack_stream_error(struct unpack_stream *s, bool first, struct lb_err **err
 int unpack_stream_finish(struct unpack_stream *s, char diff_id[72], uint64_t *tar_size,
 			 struct lb_err **err)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
 	const void *buf;
 	size_t len = 1;
 
@@ -262,11 +256,9 @@ int unpack_stream_finish(struct unpack_stream *s, char diff_id[72], uint64_t *ta
 	while (len > 0)
 		if (next_block(s, &buf, &len) < 0)
 			return lb_err_set(err, 0, "decompress layer: %s", s->raw_error);
-	if (EVP_DigestFinal_ex(s->md, md, &mdlen) != 1 || mdlen != 32)
-		return lb_err_set(err, 0, "sha256 of the layer failed");
-	char *p = diff_id + sprintf(diff_id, "sha256:");
-	for (unsigned int i = 0; i < mdlen; i++)
-		p += sprintf(p, "%02x", md[i]);
+	memcpy(diff_id, "sha256:", 7);
+	lb_sha256_final_hex(s->md, diff_id + 7);
+	s->md = NULL;
 	*tar_size = s->size;
 	return 0;
 }
@@ -280,7 +272,7 @@ void unpack_stream_free(struct unpack_stream **sp)
 		archive_read_free(s->tar);
 	if (s->raw)
 		archive_read_free(s->raw);
-	EVP_MD_CTX_free(s->md);
+	lb_sha256_free(s->md);
 	free(s->raw_error);
 	free(s);
 	*sp = NULL;

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/hash.h"
 #include "lbbox/util.h"
 #include "sandbox/seccomp_internal.h"
 
@@ -59,24 +59,14 @@ int lb_scmp_prog_from_bytes(const void *buf, size_t size, struct lb_seccomp_prog
 	return 0;
 }
 
-/* OpenSSL 3 initialises its providers on first use (~1 ms here): avoided for the default. */
+/* The embedded profile's digest was computed at build time; others are hashed here. */
 static int profile_sha256(const char *profile, size_t len, char hexout[65], struct lb_err **err)
 {
-	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
-
-	if (profile == lb_seccomp_default_json) {
+	(void)err;
+	if (profile == lb_seccomp_default_json)
 		snprintf(hexout, 65, "%s", lb_seccomp_default_json_sha256);
-		return 0;
-	}
-	if (!EVP_Digest(profile, len, md, &md_len, EVP_sha256(), NULL) || md_len != 32)
-		return lb_err_set(err, 0, "seccomp cache: sha256 failed");
-	for (unsigned int i = 0; i < md_len; i++) {
-		hexout[2 * i] = hex[md[i] >> 4];
-		hexout[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	hexout[64] = '\0';
+	else
+		lb_sha256_hex(profile, len, hexout);
 	return 0;
 }
 
