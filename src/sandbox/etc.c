@@ -21,7 +21,33 @@ static int write_etc(const char *statedir, const char *name, const char *content
 			       err);
 }
 
-/* The host's resolvers, minus loopback ones: those cannot answer from another netns. */
+/*
+ * Which of the host's resolv.conf lines the sandbox keeps: all with the host's network; without
+ * loopback resolvers otherwise (they cannot answer from another netns); with "on", no
+ * nameserver line at all, since those come from --dns or the host's upstream list instead.
+ */
+static bool keep_line(const struct lb_spec *spec, const char *line)
+{
+	if (spec->net == LB_NET_ON)
+		return strncmp(line, "nameserver", 10) != 0;
+	return spec->net == LB_NET_HOST || strncmp(line, "nameserver 127.", 15) != 0;
+}
+
+/* Network "on": --dns servers, or the host's upstream resolvers (net_dns.c knows where
+ * systemd-resolved keeps them). */
+static void write_nameservers(FILE *f, const struct lb_spec *spec)
+{
+	uint32_t dns[LB_MAX_DNS];
+	size_t n = spec->net_opts.n_dns;
+	char ip[16];
+	if (n)
+		memcpy(dns, spec->net_opts.dns, n * sizeof(dns[0]));
+	else
+		n = lb_dns_host_resolvers(dns, LB_MAX_DNS);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "nameserver %s\n", lb_ip4_str(dns[i], ip));
+}
+
 static char *resolv_conf(const struct lb_spec *spec)
 {
 	_cleanup_free_ char *host = NULL;
@@ -30,43 +56,12 @@ static char *resolv_conf(const struct lb_spec *spec)
 	_cleanup_fclose_ FILE *f = open_memstream(&out, &len);
 	if (!f)
 		return NULL;
-	if (lb_read_file("/etc/resolv.conf", 65536, &host, NULL, NULL) == 0) {
-		for (char *line = strtok(host, "\n"); line; line = strtok(NULL, "\n")) {
-			if (spec->net != LB_NET_HOST && strncmp(line, "nameserver 127.", 15) == 0)
-				continue;
-			fprintf(f, "%s\n", line);
-		}
-	}
-	fclose(f);
-	f = NULL;
-	return out;
-}
-
-/*
- * Network "on": --dns servers, or the host's upstream resolvers (net_dns.c, which knows where
- * systemd-resolved keeps them); the host's other lines (search, options) are kept.
- */
-static char *resolv_conf_on(const struct lb_spec *spec)
-{
-	_cleanup_free_ char *host = NULL;
-	uint32_t dns[LB_MAX_DNS];
-	size_t n = spec->net_opts.n_dns;
-	char *out = NULL, ip[16];
-	size_t len = 0;
-	_cleanup_fclose_ FILE *f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	if (n)
-		memcpy(dns, spec->net_opts.dns, n * sizeof(dns[0]));
-	else
-		n = lb_dns_host_resolvers(dns, LB_MAX_DNS);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "nameserver %s\n", lb_ip4_str(dns[i], ip));
-	if (lb_read_file("/etc/resolv.conf", 65536, &host, NULL, NULL) == 0) {
+	if (spec->net == LB_NET_ON)
+		write_nameservers(f, spec);
+	if (lb_read_file("/etc/resolv.conf", 65536, &host, NULL, NULL) == 0)
 		for (char *line = strtok(host, "\n"); line; line = strtok(NULL, "\n"))
-			if (strncmp(line, "nameserver", 10) != 0)
+			if (keep_line(spec, line))
 				fprintf(f, "%s\n", line);
-	}
 	fclose(f);
 	f = NULL;
 	return out;
@@ -101,8 +96,7 @@ int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_
 		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
 		 name);
 	snprintf(hostname, sizeof(hostname), "%s\n", name);
-	_cleanup_free_ char *resolv =
-	    spec->net == LB_NET_ON ? resolv_conf_on(spec) : resolv_conf(spec);
+	_cleanup_free_ char *resolv = resolv_conf(spec);
 	if (write_etc(statedir, "hosts", hosts, err) < 0 ||
 	    write_etc(statedir, "hostname", hostname, err) < 0 ||
 	    write_etc(statedir, "resolv.conf", resolv ? resolv : "", err) < 0)
