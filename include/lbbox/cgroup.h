@@ -50,6 +50,31 @@ int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_
 /* Kills what is left, removes the directories and frees cg (also on error). */
 int lb_cgroup_destroy(struct lb_cgroup *cg, struct lb_err **err);
 
+/* One directory of a cgroup, as recorded in a sandbox's state. */
+struct lb_cgroup_dir_info {
+	const char *path; /* absolute host path */
+	const char *hier; /* v1 hierarchy ("memory", "cpu,cpuacct"), NULL on v2 */
+	unsigned roles;	  /* controllers it carries (internal bit set, stored opaque) */
+};
+/* Fills out with cg's directories (pointers into cg); returns how many. */
+size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info *out, size_t max);
+/*
+ * Reopens an existing cgroup (a live sandbox's, from its state). owned: destroy removes the
+ * directories (and any child cgroups); otherwise they are left alone. A directory that no longer
+ * exists is accepted (operations on it do nothing).
+ */
+int lb_cgroup_open(enum lb_cgroup_version version, const struct lb_cgroup_dir_info *dirs, size_t n,
+		   bool owned, struct lb_cgroup **out, struct lb_err **err);
+/* Creates parent/NAME in every hierarchy of parent, no limits of its own (an exec's cgroup). */
+int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, struct lb_cgroup **out,
+			   struct lb_err **err);
+/* Frees cg without touching the directories. */
+void lb_cgroup_forget(struct lb_cgroup *cg);
+/* rmdir of path and of every cgroup below it, children first (retries while memory is busy). */
+int lb_cgroup_remove_path(const char *path, struct lb_err **err);
+/* Upper bound of lb_cgroup_dir_info's count. */
+#define LB_CGROUP_MAX_DIRS 5
+
 /*
  * What the sandbox should mount at /sys/fs/cgroup (read-only, inside its cgroup namespace):
  * v2: nothing to list (mount cgroup2). v1: NULL-terminated list of the hierarchies the cgroup

@@ -44,4 +44,57 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
  */
 int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err);
 
+/* ---- long-lived sandboxes (sessions) --------------------------------------------------------- */
+
+/*
+ * Starts a sandbox whose pid 1 stays up with no command (spec->argv is ignored) and returns once
+ * it is ready; it outlives lbbox. Its id (12 hex digits) goes to id. Nothing is left on failure.
+ */
+int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
+		     struct lb_err **err);
+
+struct lb_sandbox;
+/* Opens a live sandbox by id; fails when it does not exist or its pid 1 is gone. */
+int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sandbox **out,
+		    struct lb_err **err);
+void lb_sandbox_close(struct lb_sandbox *sb);
+/* True while pid 1 of the sandbox id runs. */
+bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id);
+/*
+ * Kills every process of the sandbox (cgroup first, then pid 1) and removes its cgroups, state
+ * directory and network lease. Idempotent: a sandbox already gone is not an error.
+ */
+int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err);
+
+/* A command to run inside a live sandbox. */
+struct lb_exec_opts {
+	char *const *argv;
+	char *const *env;   /* added to (and overriding) the sandbox's environment; may be NULL */
+	const char *cwd;    /* NULL = "/" */
+	int fds[3];	    /* its stdin, stdout, stderr; -1 = /dev/null */
+	const char *cgroup; /* name of its own child cgroup below the sandbox's */
+	uint64_t fsize;	    /* RLIMIT_FSIZE in bytes for this command, 0 = the sandbox's */
+};
+
+/* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
+struct lb_proc {
+	pid_t pid;
+	int pidfd; /* readable once it exited */
+	struct lb_cgroup *cg;
+};
+
+/*
+ * Runs o->argv inside sb: joins its namespaces, enters a new child cgroup, applies the same
+ * rlimits, identity, capabilities, no_new_privs and seccomp filter as the sandbox's own command.
+ * On failure *setup_exit holds 125, 126 (cannot execute) or 127 (not found) and nothing is left.
+ */
+int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct lb_proc *p,
+		     int *setup_exit, struct lb_err **err);
+/* Kills every process of p's cgroup (its whole tree) and waits until it is empty. */
+int lb_proc_kill(struct lb_proc *p, struct lb_err **err);
+/* Waits for p (blocking) and returns its wait status. */
+int lb_proc_wait(struct lb_proc *p);
+/* Kills what is left, removes the cgroup, closes the pidfd. */
+void lb_proc_release(struct lb_proc *p);
+
 #endif

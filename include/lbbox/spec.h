@@ -80,6 +80,9 @@ struct lb_spec {
 	char *seccomp_profile;	     /* NULL = embedded default; "unconfined" disables seccomp */
 	uint64_t caps;		     /* bitmask of CAP_* kept when running as uid 0 */
 
+	/* A session: pid 1 runs no command and stays up until destroyed (argv unused). */
+	bool session;
+
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
 };

@@ -97,11 +97,27 @@ struct lb_state {
 };
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
 void lb_state_free(struct lb_state *st);
-/* /proc/PID/stat start time, 0 when the process does not exist. */
+/* /proc/PID/stat start time, 0 when the process does not exist or is a zombie. */
 uint64_t lb_proc_starttime(pid_t pid);
 /* lease: network "on" only, else NULL. */
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease,
 		   struct lb_err **err);
+
+/* A live sandbox reopened from its state (sandbox_open.c), joined by exec.c. */
+struct lb_sandbox {
+	char id[13];
+	char statedir[4096];
+	char *root;	      /* the store root (seccomp cache) */
+	pid_t pid;	      /* pid 1 */
+	int pidfd;	      /* of pid 1: setns target */
+	struct lb_cgroup *cg; /* the sandbox's cgroup, not owned */
+	struct lb_spec spec;  /* what an exec applies: uid, gid, caps, rlimits, seccomp, env, net */
+	struct lb_seccomp_prog *seccomp; /* prepared on first spawn */
+	bool seccomp_ready;
+};
+
+/* gc.c: removes a dead sandbox's cgroups and state directory; false while pid 1 lives. */
+bool lb_gc_collect(const char *runroot, const char *statedir);
 
 #endif

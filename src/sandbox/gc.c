@@ -25,17 +25,18 @@ static bool is_alive(const struct lb_state *st)
 	return start != 0 && (st->pid_start == 0 || start == st->pid_start);
 }
 
-/* Removes the sandbox's cgroups; false when one still holds tasks (then nothing is removed). */
+/* Removes the sandbox's cgroups (with the child cgroups of its execs); false when one still
+ * holds tasks. */
 static bool remove_cgroups(char **cgroups)
 {
 	for (char **c = cgroups; *c; c++)
-		if (rmdir(*c) < 0 && errno != ENOENT)
+		if (lb_cgroup_remove_path(*c, NULL) < 0)
 			return false;
 	return true;
 }
 
 /* Returns true when a collected sandbox had network "on" (its address lease is left to free). */
-static bool collect_one(const char *statedir)
+static bool collect_one(const char *statedir, bool *collected)
 {
 	bool net_on = false;
 	struct lb_state st;
@@ -48,9 +49,18 @@ static bool collect_one(const char *statedir)
 	if (!is_alive(&st) && remove_cgroups(st.cgroups)) {
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
+		*collected = true;
 	}
 	lb_state_free(&st);
 	return net_on;
+}
+
+bool lb_gc_collect(const char *runroot, const char *statedir)
+{
+	bool collected = false;
+	if (collect_one(statedir, &collected))
+		lb_net_gc(runroot);
+	return collected;
 }
 
 int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
@@ -66,7 +76,8 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", paths->runroot, de->d_name);
-		net_on |= collect_one(path);
+		bool collected = false;
+		net_on |= collect_one(path, &collected);
 	}
 	/* Only for dead "on" sandboxes: the common path does no network work at all. */
 	if (net_on)

@@ -100,6 +100,32 @@ __attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
 	}
 }
 
+/*
+ * A session's pid 1: no command of its own; execs join it later. It keeps nothing of lbbox's
+ * stdio (a caller reading lbbox's output must see EOF), reaps whatever is reparented to it, and
+ * ends the sandbox on a termination signal.
+ */
+__attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ctx)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3; fd++)
+		if (null >= 0)
+			dup2(null, fd);
+	close(ctx->err_fd); /* EOF: the sandbox is ready */
+	/* pid 1 never execs: close-on-exec is not enough to drop what lbbox held (its locks) */
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	sigset_t set;
+	sigfillset(&set);
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(&set, &si);
+		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+			_exit(0);
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
+}
+
 static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
@@ -191,6 +217,8 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (setup_world(ctx, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
+	if (ctx->spec->session)
+		session_loop(ctx);
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		lb_err_set(&err, errno, "fork the command");

@@ -356,3 +356,46 @@ fail:
 	run_release(&r);
 	return -1;
 }
+
+/*
+ * A session: the same preparation and start as a run, but lbbox returns once pid 1 is ready and
+ * leaves it running with its cgroup and state; lb_sandbox_destroy (or the GC, once pid 1 died)
+ * removes them.
+ */
+int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
+		     struct lb_err **err)
+{
+	struct run r = {.pidfd = -1,
+			.sigfd = -1,
+			.sync_w = -1,
+			.err_r = -1,
+			.status_r = -1,
+			.spec = spec,
+			.runroot = paths->runroot};
+	int setup_exit;
+	char cgname[32];
+
+	if (!spec->session)
+		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
+	lb_sandbox_gc(paths, NULL);
+	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
+	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
+		goto fail;
+	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
+	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0 ||
+	    block_signals(&r, err) < 0 || start_child(&r, spec, err) < 0 ||
+	    wait_setup(&r, &setup_exit, err) < 0)
+		goto fail;
+	memcpy(id, r.id, sizeof(r.id));
+	/* hand everything over to the sandbox: nothing of it is undone below */
+	r.pid = 0;
+	r.net = (struct lb_net_handle){0};
+	lb_cgroup_forget(r.cg);
+	r.cg = NULL;
+	r.statedir_made = false;
+	run_release(&r);
+	return 0;
+fail:
+	run_release(&r);
+	return -1;
+}

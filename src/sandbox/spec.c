@@ -236,7 +236,7 @@ int lb_spec_check(struct lb_spec *spec, struct lb_err **err)
 {
 	struct stat st;
 
-	if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
+	if (!spec->session && (!spec->argv || !spec->argv[0] || !spec->argv[0][0]))
 		return lb_err_set(err, 0, "no command given");
 	if (spec->rootfs) {
 		if (stat(spec->rootfs, &st) < 0)

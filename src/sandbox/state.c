@@ -34,8 +34,11 @@ uint64_t lb_proc_starttime(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* field 22, counted after "(comm)" which may itself hold spaces */
+	/* field 22, counted after "(comm)" which may itself hold spaces; a zombie is gone already
+	 */
 	char *p = strrchr(buf, ')');
+	if (p && (p[2] == 'Z' || p[2] == 'X'))
+		return 0;
 	for (int field = 2; p && field < 22; field++)
 		p = strchr(p + 1, ' ');
 	if (!p || sscanf(p, " %llu", &start) != 1)
@@ -70,6 +73,30 @@ static json_t *spec_json(const struct lb_spec *spec)
 	    (json_int_t)l->cpu_period_us);
 }
 
+static json_t *cgroup_dirs_json(const struct lb_cgroup *cg)
+{
+	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
+	size_t n = lb_cgroup_dir_info(cg, dirs, LB_CGROUP_MAX_DIRS);
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s?, s:i}", "path", dirs[i].path, "hier",
+						   dirs[i].hier, "roles", (int)dirs[i].roles));
+	return a;
+}
+
+/* What an exec joining the sandbox applies to itself, as pid 1 did for the command. */
+static json_t *exec_json(const struct lb_spec *spec)
+{
+	json_t *rl = json_array();
+	for (size_t i = 0; i < spec->n_rlimits; i++)
+		json_array_append_new(rl, json_pack("[i, I, I]", spec->rlimits[i].resource,
+						    (json_int_t)spec->rlimits[i].soft,
+						    (json_int_t)spec->rlimits[i].hard));
+	return json_pack("{s:i, s:i, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
+			 (int)spec->gid, "caps", (json_int_t)spec->caps, "rlimits", rl, "seccomp",
+			 spec->seccomp_profile, "env", strv_json(spec->env));
+}
+
 static json_t *lease_json(const struct lb_net_lease *lease)
 {
 	char a[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN];
@@ -94,7 +121,9 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "created", json_integer((json_int_t)time(NULL)));
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
 	json_object_set_new(st, "cgroups", strv_json((char *const *)lb_cgroup_paths(cg)));
+	json_object_set_new(st, "cgroup_dirs", cgroup_dirs_json(cg));
 	json_object_set_new(st, "spec", spec_json(spec));
+	json_object_set_new(st, "exec", exec_json(spec));
 	if (lease)
 		json_object_set_new(st, "net", lease_json(lease));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);

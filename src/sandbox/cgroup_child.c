@@ -1,0 +1,131 @@
+/*
+ * Cgroups of live sandboxes seen from a later lbbox process: a sandbox's cgroup reopened from its
+ * state, and the child cgroups every exec and managed process gets below it, so a timeout or a
+ * stop kills exactly that command's process tree (grandchildren included) and nothing else.
+ * Limits stay on the sandbox's cgroup; children need no controllers of their own, which also
+ * keeps them legal on v2 next to the sandbox's pid 1 (no-internal-process applies only to
+ * cgroups that enable controllers for their children).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lbbox/cgroup.h"
+#include "lbbox/cleanup.h"
+#include "cgroup_internal.h"
+
+static void cg_free_dirs(struct lb_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->ndirs; i++) {
+		if (cg->dirs[i].fd >= 0)
+			close(cg->dirs[i].fd);
+		free(cg->dirs[i].path);
+		free(cg->dirs[i].hier);
+	}
+	free(cg);
+}
+
+static void cg_views(struct lb_cgroup *cg)
+{
+	size_t h = 0;
+	for (size_t i = 0; i < cg->ndirs; i++) {
+		cg->paths[i] = cg->dirs[i].path;
+		if (cg->dirs[i].hier && (cg->dirs[i].roles & (CG_LIMIT_ROLES | CG_CPUACCT)))
+			cg->hiers[h++] = cg->dirs[i].hier;
+	}
+}
+
+static int cg_copy_dir(struct cg_dir *d, const char *path, const char *hier, unsigned roles,
+		       struct lb_err **err)
+{
+	d->fd = -1;
+	d->roles = roles;
+	d->path = strdup(path);
+	d->hier = hier ? strdup(hier) : NULL;
+	if (!d->path || (hier && !d->hier))
+		return lb_err_set(err, ENOMEM, "cgroup %s", path);
+	return 0;
+}
+
+int lb_cgroup_open(enum lb_cgroup_version version, const struct lb_cgroup_dir_info *dirs, size_t n,
+		   bool owned, struct lb_cgroup **out, struct lb_err **err)
+{
+	if (n > CG_MAX_DIRS)
+		return lb_err_set(err, EINVAL, "too many cgroup directories (%zu)", n);
+	struct lb_cgroup *cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return lb_err_set(err, ENOMEM, "cgroup");
+	cg->version = version;
+	for (size_t i = 0; i < n; i++, cg->ndirs++) {
+		struct cg_dir *d = &cg->dirs[i];
+		if (cg_copy_dir(d, dirs[i].path, dirs[i].hier, dirs[i].roles, err) < 0)
+			goto fail;
+		d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (d->fd < 0 && errno != ENOENT) {
+			lb_err_set(err, errno, "open %s", d->path);
+			goto fail;
+		}
+		d->created = owned;
+	}
+	cg_views(cg);
+	*out = cg;
+	return 0;
+fail:
+	cg->ndirs++;
+	cg_free_dirs(cg);
+	return -1;
+}
+
+size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; cg && i < cg->ndirs && n < max; i++, n++)
+		out[n] = (struct lb_cgroup_dir_info){
+		    .path = cg->dirs[i].path, .hier = cg->dirs[i].hier, .roles = cg->dirs[i].roles};
+	return n;
+}
+
+int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, struct lb_cgroup **out,
+			   struct lb_err **err)
+{
+	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", name ? name : "");
+	struct lb_cgroup *cg = calloc(1, sizeof(*cg));
+	if (!cg)
+		return lb_err_set(err, ENOMEM, "cgroup");
+	cg->version = parent->version;
+	for (size_t i = 0; i < parent->ndirs; i++, cg->ndirs++) {
+		const struct cg_dir *p = &parent->dirs[i];
+		_cleanup_free_ char *path = cg_path_join(p->path, name);
+		if (!path) {
+			lb_err_set(err, ENOMEM, "cgroup");
+			goto fail;
+		}
+		if (cg_copy_dir(&cg->dirs[i], path, p->hier, p->roles, err) < 0 ||
+		    cg_dir_make(&cg->dirs[i], err) < 0)
+			goto fail;
+	}
+	cg_views(cg);
+	*out = cg;
+	return 0;
+fail:
+	cg->ndirs++;
+	for (size_t i = 0; i < cg->ndirs; i++)
+		cg_dir_remove(&cg->dirs[i], NULL);
+	cg_free_dirs(cg);
+	return -1;
+}
+
+void lb_cgroup_forget(struct lb_cgroup *cg)
+{
+	if (cg)
+		cg_free_dirs(cg);
+}
+
+int lb_cgroup_remove_path(const char *path, struct lb_err **err)
+{
+	struct cg_dir d = {.path = (char *)path, .fd = -1, .created = true};
+	return cg_dir_remove(&d, err);
+}

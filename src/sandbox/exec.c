@@ -1,0 +1,284 @@
+/*
+ * exec into a live sandbox, as `crun exec` / `nsenter` do it: a short-lived intermediate process
+ * is cloned straight into the command's own child cgroup (CLONE_INTO_CGROUP on v2, attached
+ * before it runs anything on v1), joins pid 1's namespaces with one setns(pidfd), and clones the
+ * command with CLONE_PARENT — so the command is inside the sandbox's pid namespace yet a direct
+ * child of the caller, which waits for it and reads its pipes itself. The command then applies
+ * the sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid 1's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+extern char **environ;
+
+#define JOIN_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
+
+struct spawn {
+	struct lb_sandbox *sb;
+	const struct lb_exec_opts *o;
+	char **env;
+	int sync_r, err_w, pid_w; /* child ends */
+};
+
+static int prepare_seccomp(struct lb_sandbox *sb, struct lb_err **err)
+{
+	char cache[4200];
+	const char *profile = sb->spec.seccomp_profile;
+	if (sb->seccomp_ready)
+		return 0;
+	if (!profile || strcmp(profile, "unconfined") != 0) {
+		snprintf(cache, sizeof(cache), "%s/cache/seccomp", sb->root);
+		uint64_t caps = sb->spec.uid == 0 ? sb->spec.caps : 0;
+		if (lb_seccomp_prepare(profile, caps, cache, &sb->seccomp, err) < 0)
+			return -1;
+	}
+	sb->seccomp_ready = true;
+	return 0;
+}
+
+static bool env_overridden(char *const *extra, const char *kv)
+{
+	size_t klen = strcspn(kv, "=");
+	for (; extra && *extra; extra++)
+		if (strncmp(*extra, kv, klen) == 0 && (*extra)[klen] == '=')
+			return true;
+	return false;
+}
+
+/* The sandbox's environment with the exec's entries replacing or added (pointers, not copies). */
+static char **merge_env(char *const *base, char *const *extra)
+{
+	size_t n = 0, k = 0;
+	for (char *const *e = base; e && *e; e++)
+		n++;
+	for (char *const *e = extra; e && *e; e++)
+		n++;
+	char **env = calloc(n + 1, sizeof(char *));
+	if (!env)
+		return NULL;
+	for (char *const *e = base; e && *e; e++)
+		if (!env_overridden(extra, *e))
+			env[k++] = *e;
+	for (char *const *e = extra; e && *e; e++)
+		env[k++] = *e;
+	return env;
+}
+
+static void fail(int fd, int code, struct lb_err *e)
+{
+	lb_child_fail(fd, code, e);
+}
+
+__attribute__((noreturn)) static void exec_failed(const struct spawn *s, int e)
+{
+	struct lb_err *err = NULL;
+	const char *cmd = s->o->argv[0];
+	int code = e == ENOENT || e == ENOTDIR ? LB_EXIT_NOT_FOUND : LB_EXIT_CANNOT_EXEC;
+	if (code == LB_EXIT_NOT_FOUND && !strchr(cmd, '/'))
+		lb_err_set(&err, 0, "executable file '%s' not found in $PATH", cmd);
+	else
+		lb_err_set(&err, e, "cannot execute '%s'", cmd);
+	lb_child_fail(s->err_w, code, err);
+}
+
+/* The command, inside every namespace of the sandbox. */
+__attribute__((noreturn)) static void command_main(const struct spawn *s)
+{
+	struct lb_err *err = NULL;
+	sigset_t none;
+	sigemptyset(&none);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (lb_apply_rlimits(&s->sb->spec, &err) < 0 || lb_drop_privileges(&s->sb->spec, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	/* lowering is always allowed: no privilege needed after the drop */
+	struct rlimit fs = {.rlim_cur = s->o->fsize, .rlim_max = s->o->fsize};
+	if (s->o->fsize && setrlimit(RLIMIT_FSIZE, &fs) < 0) {
+		lb_err_set(&err, errno, "RLIMIT_FSIZE");
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	}
+	if (chdir(s->o->cwd ? s->o->cwd : "/") < 0) {
+		lb_err_set(&err, errno, "working directory %s", s->o->cwd);
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	}
+	environ = s->env;
+	if (s->sb->seccomp && lb_seccomp_install(s->sb->seccomp, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	execvp(s->o->argv[0], s->o->argv);
+	exec_failed(s, errno);
+}
+
+static int redirect(const int fds[3], struct lb_err **err)
+{
+	int null = -1;
+	for (int i = 0; i < 3; i++) {
+		int fd = fds[i];
+		if (fd < 0) {
+			if (null < 0 && (null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+				return lb_err_set(err, errno, "open /dev/null");
+			fd = null;
+		}
+		if (fd == i ? fcntl(fd, F_SETFD, 0) < 0 : dup2(fd, i) < 0)
+			return lb_err_set(err, errno, "redirect fd %d", i);
+	}
+	return 0;
+}
+
+/* The intermediate: already in the command's cgroup; joins the namespaces, clones the command. */
+__attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
+{
+	struct lb_err *err = NULL;
+	char go;
+	if (s->sync_r >= 0 && read(s->sync_r, &go, 1) != 1)
+		_exit(LB_EXIT_SETUP);
+	if (redirect(s->o->fds, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET);
+	if (setns(s->sb->pidfd, flags) < 0) {
+		lb_err_set(&err, errno, "join sandbox %s", s->sb->id);
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	}
+	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
+	struct clone_args args = {.flags = CLONE_PARENT};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0)
+		command_main(s);
+	if (pid < 0) {
+		lb_err_set(&err, errno, "start the command in sandbox %s", s->sb->id);
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	}
+	(void)!write(s->pid_w, &pid, sizeof(pid));
+	_exit(0);
+}
+
+static pid_t clone_intermediate(int cgroup_fd)
+{
+	struct clone_args args = {.exit_signal = SIGCHLD};
+	if (cgroup_fd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgroup_fd;
+	}
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* Parent side after the clone: place the intermediate (v1), collect the command's pid, and
+ * wait until it has exec'd (EOF on the error pipe) or reported why not. */
+static int finish_spawn(struct spawn *s, pid_t mid, int sync_w, int err_r, int pid_r,
+			struct lb_proc *p, int *setup_exit, struct lb_err **err)
+{
+	struct lb_child_msg msg;
+	int status;
+	if (sync_w >= 0) {
+		int r = lb_cgroup_attach(p->cg, mid, err) < 0 || lb_write_all(sync_w, "1", 1) < 0;
+		close(sync_w);
+		if (r) {
+			kill(mid, SIGKILL);
+			waitpid(mid, NULL, 0);
+			return lb_err_wrap(err, "exec in sandbox %s", s->sb->id);
+		}
+	}
+	pid_t pid = 0;
+	bool have = lb_read_all(pid_r, &pid, sizeof(pid)) == sizeof(pid) && pid > 0;
+	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = lb_read_all(err_r, &msg, sizeof(msg));
+	if (have) {
+		p->pid = pid;
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	}
+	if (n > 0 || !have) {
+		msg.msg[sizeof(msg.msg) - 1] = '\0';
+		*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
+		return lb_err_set(err, 0, "%s",
+				  n == (ssize_t)sizeof(msg) ? msg.msg : "exec failed");
+	}
+	if (p->pidfd < 0)
+		return lb_err_set(err, errno, "pidfd_open");
+	return 0;
+}
+
+int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct lb_proc *p,
+		     int *setup_exit, struct lb_err **err)
+{
+	int syncp[2] = {-1, -1}, errp[2], pidp[2];
+	*setup_exit = LB_EXIT_SETUP;
+	*p = (struct lb_proc){.pidfd = -1};
+	if (!o->argv || !o->argv[0])
+		return lb_err_set(err, EINVAL, "no command given");
+	if (prepare_seccomp(sb, err) < 0)
+		return -1;
+	_cleanup_free_ char **env = merge_env(sb->spec.env, o->env);
+	if (!env)
+		return lb_err_set(err, ENOMEM, "environment");
+	if (lb_cgroup_create_child(sb->cg, o->cgroup, &p->cg, err) < 0)
+		return -1;
+	int cgfd = lb_cgroup_dirfd(p->cg);
+	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(pidp, O_CLOEXEC) < 0 ||
+	    (cgfd < 0 && pipe2(syncp, O_CLOEXEC) < 0)) {
+		lb_err_set(err, errno, "pipe");
+		lb_proc_release(p);
+		return -1;
+	}
+	struct spawn s = {
+	    .sb = sb, .o = o, .env = env, .sync_r = syncp[0], .err_w = errp[1], .pid_w = pidp[1]};
+	pid_t mid = clone_intermediate(cgfd);
+	if (mid == 0)
+		intermediate_main(&s);
+	int e = errno;
+	close(errp[1]), close(pidp[1]);
+	if (syncp[0] >= 0)
+		close(syncp[0]);
+	int r = mid < 0 ? lb_err_set(err, e, "clone")
+			: finish_spawn(&s, mid, syncp[1], errp[0], pidp[0], p, setup_exit, err);
+	if (mid < 0 && syncp[1] >= 0)
+		close(syncp[1]);
+	close(errp[0]), close(pidp[0]);
+	if (r < 0) {
+		if (p->pid > 0)
+			waitpid(p->pid, NULL, 0);
+		lb_proc_release(p);
+	}
+	return r;
+}
+
+int lb_proc_kill(struct lb_proc *p, struct lb_err **err)
+{
+	return p->cg ? lb_cgroup_kill(p->cg, err) : 0;
+}
+
+int lb_proc_wait(struct lb_proc *p)
+{
+	int status = 0;
+	while (p->pid > 0 && waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	p->pid = 0;
+	return status;
+}
+
+void lb_proc_release(struct lb_proc *p)
+{
+	if (p->cg)
+		lb_cgroup_destroy(p->cg, NULL);
+	p->cg = NULL;
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+}

@@ -1,0 +1,196 @@
+/*
+ * Live sandboxes (sessions) reopened by any later lbbox process from their state.json: the
+ * pidfd of pid 1 (checked against its recorded start time, so a reused pid is never joined),
+ * the cgroup, and what every exec must apply to itself. Also their destruction.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+/* Bound of the wait for pid 1 to go after SIGKILL: the kernel tears the namespaces down. */
+#define DESTROY_WAIT_NS (5ull * 1000 * 1000 * 1000)
+
+static int check_id(const char *id, struct lb_err **err)
+{
+	if (!id || strlen(id) != 12 || strspn(id, "0123456789abcdef") != 12)
+		return lb_err_set(err, EINVAL, "invalid sandbox id '%s'", id ? id : "");
+	return 0;
+}
+
+static int parse_cgroup(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
+{
+	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
+	json_t *a = json_object_get(st, "cgroup_dirs"), *d;
+	size_t i, n = 0;
+	json_array_foreach(a, i, d)
+	{
+		if (n == LB_CGROUP_MAX_DIRS)
+			break;
+		dirs[n++] = (struct lb_cgroup_dir_info){
+		    .path = json_string_value(json_object_get(d, "path")),
+		    .hier = json_string_value(json_object_get(d, "hier")),
+		    .roles = (unsigned)json_integer_value(json_object_get(d, "roles"))};
+		if (!dirs[n - 1].path)
+			return lb_err_set(err, 0, "sandbox %s: bad cgroup state", sb->id);
+	}
+	int version = (int)json_integer_value(json_object_get(st, "cgroup_version"));
+	return lb_cgroup_open((enum lb_cgroup_version)version, dirs, n, false, &sb->cg, err);
+}
+
+static char **strv_from(json_t *a)
+{
+	size_t i, n = json_array_size(a);
+	json_t *v;
+	char **out = calloc(n + 1, sizeof(char *));
+	json_array_foreach(a, i, v)
+	{
+		if (out && !(out[i] = strdup(json_string_value(v) ? json_string_value(v) : "")))
+			lb_strvfreep(&out);
+	}
+	return out;
+}
+
+static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
+{
+	json_t *ex = json_object_get(st, "exec"), *r;
+	size_t i;
+	if (!json_is_object(ex))
+		return lb_err_set(err, 0, "sandbox %s cannot be joined (no exec state)", sb->id);
+	struct lb_spec *s = &sb->spec;
+	s->uid = (uid_t)json_integer_value(json_object_get(ex, "uid"));
+	s->gid = (gid_t)json_integer_value(json_object_get(ex, "gid"));
+	s->caps = (uint64_t)json_integer_value(json_object_get(ex, "caps"));
+	json_array_foreach(json_object_get(ex, "rlimits"), i, r)
+	{
+		if (s->n_rlimits == LB_MAX_RLIMITS)
+			break;
+		s->rlimits[s->n_rlimits++] =
+		    (struct lb_rlimit){.resource = (int)json_integer_value(json_array_get(r, 0)),
+				       .soft = (rlim_t)json_integer_value(json_array_get(r, 1)),
+				       .hard = (rlim_t)json_integer_value(json_array_get(r, 2))};
+	}
+	const char *sc = json_string_value(json_object_get(ex, "seccomp"));
+	if (sc && !(s->seccomp_profile = strdup(sc)))
+		return lb_err_set(err, ENOMEM, "sandbox state");
+	if (!(s->env = strv_from(json_object_get(ex, "env"))))
+		return lb_err_set(err, ENOMEM, "sandbox state");
+	const char *net =
+	    json_string_value(json_object_get(json_object_get(st, "spec"), "network"));
+	s->net = net && !strcmp(net, "host") ? LB_NET_HOST : LB_NET_OFF;
+	return 0;
+}
+
+/* pidfd of pid 1, only if it is still the process the state describes. */
+static int open_pid1(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
+{
+	sb->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	uint64_t start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
+	if (sb->pid <= 0)
+		return lb_err_set(err, 0, "sandbox %s: bad state", sb->id);
+	sb->pidfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+	/* checked after opening: once we hold the pidfd the pid cannot be recycled under us */
+	if (sb->pidfd < 0 || lb_proc_starttime(sb->pid) != start)
+		return lb_err_set(err, ESRCH, "sandbox %s is not running", sb->id);
+	return 0;
+}
+
+int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sandbox **out,
+		    struct lb_err **err)
+{
+	json_error_t jerr;
+	char path[4200];
+	if (check_id(id, err) < 0)
+		return -1;
+	struct lb_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return lb_err_set(err, ENOMEM, "open sandbox");
+	sb->pidfd = -1;
+	lb_spec_init(&sb->spec);
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	snprintf(sb->statedir, sizeof(sb->statedir), "%s/%s", paths->runroot, id);
+	snprintf(path, sizeof(path), "%s/state.json", sb->statedir);
+	json_t *st = json_load_file(path, 0, &jerr);
+	int r = -1;
+	if (!st)
+		lb_err_set(err, errno == ENOENT ? ESRCH : errno, "sandbox %s not found", id);
+	else if (!(sb->root = strdup(paths->root)))
+		lb_err_set(err, ENOMEM, "open sandbox");
+	else if (open_pid1(st, sb, err) == 0 && parse_cgroup(st, sb, err) == 0)
+		r = parse_exec(st, sb, err);
+	json_decref(st);
+	if (r < 0) {
+		lb_sandbox_close(sb);
+		return -1;
+	}
+	*out = sb;
+	return 0;
+}
+
+void lb_sandbox_close(struct lb_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	lb_cgroup_forget(sb->cg);
+	lb_seccomp_prog_free(sb->seccomp);
+	lb_spec_free(&sb->spec);
+	free(sb->root);
+	free(sb);
+}
+
+bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
+{
+	struct lb_state st;
+	char statedir[4200];
+	if (check_id(id, NULL) < 0)
+		return false;
+	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
+	if (lb_state_read(statedir, &st, NULL) < 0)
+		return false;
+	uint64_t start = lb_proc_starttime(st.pid);
+	bool alive = start != 0 && start == st.pid_start;
+	lb_state_free(&st);
+	return alive;
+}
+
+/* pid 1 is not our child: its pidfd turns readable when it exits; a zombie counts as gone. */
+static void wait_gone(int pidfd, pid_t pid)
+{
+	uint64_t deadline = lb_now_ns() + DESTROY_WAIT_NS;
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	while (poll(&p, 1, 100) == 0 && lb_now_ns() < deadline)
+		;
+	while (lb_proc_starttime(pid) != 0 && lb_now_ns() < deadline)
+		usleep(1000);
+}
+
+int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err)
+{
+	struct lb_sandbox *sb = NULL;
+	char statedir[4200];
+	if (check_id(id, err) < 0)
+		return -1;
+	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
+	if (lb_sandbox_open(paths, id, &sb, NULL) == 0) {
+		lb_cgroup_kill(sb->cg, NULL);
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		wait_gone(sb->pidfd, sb->pid);
+		lb_sandbox_close(sb);
+	}
+	if (access(statedir, F_OK) == 0 && !lb_gc_collect(paths->runroot, statedir))
+		return lb_err_set(err, EBUSY, "sandbox %s could not be removed", id);
+	return 0;
+}
