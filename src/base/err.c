@@ -1,4 +1,5 @@
 /* Error values carried up the stack; only cli/ and server/ print them. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,18 @@ int lb_err_set(struct lb_err **err, int errnum, const char *fmt, ...)
 	va_start(ap, fmt);
 	err_vset(err, errnum, fmt, ap);
 	va_end(ap);
+	return -1;
+}
+
+int lb_err_box(struct lb_err **err, const char *cls, const char *fmt, ...)
+{
+	va_list ap;
+	bool fresh = err && !*err;
+	va_start(ap, fmt);
+	err_vset(err, 0, fmt, ap);
+	va_end(ap);
+	if (fresh && *err)
+		(*err)->cls = cls;
 	return -1;
 }
 

@@ -1,0 +1,183 @@
+/*
+ * Field validators shared by the Box models: path rules, skill_name, and BoxMountSpec (the
+ * elements of BoxSpec.extra_mounts), with LangBot's messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "box_spec_internal.h"
+#include "lbbox/box_spec.h"
+#include "lbbox/cleanup.h"
+#include "text_internal.h"
+
+#define SKILL_NAME_MAX 64
+
+static const char *const mode_names[] = {"none", "ro", "rw"};
+
+int lb_box_strip_field(char **field, const char *loc, struct lb_err **err)
+{
+	if (!*field)
+		return lb_box_type_error(err, loc, "Input should be a valid string");
+	char *s = lb_box_py_strip_dup(*field);
+	if (!s)
+		return lb_err_set(err, ENOMEM, "%s", loc);
+	free(*field);
+	*field = s;
+	return 0;
+}
+
+int lb_box_check_sandbox_path(char **field, const char *name, struct lb_err **err)
+{
+	if (lb_box_strip_field(field, name, err) < 0)
+		return -1;
+	if (**field != '/')
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "%s must be an absolute path inside the sandbox", name);
+	return 0;
+}
+
+/*
+ * posixpath.isabs(s) or ntpath.isabs(s) (CPython 3.11/3.12): "/x", "\x", "\\srv\share", and a
+ * drive with a root, "C:\x" or "C:/x" (any first character; "C:x" is relative).
+ */
+static bool is_abs_host_path(const char *s)
+{
+	size_t pos = 0, len = strlen(s);
+
+	if (*s == '/' || *s == '\\')
+		return true;
+	if (!len)
+		return false;
+	lb_box_utf8_next(s, len, &pos); /* the drive letter may be any one character */
+	return s[pos] == ':' && (s[pos + 1] == '\\' || s[pos + 1] == '/');
+}
+
+int lb_box_check_host_path(char **field, struct lb_err **err)
+{
+	if (lb_box_strip_field(field, "host_path", err) < 0)
+		return -1;
+	if (!is_abs_host_path(*field))
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "host_path must be an absolute host path");
+	return 0;
+}
+
+/*
+ * The upstream rule (spec §1.3): letters/digits by Python's isalnum() -- so Unicode letters
+ * pass -- plus "-" and "_", at most 64 characters. The wording of these two messages is ours:
+ * the spec gives the rule, not LangBot's text.
+ */
+int lb_box_check_skill_name(char **field, struct lb_err **err)
+{
+	size_t pos = 0, len;
+
+	if (!*field)
+		return 0;
+	if (lb_box_strip_field(field, "skill_name", err) < 0)
+		return -1;
+	len = strlen(*field);
+	if (!len) {
+		free(*field);
+		*field = NULL;
+		return 0;
+	}
+	if (lb_box_utf8_count(*field, len) > SKILL_NAME_MAX)
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "skill_name must be at most 64 characters");
+	while (pos < len) {
+		uint32_t cp = lb_box_utf8_next(*field, len, &pos);
+		if (!lb_box_py_isalnum(cp) && cp != '-' && cp != '_')
+			return lb_err_box(
+			    err, LB_BOX_EVALIDATION,
+			    "skill_name may only contain letters, digits, '-' and '_'");
+	}
+	return 0;
+}
+
+int lb_box_check_mount(struct lb_box_mount *m, size_t index, struct lb_err **err)
+{
+	char loc[64];
+
+	snprintf(loc, sizeof(loc), "extra_mounts.%zu.host_path", index);
+	if (!m->host_path)
+		return lb_box_type_error(err, loc, "Field required");
+	if (lb_box_check_host_path(&m->host_path, err) < 0)
+		return -1;
+	snprintf(loc, sizeof(loc), "extra_mounts.%zu.mount_path", index);
+	if (!m->mount_path)
+		return lb_box_type_error(err, loc, "Field required");
+	return lb_box_check_sandbox_path(&m->mount_path, "mount_path", err);
+}
+
+int lb_box_coerce_mount_mode(const json_t *v, const char *loc, enum lb_box_mount_mode *out,
+			     struct lb_err **err)
+{
+	int i;
+
+	if (lb_box_coerce_enum(v, loc, mode_names, 3, &i, err) < 0)
+		return -1;
+	*out = (enum lb_box_mount_mode)i;
+	return 0;
+}
+
+/* One BoxMountSpec: host_path, mount_path, mode, each coerced then validated in that order. */
+static int coerce_mount(const json_t *v, size_t index, struct lb_box_mount *m, struct lb_err **err)
+{
+	const json_t *host = json_object_get(v, "host_path");
+	const json_t *mount = json_object_get(v, "mount_path");
+	const json_t *mode = json_object_get(v, "mode");
+	char loc[64];
+
+	m->mode = LB_BOX_MOUNT_RW;
+	if (!json_is_object(v)) {
+		snprintf(loc, sizeof(loc), "extra_mounts.%zu", index);
+		return lb_box_type_error(
+		    err, loc, "Input should be a valid dictionary or instance of BoxMountSpec");
+	}
+	snprintf(loc, sizeof(loc), "extra_mounts.%zu.host_path", index);
+	if (!host)
+		return lb_box_type_error(err, loc, "Field required");
+	if (lb_box_coerce_str(host, loc, false, &m->host_path, err) < 0 ||
+	    lb_box_check_host_path(&m->host_path, err) < 0)
+		return -1;
+	snprintf(loc, sizeof(loc), "extra_mounts.%zu.mount_path", index);
+	if (!mount)
+		return lb_box_type_error(err, loc, "Field required");
+	if (lb_box_coerce_str(mount, loc, false, &m->mount_path, err) < 0 ||
+	    lb_box_check_sandbox_path(&m->mount_path, "mount_path", err) < 0)
+		return -1;
+	snprintf(loc, sizeof(loc), "extra_mounts.%zu.mode", index);
+	return mode ? lb_box_coerce_mount_mode(mode, loc, &m->mode, err) : 0;
+}
+
+int lb_box_coerce_mounts(const json_t *v, struct lb_box_mount **out, size_t *n, struct lb_err **err)
+{
+	size_t count = json_array_size(v);
+	struct lb_box_mount *m = NULL;
+
+	if (!json_is_array(v))
+		return lb_box_type_error(err, "extra_mounts", "Input should be a valid list");
+	if (count && !(m = calloc(count, sizeof(*m))))
+		return lb_err_set(err, ENOMEM, "extra_mounts");
+	for (size_t i = 0; i < count; i++) {
+		if (coerce_mount(json_array_get(v, i), i, &m[i], err) < 0) {
+			lb_box_mounts_free(m, count);
+			return -1;
+		}
+	}
+	lb_box_mounts_free(*out, *n);
+	*out = m;
+	*n = count;
+	return 0;
+}
+
+void lb_box_mounts_free(struct lb_box_mount *m, size_t n)
+{
+	for (size_t i = 0; m && i < n; i++) {
+		free(m[i].host_path);
+		free(m[i].mount_path);
+	}
+	free(m);
+}

@@ -1,0 +1,103 @@
+/*
+ * The managed-process stderr preview (spec §3.6): each read is decoded on its own (a character
+ * split across two reads becomes U+FFFD, as in LangBot's drain task), right-stripped and kept
+ * unless empty; the oldest chunks go while the sum of (characters + 1) exceeds 4000.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbbox/box_text.h"
+#include "lbbox/cleanup.h"
+#include "text_internal.h"
+
+static void preview_drop_oldest(struct lb_box_preview *p)
+{
+	p->chars -= lb_box_utf8_count(p->chunks[0], p->lens[0]) + 1;
+	free(p->chunks[0]);
+	memmove(p->chunks, p->chunks + 1, (p->n - 1) * sizeof(*p->chunks));
+	memmove(p->lens, p->lens + 1, (p->n - 1) * sizeof(*p->lens));
+	p->n--;
+}
+
+static int preview_reserve(struct lb_box_preview *p)
+{
+	if (p->n < p->cap)
+		return 0;
+	size_t cap = p->cap ? p->cap * 2 : 16;
+	char **chunks = realloc(p->chunks, cap * sizeof(*chunks));
+	if (!chunks)
+		return -1;
+	p->chunks = chunks;
+	size_t *lens = realloc(p->lens, cap * sizeof(*lens));
+	if (!lens)
+		return -1;
+	p->lens = lens;
+	p->cap = cap;
+	return 0;
+}
+
+int lb_box_preview_add(struct lb_box_preview *p, const void *data, size_t n, struct lb_err **err)
+{
+	size_t len = 0, a, b;
+	_cleanup_free_ char *text = lb_box_utf8_replace(data, n, &len);
+
+	if (!text)
+		return lb_err_set(err, ENOMEM, "stderr preview");
+	lb_box_py_strip(text, len, false, &a, &b);
+	if (b == 0)
+		return 0; /* whitespace only: LangBot skips it */
+	text[b] = '\0';
+	/* the decode buffer is sized for the worst case (3 bytes per input byte): keep only the
+	 * text, or thousands of kept chunks could pin hundreds of MiB */
+	char *small = realloc(text, b + 1);
+	if (small)
+		text = small;
+	if (preview_reserve(p) < 0)
+		return lb_err_set(err, ENOMEM, "stderr preview");
+	p->chunks[p->n] = LB_TAKE_PTR(text);
+	p->lens[p->n] = b;
+	p->n++;
+	p->chars += lb_box_utf8_count(p->chunks[p->n - 1], b) + 1; /* +1: the "\n" joining it */
+	while (p->chars > LB_BOX_PREVIEW_MAX && p->n > 0)
+		preview_drop_oldest(p);
+	return 0;
+}
+
+int lb_box_preview_text_len(const struct lb_box_preview *p, char **out, size_t *out_len,
+			    struct lb_err **err)
+{
+	size_t size = 1, o = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		size += p->lens[i] + 1;
+	char *s = malloc(size);
+	if (!s)
+		return lb_err_set(err, ENOMEM, "stderr preview");
+	for (size_t i = 0; i < p->n; i++) {
+		if (i)
+			s[o++] = '\n';
+		memcpy(s + o, p->chunks[i], p->lens[i]);
+		o += p->lens[i];
+	}
+	s[o] = '\0';
+	*out = s;
+	*out_len = o;
+	return 0;
+}
+
+int lb_box_preview_text(const struct lb_box_preview *p, char **out, struct lb_err **err)
+{
+	size_t len;
+
+	return lb_box_preview_text_len(p, out, &len, err);
+}
+
+void lb_box_preview_free(struct lb_box_preview *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->chunks[i]);
+	free(p->chunks);
+	free(p->lens);
+	*p = (struct lb_box_preview){0};
+}
