@@ -2,6 +2,7 @@
 #ifndef LBBOX_CLI_H
 #define LBBOX_CLI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -15,6 +16,13 @@ struct cli_globals {
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cli_run(struct cli_globals *g, int argc, char **argv);
+/* lbbox run's options (argv[0] is skipped) -> an engine spec: image resolved, env finished. */
+int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec *out,
+		   struct lb_err **err);
+int cli_session(struct cli_globals *g, int argc, char **argv);
+int cli_proc(struct cli_globals *g, int argc, char **argv);
+/* Prints one JSON value on a line. */
+void cli_print_json(json_t *j);
 
 /*
  * Runs lbbox-image ROOT ARGS... (args NULL-terminated). With capture_err its error line becomes

@@ -24,6 +24,8 @@ static void usage(FILE *f)
 	    "\n"
 	    "commands:\n"
 	    "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
+	    "  session create|exec|ls|inspect|rm|gc   long-lived sandboxes (LangBot Box sessions)\n"
+	    "  proc start|attach|ls|inspect|stop      managed processes in a session\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
 	    "  load -i FILE | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI archive or layout\n"
@@ -80,6 +82,10 @@ int main(int argc, char **argv)
 	const char *verb = argv[optind];
 	if (strcmp(verb, "run") == 0)
 		return cli_run(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "session") == 0)
+		return cli_session(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "proc") == 0)
+		return cli_proc(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "network") == 0)
 		return cli_network(&g, argc - optind, argv + optind);
 	static const char *const image_verbs[] = {"load", "pull", "images", "inspect",

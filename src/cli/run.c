@@ -473,6 +473,22 @@ static void run_opts_free(struct run_opts *o)
 	lb_spec_free(&o->spec);
 }
 
+int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec *out,
+		   struct lb_err **err)
+{
+	struct run_opts o = {.n_env = 0};
+	lb_spec_init(&o.spec);
+	if (parse_args(&o, argc, argv, err) < 0 || resolve_image(&o, g, err) < 0 ||
+	    finish_env(&o, err) < 0 || finish_network(&o, err) < 0) {
+		run_opts_free(&o);
+		return -1;
+	}
+	*out = o.spec;
+	lb_spec_init(&o.spec);
+	run_opts_free(&o);
+	return 0;
+}
+
 int cli_run(struct cli_globals *g, int argc, char **argv)
 {
 	struct run_opts o = {.n_env = 0};

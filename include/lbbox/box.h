@@ -1,0 +1,147 @@
+/*
+ * The command layer of LangBot Box on lbbox's own engine: sessions (long-lived sandboxes kept on
+ * disk under RUNROOT/box, so any lbbox process finds them), exec into them, managed processes.
+ * Errors carry LangBot's Box error classes (lbbox/box_spec.h) and texts.
+ */
+#ifndef LBBOX_BOX_H
+#define LBBOX_BOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lbbox/box_spec.h"
+#include "lbbox/err.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/spec.h"
+
+struct lb_box_limits {
+	int64_t max_sessions;		 /* 64 */
+	int64_t max_managed_processes;	 /* 64 */
+	int64_t max_completed_processes; /* 256 */
+	int64_t completed_retention_sec; /* 300 */
+	int64_t session_ttl_sec;	 /* 300 */
+};
+
+struct lb_box {
+	struct lb_paths paths;
+	char dir[4096]; /* RUNROOT/box */
+	char owner[64]; /* instance id of the lbbox process owning new sessions, "" = none */
+	struct lb_box_limits limits;
+};
+
+/* Fills box for paths with the default limits; owner may be NULL. Creates nothing. */
+int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *owner,
+		struct lb_err **err);
+
+/* What a session is: the Box spec it was created with, plus where it lives. */
+struct lb_box_session {
+	char *session_id;
+	char sandbox[13];
+	char *owner;
+	struct lb_box_spec spec; /* session fields only (cmd, env, workdir unused) */
+	uint64_t created_ns, last_used_ns;
+	bool alive;
+};
+void lb_box_session_free(struct lb_box_session *s);
+
+/*
+ * Builds the engine spec of a new session (image, user options); called only when a session has
+ * to be created. The box layer then applies the Box fields (mounts, limits, network, read-only).
+ */
+typedef int (*lb_box_spec_fn)(void *ctx, const struct lb_box_spec *bs, struct lb_spec *out,
+			      struct lb_err **err);
+
+/* §3.3 get-or-create: reuse, conflict, extra-mount recreate, dead -> recreate, capacity. */
+int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *bs,
+				 lb_box_spec_fn build, void *ctx, struct lb_box_session *out,
+				 bool *created, struct lb_err **err);
+/* BoxSessionNotFoundError "session <id> not found" when unknown. */
+int lb_box_session_get(struct lb_box *box, const char *id, struct lb_box_session *out,
+		       struct lb_err **err);
+/* The writable workspace directory of a session created without a host_path. */
+void lb_box_session_workspace(const struct lb_box *box, const char *id, char *out, size_t len);
+/* Terminates its managed processes and destroys the sandbox; waits for the cleanup. */
+int lb_box_session_delete(struct lb_box *box, const char *id, struct lb_err **err);
+/* Every session, sorted by id. */
+int lb_box_session_list(struct lb_box *box, struct lb_box_session **out, size_t *n,
+			struct lb_err **err);
+void lb_box_session_list_free(struct lb_box_session *v, size_t n);
+/*
+ * §3.5: removes non-persistent sessions idle for longer than the TTL with no exec in flight and
+ * no running managed process, and sessions whose owner instance is gone (§3.8). now_ns 0 =
+ * the current time (a test may pass a later one).
+ */
+int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err);
+
+/* A server's instance: held (flock) for its lifetime so reapers know its sessions are owned. */
+int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err);
+
+/* One exec (§3.4): sh -lc "mkdir -p W && cd W && CMD", output captured. */
+struct lb_box_exec_req {
+	const char *cmd;
+	const char *workdir; /* NULL = the session's mount_path */
+	char *const *env;    /* NULL-terminated KEY=VALUE, may be NULL */
+	int64_t timeout_sec;
+	uint64_t fsize_limit; /* RLIMIT_FSIZE bytes for the command (workspace quota), 0 = none */
+};
+struct lb_box_exec_result {
+	bool timed_out;
+	bool has_exit_code; /* false = JSON null */
+	int exit_code;
+	char *out, *err; /* LangBot's text: capped, decoded, stripped */
+	uint64_t duration_ms;
+};
+void lb_box_exec_result_free(struct lb_box_exec_result *r);
+/* Runs in an existing session (BoxSessionNotFoundError otherwise); serialised per session. A
+ * timeout kills the exec's process tree and destroys the session before returning. */
+int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_exec_req *req,
+		struct lb_box_exec_result *res, struct lb_err **err);
+
+/* ---- managed processes (§3.6) -----------------------------------------------------------------
+ */
+
+/* BoxManagedProcessInfo, plus the keeper that holds its pipes. */
+struct lb_box_proc_info {
+	char *session_id, *process_id, *command, *cwd;
+	char **args;	 /* NULL-terminated */
+	char **env_keys; /* NULL-terminated, sorted */
+	bool running, attached;
+	uint64_t started_ns, exited_ns; /* exited_ns 0 = null */
+	bool has_exit_code;
+	int exit_code;
+	char *stderr_preview;
+};
+void lb_box_proc_info_free(struct lb_box_proc_info *p);
+
+/*
+ * Starts spec in the session, its stdin/stdout/stderr held by a small keeper process that
+ * outlives the caller: stderr feeds the preview, stdout is read only while a client is attached.
+ * A running process with the same process_id is terminated and replaced.
+ */
+int lb_box_proc_start(struct lb_box *box, const char *session_id,
+		      const struct lb_box_proc_spec *spec, struct lb_box_proc_info *out,
+		      struct lb_err **err);
+int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *process_id,
+		    struct lb_box_proc_info *out, struct lb_err **err);
+/* The session's managed processes (running and recently exited), sorted by process_id. */
+int lb_box_proc_list(struct lb_box *box, const char *session_id, struct lb_box_proc_info **out,
+		     size_t *n, struct lb_err **err);
+void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n);
+/* close stdin, SIGTERM, 5 s, SIGKILL of its cgroup; then removed from the registry. */
+int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
+		     struct lb_err **err);
+/* A stream socket to the running process: bytes written go to its stdin, its stdout comes back.
+ * One client at a time (a second waits). BoxManagedProcessConflictError when not running. */
+int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		       struct lb_err **err);
+/* Running managed processes of the whole runtime. */
+size_t lb_box_proc_count_running(struct lb_box *box);
+
+/* ---- JSON as LangBot sees it ------------------------------------------------------------------
+ */
+#include <jansson.h>
+json_t *lb_box_session_json(const struct lb_box_session *s);
+json_t *lb_box_proc_json(const struct lb_box_proc_info *p);
+json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec_result *r);
+
+#endif

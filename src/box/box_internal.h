@@ -1,0 +1,74 @@
+/* Shared between the files of src/box/: the on-disk layout of sessions and its locks. */
+#ifndef LBBOX_BOX_INTERNAL_H
+#define LBBOX_BOX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lbbox/box.h"
+
+/*
+ * RUNROOT/box/
+ *   lock                  flock: create, delete and reap of any session (short sections)
+ *   sessions/<key>/       one session; <key> = its id when that is a safe file name, else a hash
+ *     session.json        the record: id, sandbox id, owner, spec, created
+ *     exec.lock           flock: execs of the session run one at a time; mtime = last used
+ *     workspace/          the writable workspace of a session without a host_path
+ *     procs/              managed processes (proc.c)
+ */
+#define BOX_KEY_MAX 128
+
+/* registry.c */
+void box_session_key(const char *id, char key[BOX_KEY_MAX]);
+void box_session_dir(const struct lb_box *box, const char *id, char *out, size_t len);
+/* Opens (creating) dir/name and flocks it with op (LOCK_EX, LOCK_SH, | LOCK_NB); fd in *fd. */
+int box_flock(const char *dir, const char *name, int op, int *fd, struct lb_err **err);
+/* The global lock of RUNROOT/box (created on first use). */
+int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err);
+int box_record_read(const struct lb_box *box, const char *id, struct lb_box_session *out,
+		    struct lb_err **err);
+/* The same from the session's directory name under sessions/. */
+int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box_session *out,
+			struct lb_err **err);
+int box_record_write(const char *sdir, const struct lb_box_session *s, struct lb_err **err);
+/* Sets last_used to now (mtime of exec.lock). */
+void box_touch(const char *sdir);
+size_t box_count_sessions(const struct lb_box *box);
+
+/* session.c */
+uint64_t box_realtime_ns(void);
+int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);
+/* Destroys the session's sandbox and record; the caller holds the global lock. */
+int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
+
+/* reap.c: the TTL and orphan rules; the caller holds the global lock. */
+void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);
+
+/* engine_spec.c: the Box fields on top of the caller's engine spec. */
+int box_engine_spec(const struct lb_box_spec *bs, const char *workspace, struct lb_spec *spec,
+		    struct lb_err **err);
+
+/* proc_record.c: procs/<hash>.json records and socket names. */
+#define BOX_PROC_STOP_GRACE_SEC 5
+void box_proc_key(const char *process_id, char key[32]);
+void box_proc_paths(const char *sdir, const char *process_id, char *json, char *sock, size_t len);
+int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *keeper,
+			 uint64_t *keeper_start, struct lb_err **err);
+int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pid_t keeper,
+			  uint64_t keeper_start, struct lb_err **err);
+
+/* keeper.c: forks the keeper of one managed process; returns once it runs (or failed). */
+int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,
+		     const struct lb_box_proc_spec *spec, struct lb_err **err);
+
+/* proc.c */
+/* Terminates every managed process of the session (close stdin, SIGTERM, 5 s, SIGKILL). */
+void box_procs_terminate_all(struct lb_box *box, const char *sdir);
+/* True when a managed process of the session is running. */
+bool box_procs_any_running(const char *sdir);
+/* Running processes of the session (only: just that process_id, 0 or 1). */
+size_t box_procs_running(const char *sdir, const char *only);
+/* Drops exited records past the retention time or beyond the per-runtime maximum. */
+void box_procs_prune(struct lb_box *box);
+
+#endif

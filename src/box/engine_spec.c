@@ -1,0 +1,72 @@
+/*
+ * A Box session's fields on top of the engine spec the caller built (image, user options): the
+ * workspace and extra mounts, memory / pids / cpu limits, network, read-only root, as LangBot's
+ * Docker backend passes them to `docker run` (§4.1), with two differences: a session without a
+ * host_path gets its own writable workspace directory (as the nsjail backend does), and extra
+ * mounts go through the same host-path checks as the workspace (LangBot checks only host_path).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "box/box_internal.h"
+#include "lbbox/util.h"
+
+static int add_mount(struct lb_spec *spec, const char *src, const char *dst, bool ro,
+		     struct lb_err **err)
+{
+	if (spec->n_mounts >= LB_MAX_MOUNTS)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "too many mounts (at most %d)",
+				  LB_MAX_MOUNTS);
+	struct lb_mount *m = &spec->mounts[spec->n_mounts];
+	m->source = strdup(src);
+	m->target = strdup(dst);
+	m->readonly = ro;
+	spec->n_mounts++;
+	if (!m->source || !m->target)
+		return lb_err_set(err, ENOMEM, "mount");
+	return 0;
+}
+
+static int workspace_mount(const struct lb_box_spec *bs, const char *workspace,
+			   struct lb_spec *spec, struct lb_err **err)
+{
+	if (!bs->host_path)
+		return add_mount(spec, workspace, bs->mount_path, false, err);
+	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)
+		return 0;
+	/* LangBot creates a missing host workspace before mounting it */
+	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_p(bs->host_path, 0755, NULL) < 0)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "host_path %s cannot be created",
+				  bs->host_path);
+	return add_mount(spec, bs->host_path, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
+			 err);
+}
+
+int box_engine_spec(const struct lb_box_spec *bs, const char *workspace, struct lb_spec *spec,
+		    struct lb_err **err)
+{
+	if (workspace_mount(bs, workspace, spec, err) < 0)
+		return -1;
+	for (size_t i = 0; i < bs->n_extra_mounts; i++) {
+		const struct lb_box_mount *m = &bs->extra_mounts[i];
+		if (m->mode != LB_BOX_MOUNT_NONE && add_mount(spec, m->host_path, m->mount_path,
+							      m->mode == LB_BOX_MOUNT_RO, err) < 0)
+			return -1;
+	}
+	spec->limits.memory_bytes = (uint64_t)bs->memory_mb << 20;
+	spec->limits.pids = (uint64_t)bs->pids_limit;
+	spec->limits.cpu_period_us = 100000;
+	spec->limits.cpu_quota_us = (uint64_t)(bs->cpus * 100000.0 + 0.5);
+	if (spec->limits.cpu_quota_us < 1000) /* the kernel's minimum quota */
+		spec->limits.cpu_quota_us = 1000;
+	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
+	spec->readonly_root = bs->read_only_rootfs;
+	spec->session = true;
+	if (lb_spec_check(spec, err) < 0) {
+		if (!(*err)->cls)
+			(*err)->cls = LB_BOX_EVALIDATION;
+		return -1;
+	}
+	return 0;
+}

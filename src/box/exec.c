@@ -1,0 +1,248 @@
+/*
+ * exec in a session (§3.4, §4.1): sh -lc "mkdir -p W && cd W && CMD" joined into the session's
+ * sandbox in its own child cgroup, stdout and stderr captured apart (LangBot's caps and text
+ * rules), a deadline after which the exec's whole process tree is killed and the session
+ * dropped. Execs of one session run one at a time (its exec.lock).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/box_text.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+struct capture {
+	int fd[2]; /* read ends: stdout, stderr */
+	struct lb_box_capture out[2];
+};
+
+static void capture_close(struct capture *c)
+{
+	for (int i = 0; i < 2; i++) {
+		if (c->fd[i] >= 0)
+			close(c->fd[i]);
+		c->fd[i] = -1;
+		lb_box_capture_free(&c->out[i]);
+	}
+}
+
+static char *shell_command(const char *workdir, const char *cmd)
+{
+	_cleanup_free_ char *w = lb_box_shell_quote(workdir);
+	char *s = NULL;
+	if (!w || asprintf(&s, "mkdir -p %s && cd %s && %s", w, w, cmd) < 0)
+		return NULL;
+	return s;
+}
+
+/* Reads what is there: 1 = got data, 0 = nothing more for now, -1 = EOF (fd closed). */
+static int drain(struct capture *c, int i)
+{
+	char buf[65536];
+	ssize_t n = read(c->fd[i], buf, sizeof(buf));
+	if (n > 0) {
+		lb_box_capture_add(&c->out[i], buf, (size_t)n, NULL);
+		return 1;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	close(c->fd[i]);
+	c->fd[i] = -1;
+	return -1;
+}
+
+/* Until the command exits or the deadline passes; then what is already in the pipes (a
+ * background process may keep them open: no waiting for EOF). */
+static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[3] = {{.fd = p->pidfd, .events = POLLIN},
+					{.fd = c->fd[0], .events = POLLIN},
+					{.fd = c->fd[1], .events = POLLIN}};
+		uint64_t now = lb_now_ns();
+		if (now >= deadline)
+			return false;
+		int ms = (int)((deadline - now) / 1000000 + 1);
+		if (poll(pfd, 3, ms) < 0 && errno != EINTR)
+			return false;
+		for (int i = 0; i < 2; i++)
+			if (pfd[i + 1].revents)
+				drain(c, i);
+		if (pfd[0].revents) {
+			for (int i = 0; i < 2; i++)
+				while (c->fd[i] >= 0 && drain(c, i) > 0)
+					;
+			return true;
+		}
+	}
+}
+
+static int make_pipes(struct capture *c, int child[2], struct lb_err **err)
+{
+	for (int i = 0; i < 2; i++) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return lb_err_set(err, errno, "pipe");
+		c->fd[i] = p[0];
+		child[i] = p[1];
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+	}
+	return 0;
+}
+
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+struct exec_run {
+	struct lb_box *box;
+	const char *id;
+	const struct lb_box_session *s;
+	const struct lb_box_exec_req *req;
+	struct lb_box_exec_result *res;
+};
+
+/* The command ran (or could not start): fill the result from its status and output. */
+static int finish(struct exec_run *x, struct capture *c, int code, struct lb_err **err)
+{
+	x->res->has_exit_code = !x->res->timed_out;
+	x->res->exit_code = code;
+	if (lb_box_capture_text(&c->out[0], &x->res->out, err) < 0 ||
+	    lb_box_capture_text(&c->out[1], &x->res->err, err) < 0)
+		return -1;
+	if (x->res->timed_out && !x->res->err[0]) {
+		free(x->res->err);
+		if (asprintf(&x->res->err, "Command timed out after %lld seconds.",
+			     (long long)x->req->timeout_sec) < 0)
+			x->res->err = NULL;
+	}
+	return x->res->err ? 0 : lb_err_set(err, ENOMEM, "exec result");
+}
+
+static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
+{
+	char cg[24] = "exec-";
+	struct capture c = {.fd = {-1, -1}};
+	int child[2] = {-1, -1}, setup_exit;
+	const char *wd = x->req->workdir ? x->req->workdir : x->s->spec.mount_path;
+	_cleanup_free_ char *script = shell_command(wd, x->req->cmd);
+	char *argv[] = {"sh", "-lc", script, NULL};
+	struct lb_proc p;
+	if (!script || lb_random_hex(cg + 5, 12, err) < 0 || make_pipes(&c, child, err) < 0) {
+		capture_close(&c);
+		return script ? -1 : lb_err_set(err, ENOMEM, "exec");
+	}
+	struct lb_exec_opts o = {.argv = argv,
+				 .env = x->req->env,
+				 .cwd = "/",
+				 .fds = {-1, child[0], child[1]},
+				 .cgroup = cg,
+				 .fsize = x->req->fsize_limit};
+	uint64_t start = lb_now_ns();
+	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);
+	close(child[0]), close(child[1]);
+	if (r < 0) {
+		/* as `docker exec` reports a missing shell: a completed result, not an RPC error */
+		int code = setup_exit;
+		lb_box_capture_add(&c.out[1], (*err)->msg, strlen((*err)->msg), NULL);
+		lb_err_free(err);
+		r = finish(x, &c, code, err);
+		capture_close(&c);
+		return r;
+	}
+	uint64_t deadline = start + (uint64_t)x->req->timeout_sec * 1000000000ull;
+	x->res->timed_out = !wait_command(&p, &c, deadline);
+	if (x->res->timed_out)
+		lb_proc_kill(&p, NULL);
+	int status = lb_proc_wait(&p);
+	x->res->duration_ms = (lb_now_ns() - start) / 1000000;
+	/* background processes of a finished exec keep running, as with docker exec */
+	if (x->res->timed_out || lb_cgroup_is_empty(p.cg))
+		lb_proc_release(&p);
+	else {
+		lb_cgroup_forget(p.cg);
+		p.cg = NULL;
+		lb_proc_release(&p);
+	}
+	r = finish(x, &c, exit_code_of(status), err);
+	capture_close(&c);
+	return r;
+}
+
+/* exec.lock of a session that still exists (not a stale one of a deleted namesake). */
+static int lock_session(struct lb_box *box, const char *id, const char *sdir, int *fd,
+			struct lb_err **err)
+{
+	char path[4300], del[4300];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
+	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
+	if (access(sdir, F_OK) < 0)
+		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
+	if (box_flock(sdir, "exec.lock", LOCK_EX, fd, err) < 0)
+		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
+	if (fstat(*fd, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
+	    access(del, F_OK) == 0) {
+		close(*fd);
+		*fd = -1;
+		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s is being deleted", id);
+	}
+	return 0;
+}
+
+int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_exec_req *req,
+		struct lb_box_exec_result *res, struct lb_err **err)
+{
+	char sdir[4200];
+	_cleanup_close_ int lock = -1;
+	struct lb_box_session s;
+	struct lb_sandbox *sb = NULL;
+	memset(res, 0, sizeof(*res));
+	if (!req->cmd || !req->cmd[0])
+		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
+	box_session_dir(box, session_id, sdir, sizeof(sdir));
+	if (lock_session(box, session_id, sdir, &lock, err) < 0 ||
+	    box_record_read(box, session_id, &s, err) < 0)
+		return -1;
+	struct exec_run x = {.box = box, .id = session_id, .s = &s, .req = req, .res = res};
+	int r = lb_sandbox_open(&box->paths, s.sandbox, &sb, err);
+	if (r < 0)
+		lb_err_box(err, LB_BOX_EBOX, "session %s is not running", session_id);
+	else
+		r = run(&x, sb, err);
+	lb_sandbox_close(sb);
+	lb_box_session_free(&s);
+	box_touch(sdir);
+	if (r == 0 && res->timed_out) {
+		/* LangBot drops a timed-out session and waits for it before replying */
+		close(lock);
+		lock = -1;
+		_cleanup_close_ int glock = -1;
+		if (box_global_lock(box, &glock, err) < 0 ||
+		    box_session_drop(box, session_id, err) < 0)
+			r = -1;
+	}
+	if (r < 0)
+		lb_box_exec_result_free(res);
+	return r;
+}
+
+void lb_box_exec_result_free(struct lb_box_exec_result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}

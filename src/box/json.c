@@ -1,0 +1,72 @@
+/* The JSON shapes LangBot sees (§1.4, §1.5, §1.7, §3.7), datetimes as pydantic writes them. */
+#include <stdio.h>
+
+#include "box/box_internal.h"
+#include "lbbox/box_text.h"
+
+#define BACKEND_NAME "lbbox"
+
+static json_t *time_json(uint64_t ns)
+{
+	char buf[40];
+	if (!ns)
+		return json_null();
+	lb_box_format_time(ns, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+static json_t *strv(char *const *v)
+{
+	json_t *a = json_array();
+	for (; v && *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+json_t *lb_box_session_json(const struct lb_box_session *s)
+{
+	const struct lb_box_spec *b = &s->spec;
+	char backend_id[32];
+	snprintf(backend_id, sizeof(backend_id), "lbbox-%s", s->sandbox);
+	json_t *j = json_object();
+	json_object_set_new(j, "session_id", json_string(s->session_id));
+	json_object_set_new(j, "backend_name", json_string(BACKEND_NAME));
+	json_object_set_new(j, "backend_session_id", json_string(backend_id));
+	json_object_set_new(j, "image", json_string(b->image));
+	json_object_set_new(j, "network", json_string(lb_box_net_name(b->network)));
+	json_object_set_new(j, "host_path", b->host_path ? json_string(b->host_path) : json_null());
+	json_object_set_new(j, "host_path_mode",
+			    json_string(lb_box_mount_mode_name(b->host_path_mode)));
+	json_object_set_new(j, "mount_path", json_string(b->mount_path));
+	json_object_set_new(j, "persistent", json_boolean(b->persistent));
+	json_object_set_new(j, "cpus", json_real(b->cpus));
+	json_object_set_new(j, "memory_mb", json_integer(b->memory_mb));
+	json_object_set_new(j, "pids_limit", json_integer(b->pids_limit));
+	json_object_set_new(j, "read_only_rootfs", json_boolean(b->read_only_rootfs));
+	json_object_set_new(j, "workspace_quota_mb", json_integer(b->workspace_quota_mb));
+	json_object_set_new(j, "created_at", time_json(s->created_ns));
+	json_object_set_new(j, "last_used_at", time_json(s->last_used_ns));
+	return j;
+}
+
+json_t *lb_box_proc_json(const struct lb_box_proc_info *p)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:b, s:o, s:o, s:o, s:s}",
+			 "session_id", p->session_id, "process_id", p->process_id, "status",
+			 p->running ? "running" : "exited", "command", p->command, "args",
+			 strv(p->args), "cwd", p->cwd, "env_keys", strv(p->env_keys), "attached",
+			 p->attached, "started_at", time_json(p->started_ns), "exited_at",
+			 time_json(p->exited_ns), "exit_code",
+			 p->has_exit_code ? json_integer(p->exit_code) : json_null(),
+			 "stderr_preview", p->stderr_preview ? p->stderr_preview : "");
+}
+
+json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec_result *r)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I}", "session_id", session_id,
+			 "backend_name", BACKEND_NAME, "status",
+			 r->timed_out ? "timed_out" : "completed", "exit_code",
+			 r->has_exit_code ? json_integer(r->exit_code) : json_null(), "stdout",
+			 r->out ? r->out : "", "stderr", r->err ? r->err : "", "duration_ms",
+			 (json_int_t)r->duration_ms);
+}

@@ -1,0 +1,383 @@
+/*
+ * The keeper of one managed process (§3.6), as conmon is for a podman container: a small
+ * process, detached from whoever started it, that holds the process's stdin, stdout and stderr.
+ * It feeds stderr into the preview, relays stdin/stdout for one attached client at a time over a
+ * unix socket (stdout is read only while a client is attached, so an unattached process feels
+ * back-pressure as with LangBot), records the exit, and on SIGTERM runs the termination
+ * procedure: close stdin, SIGTERM, 5 s, SIGKILL of the process's whole cgroup.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/box_text.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+struct keeper {
+	struct lb_box_proc_info info;
+	char json[4400], sock[4400];
+	struct lb_proc p;
+	int in_w, out_r, err_r, lfd, cfd, sigfd;
+	struct lb_box_preview preview;
+	char pend[65536];
+	size_t pend_len, pend_off;
+	pid_t self;
+	uint64_t self_start, kill_at;
+};
+
+static void save(struct keeper *k)
+{
+	box_proc_record_write(k->json, &k->info, k->self, k->self_start, NULL);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static char *command_line(const struct lb_box_proc_spec *spec)
+{
+	_cleanup_free_ char *cwd = lb_box_shell_quote(spec->cwd);
+	_cleanup_free_ char *cmd = lb_box_shell_quote(spec->command);
+	char *s = NULL;
+	if (!cwd || !cmd || asprintf(&s, "mkdir -p %s && cd %s && exec %s", cwd, cwd, cmd) < 0)
+		return NULL;
+	for (char **a = spec->args; a && *a; a++) {
+		_cleanup_free_ char *q = lb_box_shell_quote(*a);
+		char *t = NULL;
+		if (!q || asprintf(&t, "%s %s", s, q) < 0) {
+			free(s);
+			return NULL;
+		}
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+/* Binds through /proc/self/fd/N so a long runroot never overflows sun_path. */
+static int listen_socket(struct keeper *k, struct lb_err **err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[4400];
+	snprintf(dir, sizeof(dir), "%s", k->sock);
+	*strrchr(dir, '/') = '\0';
+	const char *name = strrchr(k->sock, '/') + 1;
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return lb_err_set(err, errno, "open %s", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, name);
+	unlinkat(dfd, name, 0);
+	k->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (k->lfd < 0 || bind(k->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(k->lfd, 8) < 0)
+		return lb_err_set(err, errno, "listen on %s", k->sock);
+	return 0;
+}
+
+static int start_process(struct keeper *k, struct lb_box *box, const struct lb_box_session *s,
+			 const struct lb_box_proc_spec *spec, struct lb_err **err)
+{
+	int in[2], out[2], errp[2], setup_exit;
+	char cg[24] = "proc-";
+	struct lb_sandbox *sb = NULL;
+	_cleanup_free_ char *line = command_line(spec);
+	char *argv[] = {"sh", "-lc", line, NULL};
+	if (!line)
+		return lb_err_set(err, ENOMEM, "managed process");
+	if (lb_random_hex(cg + 5, 12, err) < 0 ||
+	    lb_sandbox_open(&box->paths, s->sandbox, &sb, err) < 0)
+		return -1;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		lb_sandbox_close(sb);
+		return lb_err_set(err, errno, "pipe");
+	}
+	struct lb_exec_opts o = {.argv = argv,
+				 .env = spec->env,
+				 .cwd = "/",
+				 .fds = {in[0], out[1], errp[1]},
+				 .cgroup = cg};
+	int r = lb_sandbox_spawn(sb, &o, &k->p, &setup_exit, err);
+	lb_sandbox_close(sb);
+	close(in[0]), close(out[1]), close(errp[1]);
+	k->in_w = in[1], k->out_r = out[0], k->err_r = errp[0];
+	fcntl(k->in_w, F_SETFL, O_NONBLOCK);
+	return r;
+}
+
+static int block_signals(struct keeper *k, struct lb_err **err)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGPIPE);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	k->sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+	return k->sigfd < 0 ? lb_err_set(err, errno, "signalfd") : 0;
+}
+
+static void begin_stop(struct keeper *k)
+{
+	if (k->kill_at)
+		return;
+	close_fd(&k->in_w);
+	syscall(SYS_pidfd_send_signal, k->p.pidfd, SIGTERM, NULL, 0);
+	k->kill_at = lb_now_ns() + BOX_PROC_STOP_GRACE_SEC * 1000000000ull;
+}
+
+static void feed_preview(struct keeper *k, const char *buf, size_t n)
+{
+	_cleanup_free_ char *text = NULL;
+	if (lb_box_preview_add(&k->preview, buf, n, NULL) == 0 &&
+	    lb_box_preview_text(&k->preview, &text, NULL) == 0) {
+		free(k->info.stderr_preview);
+		k->info.stderr_preview = LB_TAKE_PTR(text);
+		save(k);
+	}
+}
+
+static void on_stderr(struct keeper *k)
+{
+	char buf[65536];
+	ssize_t n = read(k->err_r, buf, sizeof(buf));
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0)
+		close_fd(&k->err_r);
+	else
+		feed_preview(k, buf, (size_t)n);
+}
+
+static void detach(struct keeper *k)
+{
+	close_fd(&k->cfd);
+	k->pend_len = k->pend_off = 0;
+	k->info.attached = false;
+	save(k);
+}
+
+static void on_client(struct keeper *k)
+{
+	ssize_t n = read(k->cfd, k->pend, sizeof(k->pend));
+	if (n <= 0) {
+		detach(k);
+		return;
+	}
+	k->pend_len = (size_t)n;
+	k->pend_off = 0;
+}
+
+static void on_stdin_writable(struct keeper *k)
+{
+	ssize_t n = write(k->in_w, k->pend + k->pend_off, k->pend_len - k->pend_off);
+	if (n < 0 && errno != EAGAIN) {
+		k->pend_len = k->pend_off = 0; /* the process closed its stdin */
+		return;
+	}
+	if (n > 0 && (k->pend_off += (size_t)n) == k->pend_len)
+		k->pend_len = k->pend_off = 0;
+}
+
+static void on_stdout(struct keeper *k)
+{
+	char buf[65536];
+	ssize_t n = read(k->out_r, buf, sizeof(buf));
+	if (n <= 0) {
+		close_fd(&k->out_r);
+		return;
+	}
+	if (lb_write_all(k->cfd, buf, (size_t)n) < 0)
+		detach(k);
+}
+
+static void on_accept(struct keeper *k)
+{
+	k->cfd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (k->cfd < 0)
+		return;
+	k->info.attached = true;
+	save(k);
+}
+
+/* One round of the loop; false once the process has exited. */
+static bool step(struct keeper *k)
+{
+	enum { P_PID, P_SIG, P_ERR, P_LISTEN, P_CLIENT, P_OUT, P_IN, P_N };
+	struct pollfd pfd[P_N] = {
+	    [P_PID] = {.fd = k->p.pidfd, .events = POLLIN},
+	    [P_SIG] = {.fd = k->sigfd, .events = POLLIN},
+	    [P_ERR] = {.fd = k->err_r, .events = POLLIN},
+	    [P_LISTEN] = {.fd = k->cfd < 0 ? k->lfd : -1, .events = POLLIN},
+	    [P_CLIENT] = {.fd = k->cfd >= 0 && !k->pend_len ? k->cfd : -1, .events = POLLIN},
+	    [P_OUT] = {.fd = k->cfd >= 0 ? k->out_r : -1, .events = POLLIN},
+	    [P_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
+	};
+	int timeout = -1;
+	if (k->kill_at) {
+		uint64_t now = lb_now_ns();
+		if (now >= k->kill_at)
+			lb_proc_kill(&k->p, NULL);
+		timeout = now >= k->kill_at ? 100 : (int)((k->kill_at - now) / 1000000 + 1);
+	}
+	if (poll(pfd, P_N, timeout) < 0)
+		return true;
+	struct signalfd_siginfo si;
+	if (pfd[P_SIG].revents && read(k->sigfd, &si, sizeof(si)) == sizeof(si) &&
+	    si.ssi_signo != SIGPIPE)
+		begin_stop(k);
+	if (pfd[P_ERR].revents)
+		on_stderr(k);
+	if (pfd[P_OUT].revents)
+		on_stdout(k);
+	if (pfd[P_IN].revents)
+		on_stdin_writable(k);
+	if (pfd[P_CLIENT].revents)
+		on_client(k);
+	if (pfd[P_LISTEN].revents)
+		on_accept(k);
+	return !pfd[P_PID].revents;
+}
+
+/* The process exited: the rest of its output, its status, and nothing of it left behind. */
+static void finish(struct keeper *k)
+{
+	int status = lb_proc_wait(&k->p);
+	if (k->err_r >= 0)
+		fcntl(k->err_r, F_SETFL, O_NONBLOCK);
+	for (int i = 0; i < 64 && k->err_r >= 0; i++) /* what it wrote before exiting */
+		on_stderr(k);
+	while (k->cfd >= 0 && k->out_r >= 0 && fcntl(k->out_r, F_SETFL, O_NONBLOCK) == 0) {
+		char buf[65536];
+		ssize_t n = read(k->out_r, buf, sizeof(buf));
+		if (n <= 0 || lb_write_all(k->cfd, buf, (size_t)n) < 0)
+			break;
+	}
+	lb_proc_release(&k->p);
+	k->info.running = false;
+	k->info.attached = false;
+	k->info.exited_ns = box_realtime_ns();
+	k->info.has_exit_code = true;
+	k->info.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
+					      : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	save(k);
+	unlink(k->sock);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int info_init(struct keeper *k, const struct lb_box_session *s,
+		     const struct lb_box_proc_spec *spec, struct lb_err **err)
+{
+	size_t n = 0;
+	for (char **e = spec->env; e && *e; e++)
+		n++;
+	k->info.env_keys = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; k->info.env_keys && i < n; i++)
+		k->info.env_keys[i] = strndup(spec->env[i], strcspn(spec->env[i], "="));
+	if (k->info.env_keys)
+		qsort(k->info.env_keys, n, sizeof(char *), cmp_str);
+	n = 0;
+	for (char **a = spec->args; a && *a; a++)
+		n++;
+	k->info.args = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; k->info.args && i < n; i++)
+		k->info.args[i] = strdup(spec->args[i]);
+	k->info.session_id = strdup(s->session_id);
+	k->info.process_id = strdup(spec->process_id);
+	k->info.command = strdup(spec->command);
+	k->info.cwd = strdup(spec->cwd);
+	k->info.stderr_preview = strdup("");
+	k->info.running = true;
+	k->info.started_ns = box_realtime_ns();
+	k->self = getpid();
+	k->self_start = lb_proc_starttime(k->self);
+	if (!k->info.env_keys || !k->info.args || !k->info.session_id || !k->info.process_id ||
+	    !k->info.command || !k->info.cwd || !k->info.stderr_preview)
+		return lb_err_set(err, ENOMEM, "managed process");
+	return 0;
+}
+
+__attribute__((noreturn)) static void keeper_main(struct lb_box *box,
+						  const struct lb_box_session *s, const char *sdir,
+						  const struct lb_box_proc_spec *spec, int ready)
+{
+	struct keeper k = {.in_w = -1, .out_r = -1, .err_r = -1, .lfd = -1, .cfd = -1, .sigfd = -1};
+	struct lb_err *err = NULL;
+	char procs[4300];
+	/* nothing of the caller stays open in a long-lived process (its locks, a server's sockets)
+	 */
+	if (ready > 3)
+		syscall(SYS_close_range, 3U, (unsigned)ready - 1, 0U);
+	syscall(SYS_close_range, (unsigned)ready + 1, ~0U, 0U);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd < 3 && null >= 0; fd++)
+		dup2(null, fd);
+	snprintf(procs, sizeof(procs), "%s/procs", sdir);
+	box_proc_paths(sdir, spec->process_id, k.json, k.sock, sizeof(k.json));
+	if (lb_mkdir_p(procs, 0700, &err) < 0 || block_signals(&k, &err) < 0 ||
+	    info_init(&k, s, spec, &err) < 0 || listen_socket(&k, &err) < 0 ||
+	    start_process(&k, box, s, spec, &err) < 0) {
+		unlink(k.sock);
+		lb_child_fail(ready, 1, err);
+	}
+	save(&k);
+	close(ready); /* EOF: started */
+	while (step(&k))
+		;
+	finish(&k);
+	_exit(0);
+}
+
+int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,
+		     const struct lb_box_proc_spec *spec, struct lb_err **err)
+{
+	int ready[2], status;
+	struct lb_child_msg msg;
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(ready[0]);
+		setsid();
+		/* double fork: the keeper is nobody's child, it must outlive the caller */
+		pid_t k = fork();
+		if (k == 0)
+			keeper_main(box, s, sdir, spec, ready[1]);
+		_exit(k < 0 ? 1 : 0);
+	}
+	close(ready[1]);
+	if (pid < 0) {
+		close(ready[0]);
+		return lb_err_set(err, errno, "fork");
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	ssize_t n = lb_read_all(ready[0], &msg, sizeof(msg));
+	close(ready[0]);
+	if (n == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	msg.msg[sizeof(msg.msg) - 1] = '\0';
+	return lb_err_set(err, 0, "%s",
+			  n == (ssize_t)sizeof(msg) ? msg.msg : "managed process did not start");
+}

@@ -1,0 +1,414 @@
+/*
+ * Managed processes seen from any lbbox process (§3.6): start (replacing a running namesake,
+ * within the runtime's capacity), get, list, stop, attach. A record is "running" while its
+ * keeper lives; exited records stay for completed_process_retention_sec, at most
+ * max_completed_processes per runtime, then disappear.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+#include "sandbox/engine.h"
+
+/* Keeper alive and still the same process; its pidfd in *pidfd when asked. */
+static bool keeper_alive(pid_t keeper, uint64_t start, int *pidfd)
+{
+	if (keeper <= 0 || lb_proc_starttime(keeper) != start || start == 0)
+		return false;
+	if (!pidfd)
+		return true;
+	*pidfd = (int)syscall(SYS_pidfd_open, keeper, 0);
+	return *pidfd >= 0 && lb_proc_starttime(keeper) == start;
+}
+
+/* Reads a record; a keeper that died without recording the exit (SIGKILL) reads as exited. */
+static int read_info(const char *path, struct lb_box_proc_info *out, pid_t *keeper,
+		     uint64_t *kstart, struct lb_err **err)
+{
+	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
+		return -1;
+	if (out->running && !keeper_alive(*keeper, *kstart, NULL)) {
+		out->running = false;
+		out->attached = false;
+	}
+	return 0;
+}
+
+static int session_dir(struct lb_box *box, const char *id, char *sdir, size_t len,
+		       struct lb_err **err)
+{
+	struct lb_box_session s;
+	char del[4400];
+	box_session_dir(box, id, sdir, len);
+	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
+	if (access(del, F_OK) == 0)
+		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s is being deleted", id);
+	if (box_record_read(box, id, &s, err) < 0)
+		return -1;
+	lb_box_session_free(&s);
+	return 0;
+}
+
+static int not_found(const char *sid, const char *pid, struct lb_err **err)
+{
+	return lb_err_box(err, LB_BOX_EMPNOTFOUND,
+			  "session %s has no managed process with process_id=%s", sid, pid);
+}
+
+/* SIGTERM to the keeper (it runs the termination procedure), then wait for it. */
+static void terminate(pid_t keeper, uint64_t kstart)
+{
+	int pidfd = -1;
+	if (!keeper_alive(keeper, kstart, &pidfd)) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return;
+	}
+	syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	if (poll(&p, 1, (BOX_PROC_STOP_GRACE_SEC + 3) * 1000) == 0)
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	close(pidfd);
+}
+
+int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
+		     struct lb_err **err)
+{
+	char sdir[4200], json[4400];
+	struct lb_box_proc_info info;
+	pid_t keeper;
+	uint64_t kstart;
+	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
+	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
+		return not_found(session_id, process_id, err);
+	lb_box_proc_info_free(&info);
+	terminate(keeper, kstart);
+	unlink(json);
+	return 0;
+}
+
+int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *process_id,
+		    struct lb_box_proc_info *out, struct lb_err **err)
+{
+	char sdir[4200], json[4400];
+	pid_t keeper;
+	uint64_t kstart;
+	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	box_procs_prune(box);
+	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
+	if (read_info(json, out, &keeper, &kstart, NULL) < 0)
+		return not_found(session_id, process_id, err);
+	return 0;
+}
+
+size_t lb_box_proc_count_running(struct lb_box *box)
+{
+	char path[4200];
+	size_t n = 0;
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char sdir[4400];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
+		n += box_procs_running(sdir, NULL);
+	}
+	return n;
+}
+
+int lb_box_proc_start(struct lb_box *box, const char *session_id,
+		      const struct lb_box_proc_spec *spec, struct lb_box_proc_info *out,
+		      struct lb_err **err)
+{
+	char sdir[4200], json[4400];
+	struct lb_box_session s;
+	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	box_proc_paths(sdir, spec->process_id, json, NULL, sizeof(json));
+	size_t running =
+	    lb_box_proc_count_running(box) - (box_procs_running(sdir, spec->process_id) ? 1 : 0);
+	if ((int64_t)running >= box->limits.max_managed_processes)
+		return lb_err_box(err, LB_BOX_ECAPACITY,
+				  "Box managed process capacity reached (%lld)",
+				  (long long)box->limits.max_managed_processes);
+	struct lb_box_proc_info old;
+	pid_t keeper;
+	uint64_t kstart;
+	if (box_proc_record_read(json, &old, &keeper, &kstart, NULL) == 0) {
+		lb_box_proc_info_free(&old);
+		terminate(keeper, kstart); /* replace, no conflict (§3.6) */
+		unlink(json);
+	}
+	if (box_record_read(box, session_id, &s, err) < 0)
+		return -1;
+	int r = box_keeper_spawn(box, &s, sdir, spec, err);
+	lb_box_session_free(&s);
+	box_touch(sdir);
+	if (r < 0)
+		return -1;
+	return read_info(json, out, &keeper, &kstart, err);
+}
+
+/* Calls fn on every record of the session directory. */
+typedef void (*each_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+			uint64_t kstart, void *ctx);
+static void each_proc(const char *sdir, each_fn fn, void *ctx)
+{
+	char procs[4300];
+	snprintf(procs, sizeof(procs), "%s/procs", sdir);
+	_cleanup_closedir_ DIR *d = opendir(procs);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char json[4600];
+		struct lb_box_proc_info info;
+		pid_t keeper;
+		uint64_t kstart;
+		size_t len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(json, sizeof(json), "%s/%s", procs, de->d_name);
+		if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
+			continue;
+		fn(json, &info, keeper, kstart, ctx);
+		lb_box_proc_info_free(&info);
+	}
+}
+
+struct count_ctx {
+	const char *skip;
+	size_t n;
+};
+
+static void count_running(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+			  uint64_t kstart, void *ctx)
+{
+	struct count_ctx *c = ctx;
+	if (info->running && (!c->skip || strcmp(c->skip, info->process_id) != 0))
+		c->n++;
+}
+
+size_t box_procs_running(const char *sdir, const char *only)
+{
+	struct count_ctx c = {0};
+	if (!only) {
+		each_proc(sdir, count_running, &c);
+		return c.n;
+	}
+	char json[4400];
+	struct lb_box_proc_info info;
+	pid_t keeper;
+	uint64_t kstart;
+	box_proc_paths(sdir, only, json, NULL, sizeof(json));
+	if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
+		return 0;
+	c.n = info.running;
+	lb_box_proc_info_free(&info);
+	return c.n;
+}
+
+bool box_procs_any_running(const char *sdir)
+{
+	return box_procs_running(sdir, NULL) > 0;
+}
+
+struct term_ctx {
+	int pidfds[256];
+	size_t n;
+};
+
+static void signal_keeper(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+			  uint64_t kstart, void *ctx)
+{
+	struct term_ctx *t = ctx;
+	int pidfd = -1;
+	if (t->n < 256 && keeper_alive(keeper, kstart, &pidfd)) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+		t->pidfds[t->n++] = pidfd;
+	} else if (pidfd >= 0) {
+		close(pidfd);
+	}
+}
+
+/* Every keeper gets SIGTERM at once; then one shared grace period. */
+void box_procs_terminate_all(struct lb_box *box, const char *sdir)
+{
+	struct term_ctx t = {.n = 0};
+	each_proc(sdir, signal_keeper, &t);
+	uint64_t deadline = lb_now_ns() + (BOX_PROC_STOP_GRACE_SEC + 3) * 1000000000ull;
+	for (size_t i = 0; i < t.n; i++) {
+		struct pollfd p = {.fd = t.pidfds[i], .events = POLLIN};
+		uint64_t now = lb_now_ns();
+		int ms = now < deadline ? (int)((deadline - now) / 1000000) : 0;
+		if (poll(&p, 1, ms) == 0)
+			syscall(SYS_pidfd_send_signal, t.pidfds[i], SIGKILL, NULL, 0);
+		close(t.pidfds[i]);
+	}
+}
+
+struct list_ctx {
+	struct lb_box_proc_info *v;
+	size_t n;
+	bool oom;
+};
+
+static void collect(const char *json, struct lb_box_proc_info *info, pid_t keeper, uint64_t kstart,
+		    void *ctx)
+{
+	struct list_ctx *l = ctx;
+	struct lb_box_proc_info *nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+	if (!nv) {
+		l->oom = true;
+		return;
+	}
+	l->v = nv;
+	l->v[l->n++] = *info;
+	memset(info, 0, sizeof(*info)); /* moved */
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	return strcmp(((const struct lb_box_proc_info *)a)->process_id,
+		      ((const struct lb_box_proc_info *)b)->process_id);
+}
+
+int lb_box_proc_list(struct lb_box *box, const char *session_id, struct lb_box_proc_info **out,
+		     size_t *n, struct lb_err **err)
+{
+	char sdir[4200];
+	struct list_ctx l = {0};
+	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	box_procs_prune(box);
+	each_proc(sdir, collect, &l);
+	if (l.oom) {
+		lb_box_proc_list_free(l.v, l.n);
+		return lb_err_set(err, ENOMEM, "list managed processes");
+	}
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_proc);
+	*out = l.v;
+	*n = l.n;
+	return 0;
+}
+
+void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		lb_box_proc_info_free(&v[i]);
+	free(v);
+}
+
+int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		       struct lb_err **err)
+{
+	char sdir[4200], json[4400], sock[4400];
+	struct lb_box_proc_info info;
+	pid_t keeper;
+	uint64_t kstart;
+	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	box_proc_paths(sdir, process_id, json, sock, sizeof(json));
+	if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
+		return not_found(session_id, process_id, err);
+	bool running = info.running;
+	lb_box_proc_info_free(&info);
+	if (!running)
+		return lb_err_box(err, LB_BOX_EMPCONFLICT,
+				  "managed process %s in session %s is not running", process_id,
+				  session_id);
+	char dir[4400];
+	snprintf(dir, sizeof(dir), "%s/procs", sdir);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd,
+		 strrchr(sock, '/') + 1);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		if (s >= 0)
+			close(s);
+		return lb_err_set(err, e, "attach to managed process %s", process_id);
+	}
+	*fd = s;
+	return 0;
+}
+
+/* ---- retention of exited records ------------------------------------------------------------ */
+
+struct exited {
+	char *json;
+	uint64_t at;
+};
+
+struct prune_ctx {
+	struct exited *v;
+	size_t n;
+	uint64_t cutoff;
+};
+
+static void note_exited(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+			uint64_t kstart, void *ctx)
+{
+	struct prune_ctx *p = ctx;
+	if (info->running)
+		return;
+	if (info->exited_ns && info->exited_ns < p->cutoff) {
+		unlink(json);
+		return;
+	}
+	struct exited *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
+	if (!nv)
+		return;
+	p->v = nv;
+	p->v[p->n].json = strdup(json);
+	p->v[p->n++].at = info->exited_ns;
+}
+
+static int cmp_exited(const void *a, const void *b)
+{
+	uint64_t x = ((const struct exited *)a)->at, y = ((const struct exited *)b)->at;
+	return x < y ? 1 : x > y ? -1 : 0; /* newest first */
+}
+
+void box_procs_prune(struct lb_box *box)
+{
+	char path[4200];
+	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
+	uint64_t now = box_realtime_ns();
+	struct prune_ctx p = {.cutoff = now > keep ? now - keep : 0};
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char sdir[4400];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
+		each_proc(sdir, note_exited, &p);
+	}
+	if (p.n)
+		qsort(p.v, p.n, sizeof(*p.v), cmp_exited);
+	for (size_t i = 0; i < p.n; i++) {
+		if ((int64_t)i >= box->limits.max_completed_processes)
+			unlink(p.v[i].json); /* the oldest go first */
+		free(p.v[i].json);
+	}
+	free(p.v);
+}

@@ -1,0 +1,90 @@
+/*
+ * Reaping (§3.5, §3.8). A non-persistent session idle for longer than the TTL, with no exec in
+ * flight (its exec.lock is free) and no running managed process, is removed. A session whose
+ * owner instance (a server) is gone is an orphan and removed too; sessions of a live instance
+ * and the CLI's own sessions (no owner) never are. An instance is alive while it holds the
+ * flock of RUNROOT/box/instances/<id>.lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
+{
+	char dir[4200], name[128];
+	if (!box->owner[0])
+		return lb_err_set(err, EINVAL, "no instance id");
+	snprintf(dir, sizeof(dir), "%s/instances", box->dir);
+	snprintf(name, sizeof(name), "%s.lock", box->owner);
+	if (lb_mkdir_p(dir, 0700, err) < 0)
+		return -1;
+	return box_flock(dir, name, LOCK_EX | LOCK_NB, fd, err);
+}
+
+static bool owner_alive(const struct lb_box *box, const char *owner)
+{
+	char path[4400];
+	if (!owner[0] || strcmp(owner, box->owner) == 0)
+		return true;
+	snprintf(path, sizeof(path), "%s/instances/%s.lock", box->dir, owner);
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	return flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
+static bool exec_in_flight(const char *sdir)
+{
+	int fd = -1;
+	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, &fd, NULL) < 0)
+		return true;
+	close(fd);
+	return false;
+}
+
+static bool expired(const struct lb_box *box, const struct lb_box_session *s, const char *sdir,
+		    uint64_t now_ns)
+{
+	uint64_t ttl = (uint64_t)box->limits.session_ttl_sec * 1000000000ull;
+	if (s->spec.persistent || box->limits.session_ttl_sec <= 0)
+		return false;
+	if (s->last_used_ns + ttl >= now_ns)
+		return false;
+	return !exec_in_flight(sdir) && !box_procs_any_running(sdir);
+}
+
+void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
+{
+	char path[4200];
+	*removed = 0;
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char sdir[4400];
+		struct lb_box_session s;
+		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
+		if (!owner_alive(box, s.owner) || expired(box, &s, sdir, now_ns))
+			*removed += box_session_drop(box, s.session_id, NULL) == 0;
+		lb_box_session_free(&s);
+	}
+}
+
+int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	if (box_global_lock(box, &lock, err) < 0)
+		return -1;
+	box_reap_locked(box, now_ns ? now_ns : box_realtime_ns(), removed);
+	return 0;
+}

@@ -1,0 +1,213 @@
+/*
+ * Sessions (§3.3): get-or-create with LangBot's compatibility rule, extra-mount recreate, dead
+ * session recreate and capacity; delete; list. Create, delete and reap run under
+ * RUNROOT/box/lock, so two lbbox processes never build or remove the same session at once;
+ * execs only take their session's exec.lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+uint64_t box_realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err)
+{
+	json_t *j = lb_box_spec_session_json(src);
+	if (!j)
+		return lb_err_set(err, ENOMEM, "session spec");
+	json_object_set_new(j, "session_id", json_string(src->session_id));
+	lb_box_spec_free(dst); /* from_json fills it afresh */
+	int r = lb_box_spec_from_json(j, dst, err);
+	json_decref(j);
+	return r;
+}
+
+int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
+{
+	char sdir[4200], rec[4300], del[4300];
+	struct lb_box_session s;
+	box_session_dir(box, id, sdir, sizeof(sdir));
+	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
+	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
+	bool have = box_record_read(box, id, &s, NULL) == 0;
+	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
+	if (rename(rec, del) < 0 && errno != ENOENT)
+		return lb_err_set(err, errno, "delete session %s", id);
+	box_procs_terminate_all(box, sdir);
+	int r = 0;
+	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
+		r = -1;
+	lb_box_session_free(&s);
+	if (r == 0 && lb_rm_rf(sdir, err) < 0)
+		r = -1;
+	return r;
+}
+
+/* The session's directory, its engine spec, the sandbox; the record last (it makes it exist). */
+static int start(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_fn build, void *ctx,
+		 const char *sdir, struct lb_box_session *out, struct lb_err **err)
+{
+	char ws[4300];
+	struct lb_spec spec;
+	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
+	if (!bs->host_path && mkdir(ws, 0755) < 0)
+		return lb_err_set(err, errno, "create %s", ws);
+	lb_spec_init(&spec);
+	int r = build(ctx, bs, &spec, err);
+	if (r == 0)
+		r = box_engine_spec(bs, ws, &spec, err);
+	if (r == 0)
+		r = lb_sandbox_start(&spec, &box->paths, out->sandbox, err);
+	lb_spec_free(&spec);
+	if (r < 0)
+		return -1;
+	out->session_id = strdup(bs->session_id);
+	out->owner = strdup(box->owner);
+	out->created_ns = out->last_used_ns = box_realtime_ns();
+	out->alive = true;
+	if (!out->session_id || !out->owner || box_spec_copy(bs, &out->spec, err) < 0 ||
+	    box_record_write(sdir, out, err) < 0) {
+		lb_sandbox_destroy(&box->paths, out->sandbox, NULL);
+		return lb_err_set(err, ENOMEM, "session record");
+	}
+	char lockpath[4400];
+	snprintf(lockpath, sizeof(lockpath), "%s/exec.lock", sdir);
+	lb_write_fileat(AT_FDCWD, lockpath, "", 0, O_CREAT, 0600, NULL); /* mtime = last used */
+	return 0;
+}
+
+static int create(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_fn build, void *ctx,
+		  struct lb_box_session *out, struct lb_err **err)
+{
+	char sdir[4200];
+	if ((int64_t)box_count_sessions(box) >= box->limits.max_sessions)
+		return lb_err_box(err, LB_BOX_ECAPACITY, "Box session capacity reached (%lld)",
+				  (long long)box->limits.max_sessions);
+	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+	if (mkdir(sdir, 0700) < 0)
+		return lb_err_set(err, errno, "create session directory %s", sdir);
+	memset(out, 0, sizeof(*out));
+	lb_box_spec_init(&out->spec);
+	if (start(box, bs, build, ctx, sdir, out, err) < 0) {
+		lb_box_session_free(out);
+		lb_rm_rf(sdir, NULL);
+		return -1;
+	}
+	return 0;
+}
+
+int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *bs,
+				 lb_box_spec_fn build, void *ctx, struct lb_box_session *out,
+				 bool *created, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	struct lb_box_session cur;
+	size_t reaped;
+	*created = false;
+	if (box_global_lock(box, &lock, err) < 0)
+		return -1;
+	box_reap_locked(box, box_realtime_ns(), &reaped);
+	if (box_record_read(box, bs->session_id, &cur, NULL) == 0) {
+		if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
+			lb_box_session_free(&cur);
+			return -1;
+		}
+		bool same_mounts = lb_box_extra_mounts_equal(&cur.spec, bs);
+		if (same_mounts && cur.alive) {
+			char sdir[4200];
+			box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+			box_touch(sdir);
+			cur.last_used_ns = box_realtime_ns();
+			*out = cur;
+			return 0;
+		}
+		lb_box_session_free(&cur);
+		/* a bind mount cannot be added to a running sandbox; a dead one is replaced */
+		if (box_session_drop(box, bs->session_id, err) < 0)
+			return -1;
+	} else {
+		char sdir[4200];
+		box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+		if (access(sdir, F_OK) == 0 && box_session_drop(box, bs->session_id, err) < 0)
+			return -1; /* a half-deleted leftover */
+	}
+	if (create(box, bs, build, ctx, out, err) < 0)
+		return -1;
+	*created = true;
+	return 0;
+}
+
+int lb_box_session_get(struct lb_box *box, const char *id, struct lb_box_session *out,
+		       struct lb_err **err)
+{
+	return box_record_read(box, id, out, err);
+}
+
+int lb_box_session_delete(struct lb_box *box, const char *id, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	struct lb_box_session cur;
+	if (box_global_lock(box, &lock, err) < 0)
+		return -1;
+	if (box_record_read(box, id, &cur, err) < 0)
+		return -1;
+	lb_box_session_free(&cur);
+	return box_session_drop(box, id, err);
+}
+
+static int cmp_session(const void *a, const void *b)
+{
+	return strcmp(((const struct lb_box_session *)a)->session_id,
+		      ((const struct lb_box_session *)b)->session_id);
+}
+
+int lb_box_session_list(struct lb_box *box, struct lb_box_session **out, size_t *n,
+			struct lb_err **err)
+{
+	char path[4200];
+	struct lb_box_session *v = NULL;
+	size_t len = 0;
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		struct lb_box_session s;
+		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
+			continue;
+		struct lb_box_session *nv = realloc(v, (len + 1) * sizeof(*v));
+		if (!nv) {
+			lb_box_session_free(&s);
+			lb_box_session_list_free(v, len);
+			return lb_err_set(err, ENOMEM, "list sessions");
+		}
+		v = nv;
+		v[len++] = s;
+	}
+	if (len)
+		qsort(v, len, sizeof(*v), cmp_session);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+void lb_box_session_list_free(struct lb_box_session *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		lb_box_session_free(&v[i]);
+	free(v);
+}

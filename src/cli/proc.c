@@ -1,0 +1,188 @@
+/* lbbox proc start|attach|ls|inspect|stop: managed processes (MCP servers) in a session. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "lbbox/box.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+static const char proc_usage[] =
+    "usage: lbbox proc start SESSION [--id ID] [-w CWD] [-e K=V] [--] CMD [ARG...]\n"
+    "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
+    "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n";
+
+static int box_error(struct lb_err *err)
+{
+	if (err->cls)
+		cli_error("%s: %s", err->cls, err->msg);
+	else
+		cli_error("%s", err->msg);
+	return LB_EXIT_SETUP;
+}
+
+static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
+{
+	static const struct option opts[] = {{"id", required_argument, NULL, 'i'},
+					     {"workdir", required_argument, NULL, 'w'},
+					     {"env", required_argument, NULL, 'e'},
+					     {0}};
+	json_t *j = json_object(), *env = json_object(), *args = json_array();
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
+		if (c == 'i')
+			json_object_set_new(j, "process_id", json_string(optarg));
+		else if (c == 'w')
+			json_object_set_new(j, "cwd", json_string(optarg));
+		else if (c == 'e' && strchr(optarg, '=')) {
+			_cleanup_free_ char *k = strndup(optarg, strcspn(optarg, "="));
+			json_object_set_new(env, k, json_string(strchr(optarg, '=') + 1));
+		} else {
+			json_decref(j), json_decref(env), json_decref(args);
+			return lb_err_set(err, 0, "invalid option '%s' (see lbbox proc --help)",
+					  argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		json_object_set_new(j, "command", json_string(argv[optind]));
+	for (int i = optind + 1; i < argc; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	json_object_set_new(j, "env", env);
+	json_object_set_new(j, "args", args);
+	int r = lb_box_proc_spec_from_json(j, spec, err);
+	json_decref(j);
+	return r;
+}
+
+static int proc_start(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box_proc_spec spec;
+	struct lb_box_proc_info info;
+	if (argc < 2)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	lb_box_proc_spec_init(&spec);
+	int r = parse_start(&spec, argc - 1, argv + 1, &err);
+	if (r == 0)
+		r = lb_box_proc_start(box, argv[1], &spec, &info, &err);
+	lb_box_proc_spec_free(&spec);
+	if (r < 0)
+		return box_error(err);
+	cli_print_json(lb_box_proc_json(&info));
+	lb_box_proc_info_free(&info);
+	return 0;
+}
+
+/* stdin -> process, process stdout -> stdout, until the process exits or stdin ends. */
+static int relay(int sock)
+{
+	char buf[65536];
+	for (;;) {
+		struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0)
+			return errno == EINTR ? 0 : -1;
+		if (p[1].revents) {
+			ssize_t n = read(sock, buf, sizeof(buf));
+			if (n <= 0)
+				return 0; /* the process exited */
+			if (lb_write_all(1, buf, (size_t)n) < 0)
+				return -1;
+		}
+		if (p[0].revents) {
+			ssize_t n = read(0, buf, sizeof(buf));
+			if (n <= 0)
+				return 0; /* detach; the process keeps running */
+			if (lb_write_all(sock, buf, (size_t)n) < 0)
+				return 0;
+		}
+	}
+}
+
+static int proc_attach(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	_cleanup_close_ int sock = -1;
+	if (argc != 3)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	if (lb_box_proc_attach(box, argv[1], argv[2], &sock, &err) < 0)
+		return box_error(err);
+	return relay(sock) < 0 ? 1 : 0;
+}
+
+static int proc_inspect(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box_proc_info info;
+	if (argc != 3)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	if (lb_box_proc_get(box, argv[1], argv[2], &info, &err) < 0)
+		return box_error(err);
+	cli_print_json(lb_box_proc_json(&info));
+	lb_box_proc_info_free(&info);
+	return 0;
+}
+
+static int proc_ls(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box_proc_info *v = NULL;
+	size_t n = 0;
+	if (argc != 2)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	if (lb_box_proc_list(box, argv[1], &v, &n, &err) < 0)
+		return box_error(err);
+	printf("%-24s %-8s %-9s %-8s %s\n", "PROCESS", "STATUS", "EXIT CODE", "ATTACHED",
+	       "COMMAND");
+	for (size_t i = 0; i < n; i++) {
+		char code[16] = "-";
+		if (v[i].has_exit_code)
+			snprintf(code, sizeof(code), "%d", v[i].exit_code);
+		printf("%-24s %-8s %-9s %-8s %s\n", v[i].process_id,
+		       v[i].running ? "running" : "exited", code, v[i].attached ? "yes" : "no",
+		       v[i].command);
+	}
+	lb_box_proc_list_free(v, n);
+	return 0;
+}
+
+static int proc_stop(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	if (argc != 3)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	if (lb_box_proc_stop(box, argv[1], argv[2], &err) < 0)
+		return box_error(err);
+	printf("%s\n", argv[2]);
+	return 0;
+}
+
+int cli_proc(struct cli_globals *g, int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(struct lb_box *, int, char **);
+	} verbs[] = {{"start", proc_start},
+		     {"attach", proc_attach},
+		     {"ls", proc_ls},
+		     {"inspect", proc_inspect},
+		     {"stop", proc_stop}};
+	struct lb_box box;
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(proc_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? LB_EXIT_SETUP : 0;
+	}
+	lb_box_init(&box, &g->paths, NULL, NULL);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(argv[1], verbs[i].name))
+			return verbs[i].fn(&box, argc - 1, argv + 1);
+	cli_error("unknown proc command '%s' (see lbbox proc --help)", argv[1]);
+	return LB_EXIT_SETUP;
+}

@@ -1,0 +1,468 @@
+/* lbbox session create|exec|ls|inspect|rm|gc: LangBot Box sessions from the command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "lbbox/box.h"
+#include "lbbox/box_text.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+
+static const char session_usage[] =
+    "usage: lbbox session create NAME [OPTIONS]      create (or reuse) a session\n"
+    "       lbbox session exec NAME [OPTIONS] -- CMD [ARG...]\n"
+    "       lbbox session ls [--json] | inspect NAME | rm NAME... | gc [--ttl SECONDS]\n"
+    "create options: every `lbbox run` option, and\n"
+    "  --memory SIZE (default 512m)  --pids N (128)  --cpus N (1.0)  --network off|on\n"
+    "  --read-only[=BOOL] (true)  -v HOST:PATH[:ro|rw] (PATH = --mount-path: the workspace)\n"
+    "  --mount-path PATH (/workspace)  --persistent  --workspace-quota MB\n"
+    "  --profile default|offline_readonly|network_basic|network_extended\n"
+    "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n";
+
+void cli_print_json(json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (s)
+		printf("%s\n", s);
+	free(s);
+	json_decref(j);
+	fflush(stdout);
+}
+
+static int box_error(struct lb_err *err)
+{
+	if (err->cls)
+		cli_error("%s: %s", err->cls, err->msg);
+	else
+		cli_error("%s", err->msg);
+	return LB_EXIT_SETUP;
+}
+
+static int open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
+{
+	return lb_box_init(box, &g->paths, NULL, err);
+}
+
+/* ---- create ------------------------------------------------------------------------------- */
+
+struct create {
+	json_t *payload;
+	json_t *mounts; /* [host, path, mode] of every -v, split once mount_path is known */
+	const char *profile;
+	char **pass; /* lbbox run options passed through */
+	int npass;
+};
+
+static const char *const box_opts[] = {
+    "--memory",	 "--pids",   "--cpus", "--network",   "--mount-path", "--workspace-quota",
+    "--profile", "--volume", "-v",     "--read-only", "--persistent", NULL};
+
+static int opt_match(const char *arg, const char **name, const char **val)
+{
+	for (const char *const *o = box_opts; *o; o++) {
+		size_t n = strlen(*o);
+		if (strncmp(arg, *o, n) == 0 && (arg[n] == '\0' || arg[n] == '=')) {
+			*name = *o;
+			*val = arg[n] == '=' ? arg + n + 1 : NULL;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int set_size_mb(json_t *p, const char *v, struct lb_err **err)
+{
+	uint64_t bytes;
+	if (lb_parse_size(v, &bytes, err) < 0)
+		return lb_err_wrap(err, "invalid --memory");
+	json_object_set_new(p, "memory_mb", json_integer((json_int_t)(bytes >> 20)));
+	return 0;
+}
+
+static int take_box_opt(struct create *c, const char *name, const char *v, struct lb_err **err)
+{
+	json_t *p = c->payload;
+	if (!strcmp(name, "--persistent"))
+		return json_object_set_new(p, "persistent", json_true()), 0;
+	if (!strcmp(name, "--read-only"))
+		return json_object_set_new(p, "read_only_rootfs", json_string(v ? v : "true")), 0;
+	if (!v)
+		return lb_err_set(err, 0, "missing value for option '%s'", name);
+	if (!strcmp(name, "--memory"))
+		return set_size_mb(p, v, err);
+	if (!strcmp(name, "--profile"))
+		return c->profile = v, 0;
+	if (!strcmp(name, "-v") || !strcmp(name, "--volume")) {
+		struct lb_mount m = {0};
+		if (lb_parse_mount(v, &m, err) < 0)
+			return -1;
+		json_array_append_new(c->mounts, json_pack("[s, s, s]", m.source, m.target,
+							   m.readonly ? "ro" : "rw"));
+		free(m.source), free(m.target);
+		return 0;
+	}
+	static const char *const keys[][2] = {{"--pids", "pids_limit"},
+					      {"--cpus", "cpus"},
+					      {"--network", "network"},
+					      {"--mount-path", "mount_path"},
+					      {"--workspace-quota", "workspace_quota_mb"}};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(name, keys[i][0]))
+			json_object_set_new(p, keys[i][1], json_string(v));
+	return 0;
+}
+
+/* The -v whose target is the workspace becomes host_path; the others extra mounts. */
+static void split_mounts(struct create *c)
+{
+	const char *mp = json_string_value(json_object_get(c->payload, "mount_path"));
+	json_t *extra = json_array(), *m;
+	size_t i;
+	json_array_foreach(c->mounts, i, m)
+	{
+		const char *host = json_string_value(json_array_get(m, 0));
+		const char *path = json_string_value(json_array_get(m, 1));
+		json_t *mode = json_array_get(m, 2);
+		if (!strcmp(path, mp ? mp : LB_BOX_DEFAULT_MOUNT_PATH) &&
+		    !json_object_get(c->payload, "host_path")) {
+			json_object_set_new(c->payload, "host_path", json_string(host));
+			json_object_set(c->payload, "host_path_mode", mode);
+		} else {
+			json_array_append_new(extra, json_pack("{s:s, s:s, s:O}", "host_path", host,
+							       "mount_path", path, "mode", mode));
+		}
+	}
+	json_object_set_new(c->payload, "extra_mounts", extra);
+}
+
+static int parse_create(struct create *c, int argc, char **argv, struct lb_err **err)
+{
+	c->pass = calloc((size_t)argc + 1, sizeof(char *));
+	if (!c->pass)
+		return lb_err_set(err, ENOMEM, "options");
+	c->pass[c->npass++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *name, *val;
+		if (!strcmp(argv[i], "--"))
+			return lb_err_set(err, 0, "session create takes no command");
+		if (!opt_match(argv[i], &name, &val)) {
+			if (!strcmp(argv[i], "--image") && i + 1 < argc)
+				json_object_set_new(c->payload, "image", json_string(argv[i + 1]));
+			if (!strcmp(argv[i], "--rootfs") && i + 1 < argc)
+				json_object_set_new(c->payload, "image", json_string(argv[i + 1]));
+			c->pass[c->npass++] = argv[i];
+			continue;
+		}
+		bool flag = !strcmp(name, "--persistent") || !strcmp(name, "--read-only");
+		if (!val && !flag && i + 1 < argc)
+			val = argv[++i];
+		if (take_box_opt(c, name, val, err) < 0)
+			return -1;
+	}
+	if (!json_object_get(c->payload, "image"))
+		json_object_set_new(c->payload, "image", json_string("host"));
+	split_mounts(c);
+	return 0;
+}
+
+struct build_ctx {
+	struct cli_globals *g;
+	struct create *c;
+};
+
+static int build_spec(void *ctx, const struct lb_box_spec *bs, struct lb_spec *out,
+		      struct lb_err **err)
+{
+	struct build_ctx *b = ctx;
+	lb_spec_free(out);
+	return cli_build_spec(b->g, b->c->npass, b->c->pass, out, err);
+}
+
+static int spec_from_payload(struct create *c, struct lb_box_spec *bs, struct lb_err **err)
+{
+	if (c->profile) {
+		const struct lb_box_profile *p = lb_box_profile_find(c->profile, err);
+		if (!p || lb_box_profile_apply(p, c->payload, err) < 0)
+			return -1;
+	}
+	return lb_box_spec_from_json(c->payload, bs, err);
+}
+
+static int session_create(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct create c = {.payload = json_object(), .mounts = json_array()};
+	struct lb_box_spec bs;
+	struct lb_box_session s;
+	struct lb_box box;
+	bool created;
+	int code = 0;
+	if (argc < 2) {
+		fputs(session_usage, stderr);
+		return LB_EXIT_SETUP;
+	}
+	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
+	struct build_ctx b = {.g = g, .c = &c};
+	lb_box_spec_init(&bs);
+	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
+	    spec_from_payload(&c, &bs, &err) < 0 || open_box(g, &box, &err) < 0 ||
+	    lb_box_session_get_or_create(&box, &bs, build_spec, &b, &s, &created, &err) < 0) {
+		code = box_error(err);
+	} else {
+		cli_print_json(lb_box_session_json(&s));
+		lb_box_session_free(&s);
+	}
+	lb_box_spec_free(&bs);
+	json_decref(c.payload);
+	json_decref(c.mounts);
+	free(c.pass);
+	return code;
+}
+
+/* ---- exec --------------------------------------------------------------------------------- */
+
+struct exec_opts {
+	struct lb_box_exec_req req;
+	char *env[257];
+	size_t n_env;
+	int64_t output_limit;
+	bool json;
+	char *cmd;
+};
+
+static char *join_quoted(int argc, char **argv)
+{
+	char *s = strdup("");
+	for (int i = 0; s && i < argc; i++) {
+		_cleanup_free_ char *q = lb_box_shell_quote(argv[i]);
+		char *t = NULL;
+		if (!q || asprintf(&t, "%s%s%s", s, i ? " " : "", q) < 0)
+			t = NULL;
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err **err)
+{
+	static const struct option opts[] = {{"workdir", required_argument, NULL, 'w'},
+					     {"env", required_argument, NULL, 'e'},
+					     {"timeout", required_argument, NULL, 't'},
+					     {"output-limit", required_argument, NULL, 'o'},
+					     {"json", no_argument, NULL, 'j'},
+					     {0}};
+	int c;
+	uint64_t v;
+	optind = 1;
+	opterr = 0;
+	o->req.timeout_sec = 30;
+	while ((c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
+		if (c == 'w')
+			o->req.workdir = optarg;
+		else if (c == 'e' && o->n_env < 256)
+			o->env[o->n_env++] = optarg;
+		else if ((c == 't' || c == 'o') && lb_parse_u64(optarg, &v, err) == 0 && v > 0)
+			*(c == 't' ? &o->req.timeout_sec : &o->output_limit) = (int64_t)v;
+		else if (c == 'j')
+			o->json = true;
+		else
+			return lb_err_set(err, 0, "invalid option '%s' (see lbbox session --help)",
+					  argv[optind - 1]);
+	}
+	if (optind >= argc)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
+	o->cmd = join_quoted(argc - optind, argv + optind);
+	o->req.cmd = o->cmd;
+	o->req.env = o->env;
+	return o->cmd ? 0 : lb_err_set(err, ENOMEM, "command");
+}
+
+static void print_stream(FILE *f, const char *text, int64_t limit)
+{
+	_cleanup_free_ char *cut = NULL;
+	bool truncated;
+	if (limit > 0 && lb_box_truncate(text, (size_t)limit, &cut, &truncated, NULL) == 0)
+		text = cut;
+	if (text && *text)
+		fprintf(f, "%s\n", text);
+	fflush(f);
+}
+
+/* §5.6 on the session's workspace (host_path, or its own directory). */
+static int quota_check(struct lb_box *box, const char *id, const char *phase, struct lb_err **err)
+{
+	struct lb_box_session s;
+	char ws[4400];
+	if (lb_box_session_get(box, id, &s, err) < 0)
+		return -1;
+	int r = 0;
+	if (s.spec.workspace_quota_mb > 0) {
+		if (s.spec.host_path)
+			snprintf(ws, sizeof(ws), "%s", s.spec.host_path);
+		else
+			lb_box_session_workspace(box, id, ws, sizeof(ws));
+		r = lb_box_quota_check(ws, s.spec.workspace_quota_mb, 100000, phase, id, err);
+	}
+	lb_box_session_free(&s);
+	return r;
+}
+
+static int session_exec(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct exec_opts o = {.n_env = 0};
+	struct lb_box_exec_result res;
+	struct lb_box_session s;
+	struct lb_box box;
+	if (argc < 2) {
+		fputs(session_usage, stderr);
+		return LB_EXIT_SETUP;
+	}
+	const char *id = argv[1];
+	int r = parse_exec(&o, argc - 1, argv + 1, &err);
+	if (r == 0)
+		r = open_box(g, &box, &err);
+	if (r == 0 && (r = lb_box_session_get(&box, id, &s, &err)) == 0) {
+		/* the quota also caps every file the command writes (go beyond LangBot) */
+		o.req.fsize_limit = (uint64_t)s.spec.workspace_quota_mb << 20;
+		lb_box_session_free(&s);
+	}
+	if (r == 0)
+		r = quota_check(&box, id, "before execution", &err);
+	if (r == 0)
+		r = lb_box_exec(&box, id, &o.req, &res, &err);
+	free(o.cmd);
+	if (r < 0)
+		return box_error(err);
+	if (!res.timed_out && quota_check(&box, id, "after execution", &err) < 0) {
+		lb_box_session_delete(&box, id, NULL); /* as LangBot does after a violation */
+		lb_box_exec_result_free(&res);
+		return box_error(err);
+	}
+	int code = res.timed_out ? 124 : res.exit_code;
+	if (o.json) {
+		cli_print_json(lb_box_exec_result_json(id, &res));
+	} else {
+		print_stream(stdout, res.out, o.output_limit);
+		print_stream(stderr, res.err, o.output_limit);
+		if (res.timed_out)
+			cli_error("command timed out after %lld seconds; session %s was destroyed",
+				  (long long)o.req.timeout_sec, id);
+	}
+	lb_box_exec_result_free(&res);
+	return code;
+}
+
+/* ---- ls, inspect, rm, gc ------------------------------------------------------------------ */
+
+static int session_ls(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box box;
+	struct lb_box_session *v = NULL;
+	size_t n = 0;
+	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	if (open_box(g, &box, &err) < 0 || lb_box_session_list(&box, &v, &n, &err) < 0)
+		return box_error(err);
+	if (!json)
+		printf("%-32s %-14s %-8s %-8s %-10s %s\n", "SESSION", "SANDBOX", "NETWORK",
+		       "STATUS", "PERSISTENT", "IMAGE");
+	for (size_t i = 0; i < n; i++) {
+		if (json)
+			cli_print_json(lb_box_session_json(&v[i]));
+		else
+			printf("%-32s %-14s %-8s %-8s %-10s %s\n", v[i].session_id, v[i].sandbox,
+			       lb_box_net_name(v[i].spec.network), v[i].alive ? "running" : "dead",
+			       v[i].spec.persistent ? "yes" : "no", v[i].spec.image);
+	}
+	lb_box_session_list_free(v, n);
+	return 0;
+}
+
+/* §3.7 get_session: the managed processes only once there are any. */
+static int session_inspect(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box box;
+	struct lb_box_session s;
+	struct lb_box_proc_info *procs = NULL;
+	size_t n = 0;
+	if (argc < 2)
+		return cli_error("usage: lbbox session inspect NAME"), LB_EXIT_SETUP;
+	if (open_box(g, &box, &err) < 0 || lb_box_session_get(&box, argv[1], &s, &err) < 0 ||
+	    lb_box_proc_list(&box, argv[1], &procs, &n, &err) < 0)
+		return box_error(err);
+	json_t *j = lb_box_session_json(&s);
+	if (n) {
+		json_t *m = json_object();
+		for (size_t i = 0; i < n; i++) {
+			json_object_set_new(m, procs[i].process_id, lb_box_proc_json(&procs[i]));
+			if (!strcmp(procs[i].process_id, "default"))
+				json_object_set_new(j, "managed_process",
+						    lb_box_proc_json(&procs[i]));
+		}
+		json_object_set_new(j, "managed_processes", m);
+	}
+	cli_print_json(j);
+	lb_box_proc_list_free(procs, n);
+	lb_box_session_free(&s);
+	return 0;
+}
+
+static int session_rm(struct cli_globals *g, int argc, char **argv)
+{
+	struct lb_box box;
+	int code = 0;
+	if (argc < 2)
+		return cli_error("usage: lbbox session rm NAME..."), LB_EXIT_SETUP;
+	lb_box_init(&box, &g->paths, NULL, NULL);
+	for (int i = 1; i < argc; i++) {
+		_cleanup_err_ struct lb_err *err = NULL;
+		if (lb_box_session_delete(&box, argv[i], &err) < 0)
+			code = box_error(err);
+		else
+			printf("%s\n", argv[i]);
+	}
+	return code;
+}
+
+static int session_gc(struct cli_globals *g, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct lb_box box;
+	uint64_t ttl;
+	size_t removed = 0;
+	if (open_box(g, &box, &err) < 0)
+		return box_error(err);
+	if (argc == 3 && !strcmp(argv[1], "--ttl") && lb_parse_u64(argv[2], &ttl, NULL) == 0)
+		box.limits.session_ttl_sec = (int64_t)ttl;
+	else if (argc != 1)
+		return cli_error("usage: lbbox session gc [--ttl SECONDS]"), LB_EXIT_SETUP;
+	if (lb_box_session_reap(&box, 0, &removed, &err) < 0)
+		return box_error(err);
+	printf("%zu\n", removed);
+	return 0;
+}
+
+int cli_session(struct cli_globals *g, int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(struct cli_globals *, int, char **);
+	} verbs[] = {{"create", session_create},   {"exec", session_exec}, {"ls", session_ls},
+		     {"inspect", session_inspect}, {"rm", session_rm},	   {"gc", session_gc}};
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(session_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? LB_EXIT_SETUP : 0;
+	}
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(argv[1], verbs[i].name))
+			return verbs[i].fn(g, argc - 1, argv + 1);
+	cli_error("unknown session command '%s' (see lbbox session --help)", argv[1]);
+	return LB_EXIT_SETUP;
+}
