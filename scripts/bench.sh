@@ -77,9 +77,23 @@ time_loop() {
 	printf '%s\n' "${times[@]}" >"$out"
 }
 
+# Internal mode, run inside crun_ns: a detached container, then N timed `crun exec`s into it.
+crun_exec_loop() {
+	local state=$1 bundle=$2 out=$3 errf=$4 id=lbbox-bench-exec-$$ rc=0
+	crun --root "$state" --cgroup-manager=cgroupfs run --detach --bundle "$bundle" "$id" \
+		>/dev/null 2>"$errf" || return 1
+	"$self" --time-loop "$N" "$WARM" "$out" "$errf" "" crun --root "$state" exec "$id" /bin/true ||
+		rc=$?
+	crun --root "$state" kill "$id" KILL >/dev/null 2>&1 || true
+	sleep 0.2
+	crun --root "$state" delete -f "$id" >/dev/null 2>&1 || true
+	return "$rc"
+}
+
 case "${1:-}" in
 --time-loop) shift; time_loop "$@"; exit ;;
 --crun-delete-all) crun_delete_all "$2"; exit ;;
+--crun-exec-loop) N=$2 WARM=$3; shift 3; crun_exec_loop "$@"; exit ;;
 esac
 
 N=${BENCH_N:-200}
@@ -121,6 +135,12 @@ cleanup() {
 	if [ -d "$tmp/run-net/net" ]; then
 		LBBOX_NET_BRIDGE=lbbench0 "$lbbox" --runroot "$tmp/run-net" network prune \
 			>/dev/null || warn "lbbox network prune failed"
+	fi
+	if [ -d "$tmp/run-sess/box" ]; then
+		"$lbbox" --runroot "$tmp/run-sess" --root "$tmp/root-sess" session ls --json 2>/dev/null |
+			jq -r .session_id | while read -r s; do
+			"$lbbox" --runroot "$tmp/run-sess" --root "$tmp/root-sess" session rm "$s" >/dev/null
+		done
 	fi
 	if [ -d "$tmp/crun-state" ]; then
 		"${crun_ns[@]}" "$self" --crun-delete-all "$tmp/crun-state" || true
@@ -318,6 +338,64 @@ unpack_bench() {
 	rm -rf "$tmp/py-root" "$tmp/py-tar" "$tmp/py-layout"
 }
 [ "${BENCH_UNPACK:-1}" = 0 ] || unpack_bench || warn "unpack benchmark failed"
+
+# kib PID FIELD: a /proc/PID/status (VmRSS) or smaps_rollup (Pss) value in KiB.
+kib() {
+	if [ "$2" = Pss ]; then awk '/^Pss:/ { print $2 }' "/proc/$1/smaps_rollup"
+	else awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; fi
+}
+
+# Sessions: exec into a live session against crun exec, session create, idle memory.
+session_bench() {
+	local run=$tmp/run-sess root=$tmp/root-sess lb i t0 t1 created=() pid kpid
+	mkdir -p "$run" "$root"
+	lb=("$lbbox" --runroot "$run" --root "$root")
+	"${lb[@]}" session create bench --rootfs "$rootfs" >/dev/null || return 1
+	run_child "$self" --time-loop "$N" "$WARM" "$tmp/sexec.times" "$tmp/sexec.err" "" \
+		"${lb[@]}" session exec bench -- true || { cat "$tmp/sexec.err" >&2; return 1; }
+	read -r med[session-exec] p90[session-exec] < <(stats "$tmp/sexec.times")
+	if have crun; then
+		mkdir -p "$tmp/bundle-exec" "$tmp/crun-state"
+		(cd "$tmp/bundle-exec" && crun spec) >/dev/null &&
+			jq --arg root "$rootfs" '.root = {path: $root, readonly: true}
+				| .process.terminal = false | .process.args = ["/bin/sleep", "100000"]' \
+				"$tmp/bundle-exec/config.json" >"$tmp/bundle-exec/c.json" &&
+			mv "$tmp/bundle-exec/c.json" "$tmp/bundle-exec/config.json"
+		if run_child "${crun_ns[@]}" "$self" --crun-exec-loop "$N" "$WARM" "$tmp/crun-state" \
+			"$tmp/bundle-exec" "$tmp/cexec.times" "$tmp/cexec.err"; then
+			read -r med[crun-exec] p90[crun-exec] < <(stats "$tmp/cexec.times")
+		else
+			warn "crun exec failed:"; tail -n 3 "$tmp/cexec.err" >&2
+		fi
+	fi
+	# idle memory: the session's pid 1, and the keeper of one idle managed process
+	pid=$(jq -r .pid "$run"/*/state.json | head -n1)
+	"${lb[@]}" proc start bench --id idle -- sleep 100000 >/dev/null || return 1
+	kpid=$(jq -r .keeper "$run"/box/sessions/bench/procs/*.json | head -n1)
+	local rss pss krss kpss
+	rss=$(kib "$pid" VmRSS) pss=$(kib "$pid" Pss) krss=$(kib "$kpid" VmRSS) kpss=$(kib "$kpid" Pss)
+	"${lb[@]}" session rm bench >/dev/null || return 1
+	# session create with the image cached (each removed again, untimed)
+	for ((i = 0; i < 20; i++)); do
+		t0=$EPOCHREALTIME
+		"${lb[@]}" session create "c$i" --rootfs "$rootfs" >/dev/null || return 1
+		t1=$EPOCHREALTIME
+		created+=($((${t1/./} - ${t0/./})))
+		"${lb[@]}" session rm "c$i" >/dev/null || return 1
+	done
+	printf '%s\n' "${created[@]}" >"$tmp/screate.times"
+	read -r med[session-create] p90[session-create] < <(stats "$tmp/screate.times")
+	printf '\nsessions (%s execs of `true`, 20 creates):\n\n' "$N"
+	printf '| case | median ms | p90 ms |\n| --- | ---: | ---: |\n'
+	printf '| lbbox session exec S -- true | %s | %s |\n' "${med[session-exec]}" "${p90[session-exec]}"
+	if [ -n "${med[crun-exec]:-}" ]; then
+		printf '| crun exec C /bin/true | %s | %s |\n' "${med[crun-exec]}" "${p90[crun-exec]}"
+	fi
+	printf '| lbbox session create | %s | %s |\n' "${med[session-create]}" "${p90[session-create]}"
+	printf '\nidle memory: session pid 1 RSS %s KiB (PSS %s KiB); keeper of one managed process RSS %s KiB (PSS %s KiB)\n' \
+		"$rss" "$pss" "$krss" "$kpss"
+}
+[ "${BENCH_SESSION:-1}" = 0 ] || session_bench || warn "session benchmark failed"
 
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;

@@ -120,7 +120,6 @@ static int record_parse(json_t *j, struct lb_box_session *out, struct lb_err **e
 	json_t *spec = json_deep_copy(json_object_get(j, "spec"));
 	if (!spec)
 		return lb_err_set(err, 0, "bad session record");
-	lb_box_spec_free(&out->spec); /* from_json fills it afresh */
 	/* the stored spec has no session_id of its own: give it the record's */
 	json_object_set_new(spec, "session_id", json_string(id));
 	int r = lb_box_spec_from_json(spec, &out->spec, err);
@@ -135,8 +134,7 @@ int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box
 	json_error_t jerr;
 	snprintf(sdir, sizeof(sdir), "%s/sessions/%s", box->dir, key);
 	snprintf(path, sizeof(path), "%s/session.json", sdir);
-	memset(out, 0, sizeof(*out));
-	lb_box_spec_init(&out->spec);
+	memset(out, 0, sizeof(*out)); /* the spec is filled by from_json; zero frees as nothing */
 	json_t *j = json_load_file(path, 0, &jerr);
 	if (!j)
 		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", key);
@@ -159,7 +157,6 @@ int box_record_read(const struct lb_box *box, const char *id, struct lb_box_sess
 	if (box_record_read_dir(box, key, out, NULL) == 0 && strcmp(out->session_id, id) == 0)
 		return 0;
 	lb_box_session_free(out);
-	lb_box_spec_init(&out->spec);
 	return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
 }
 

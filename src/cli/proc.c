@@ -65,11 +65,10 @@ static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, str
 static int proc_start(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box_proc_spec spec;
+	struct lb_box_proc_spec spec = {0}; /* filled by lb_box_proc_spec_from_json */
 	struct lb_box_proc_info info;
 	if (argc < 2)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
-	lb_box_proc_spec_init(&spec);
 	int r = parse_start(&spec, argc - 1, argv + 1, &err);
 	if (r == 0)
 		r = lb_box_proc_start(box, argv[1], &spec, &info, &err);
@@ -179,7 +178,7 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 		fputs(proc_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	lb_box_init(&box, &g->paths, NULL, NULL);
+	cli_open_box(g, &box, NULL);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
 		if (!strcmp(argv[1], verbs[i].name))
 			return verbs[i].fn(&box, argc - 1, argv + 1);

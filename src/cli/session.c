@@ -42,9 +42,28 @@ static int box_error(struct lb_err *err)
 	return LB_EXIT_SETUP;
 }
 
+/* LBBOX_BOX_MAX_SESSIONS / LBBOX_BOX_MAX_PROCESSES: the capacities of §3.1 (box.limits). */
+static void env_limit(const char *name, int64_t *v)
+{
+	uint64_t n;
+	const char *s = getenv(name);
+	if (s && lb_parse_u64(s, &n, NULL) == 0)
+		*v = (int64_t)n;
+}
+
+int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
+{
+	/* LBBOX_BOX_OWNER: the instance new sessions belong to (what a Box server sets) */
+	if (lb_box_init(box, &g->paths, getenv("LBBOX_BOX_OWNER"), err) < 0)
+		return -1;
+	env_limit("LBBOX_BOX_MAX_SESSIONS", &box->limits.max_sessions);
+	env_limit("LBBOX_BOX_MAX_PROCESSES", &box->limits.max_managed_processes);
+	return 0;
+}
+
 static int open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
 {
-	return lb_box_init(box, &g->paths, NULL, err);
+	return cli_open_box(g, box, err);
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
@@ -196,7 +215,7 @@ static int session_create(struct cli_globals *g, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct create c = {.payload = json_object(), .mounts = json_array()};
-	struct lb_box_spec bs;
+	struct lb_box_spec bs = {0}; /* filled by lb_box_spec_from_json */
 	struct lb_box_session s;
 	struct lb_box box;
 	bool created;
@@ -207,7 +226,6 @@ static int session_create(struct cli_globals *g, int argc, char **argv)
 	}
 	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
 	struct build_ctx b = {.g = g, .c = &c};
-	lb_box_spec_init(&bs);
 	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
 	    spec_from_payload(&c, &bs, &err) < 0 || open_box(g, &box, &err) < 0 ||
 	    lb_box_session_get_or_create(&box, &bs, build_spec, &b, &s, &created, &err) < 0) {
@@ -294,22 +312,32 @@ static void print_stream(FILE *f, const char *text, int64_t limit)
 }
 
 /* §5.6 on the session's workspace (host_path, or its own directory). */
-static int quota_check(struct lb_box *box, const char *id, const char *phase, struct lb_err **err)
+static int quota_check(struct lb_box *box, const struct lb_box_session *s, const char *phase,
+		       struct lb_err **err)
 {
-	struct lb_box_session s;
 	char ws[4400];
-	if (lb_box_session_get(box, id, &s, err) < 0)
-		return -1;
-	int r = 0;
-	if (s.spec.workspace_quota_mb > 0) {
-		if (s.spec.host_path)
-			snprintf(ws, sizeof(ws), "%s", s.spec.host_path);
-		else
-			lb_box_session_workspace(box, id, ws, sizeof(ws));
-		r = lb_box_quota_check(ws, s.spec.workspace_quota_mb, 100000, phase, id, err);
+	if (s->spec.workspace_quota_mb <= 0)
+		return 0;
+	if (s->spec.host_path)
+		snprintf(ws, sizeof(ws), "%s", s->spec.host_path);
+	else
+		lb_box_session_workspace(box, s->session_id, ws, sizeof(ws));
+	return lb_box_quota_check(ws, s->spec.workspace_quota_mb, 100000, phase, s->session_id,
+				  err);
+}
+
+static void report_exec(const struct exec_opts *o, const char *id,
+			const struct lb_box_exec_result *res)
+{
+	if (o->json) {
+		cli_print_json(lb_box_exec_result_json(id, res));
+		return;
 	}
-	lb_box_session_free(&s);
-	return r;
+	print_stream(stdout, res->out, o->output_limit);
+	print_stream(stderr, res->err, o->output_limit);
+	if (res->timed_out)
+		cli_error("command timed out after %lld seconds; session %s was destroyed",
+			  (long long)o->req.timeout_sec, id);
 }
 
 static int session_exec(struct cli_globals *g, int argc, char **argv)
@@ -317,7 +345,7 @@ static int session_exec(struct cli_globals *g, int argc, char **argv)
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct exec_opts o = {.n_env = 0};
 	struct lb_box_exec_result res;
-	struct lb_box_session s;
+	struct lb_box_session s = {0};
 	struct lb_box box;
 	if (argc < 2) {
 		fputs(session_usage, stderr);
@@ -327,33 +355,25 @@ static int session_exec(struct cli_globals *g, int argc, char **argv)
 	int r = parse_exec(&o, argc - 1, argv + 1, &err);
 	if (r == 0)
 		r = open_box(g, &box, &err);
-	if (r == 0 && (r = lb_box_session_get(&box, id, &s, &err)) == 0) {
-		/* the quota also caps every file the command writes (go beyond LangBot) */
-		o.req.fsize_limit = (uint64_t)s.spec.workspace_quota_mb << 20;
-		lb_box_session_free(&s);
-	}
 	if (r == 0)
-		r = quota_check(&box, id, "before execution", &err);
+		r = lb_box_session_get(&box, id, &s, &err);
+	/* the quota also caps every file the command writes (go beyond LangBot) */
+	o.req.fsize_limit = (uint64_t)s.spec.workspace_quota_mb << 20;
+	if (r == 0)
+		r = quota_check(&box, &s, "before execution", &err);
 	if (r == 0)
 		r = lb_box_exec(&box, id, &o.req, &res, &err);
-	free(o.cmd);
-	if (r < 0)
-		return box_error(err);
-	if (!res.timed_out && quota_check(&box, id, "after execution", &err) < 0) {
+	if (r == 0 && !res.timed_out && quota_check(&box, &s, "after execution", &err) < 0) {
 		lb_box_session_delete(&box, id, NULL); /* as LangBot does after a violation */
 		lb_box_exec_result_free(&res);
+		r = -1;
+	}
+	free(o.cmd);
+	lb_box_session_free(&s);
+	if (r < 0)
 		return box_error(err);
-	}
 	int code = res.timed_out ? 124 : res.exit_code;
-	if (o.json) {
-		cli_print_json(lb_box_exec_result_json(id, &res));
-	} else {
-		print_stream(stdout, res.out, o.output_limit);
-		print_stream(stderr, res.err, o.output_limit);
-		if (res.timed_out)
-			cli_error("command timed out after %lld seconds; session %s was destroyed",
-				  (long long)o.req.timeout_sec, id);
-	}
+	report_exec(&o, id, &res);
 	lb_box_exec_result_free(&res);
 	return code;
 }
@@ -420,7 +440,7 @@ static int session_rm(struct cli_globals *g, int argc, char **argv)
 	int code = 0;
 	if (argc < 2)
 		return cli_error("usage: lbbox session rm NAME..."), LB_EXIT_SETUP;
-	lb_box_init(&box, &g->paths, NULL, NULL);
+	open_box(g, &box, NULL);
 	for (int i = 1; i < argc; i++) {
 		_cleanup_err_ struct lb_err *err = NULL;
 		if (lb_box_session_delete(&box, argv[i], &err) < 0)

@@ -28,6 +28,7 @@ struct lb_child_ctx {
 	int err_fd;		    /* child -> parent, CLOEXEC: a struct lb_child_msg on failure */
 	int status_fd;		    /* init -> parent: the command's raw wait status */
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
+	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
 };
 
 /* A setup failure reported by the child: the exit code lbbox should use, and one line. */

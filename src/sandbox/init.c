@@ -112,7 +112,12 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 		if (null >= 0)
 			dup2(null, fd);
 	close(ctx->err_fd); /* EOF: the sandbox is ready */
-	/* pid 1 never execs: close-on-exec is not enough to drop what lbbox held (its locks) */
+	if (ctx->init_fd >= 0) {
+		static char *const argv[] = {"lbbox-init", NULL}, *const envp[] = {NULL};
+		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		syscall(SYS_execveat, ctx->init_fd, "", argv, envp, AT_EMPTY_PATH);
+	}
+	/* no lbbox-init: stay as we are, but close-on-exec is not enough to drop lbbox's locks */
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	sigset_t set;
 	sigfillset(&set);

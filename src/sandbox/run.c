@@ -40,6 +40,7 @@ struct run {
 	const struct lb_spec *spec;
 	const char *runroot;
 	struct lb_net_handle net; /* network "on" only */
+	int init_fd;		  /* session: lbbox-init, opened before the clone */
 };
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -72,6 +73,7 @@ static void run_release(struct run *r)
 	close_fd(&r->sync_w);
 	close_fd(&r->err_r);
 	close_fd(&r->status_r);
+	close_fd(&r->init_fd);
 	if (r->ppid)
 		prctl(PR_SET_PDEATHSIG, 0);
 	if (r->mask_set)
@@ -174,6 +176,21 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 	return 0;
 }
 
+/* lbbox-init beside the running executable; -1 (pid 1 then stays a copy of lbbox) if absent. */
+static int open_init(void)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash || (size_t)(slash - self) + sizeof("/lbbox-init") > sizeof(self))
+		return -1;
+	strcpy(slash, "/lbbox-init");
+	return open(self, O_RDONLY | O_CLOEXEC);
+}
+
 static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	int sync[2], errp[2], status[2];
@@ -201,6 +218,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .err_fd = errp[1],
 		    .status_fd = status[1],
 		    .lease = &r->net.lease,
+		    .init_fd = r->init_fd,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -323,6 +341,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 			.sync_w = -1,
 			.err_r = -1,
 			.status_r = -1,
+			.init_fd = -1,
 			.spec = spec,
 			.runroot = paths->runroot};
 	uint64_t start = lb_now_ns();
@@ -370,6 +389,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 			.sync_w = -1,
 			.err_r = -1,
 			.status_r = -1,
+			.init_fd = open_init(),
 			.spec = spec,
 			.runroot = paths->runroot};
 	int setup_exit;

@@ -769,6 +769,31 @@ static void report_cg_tree(FILE *m, const char *dir, bool v2, bool shared)
 		closedir(d);
 }
 
+static void report_dir_entries(FILE *m, const char *dir);
+
+static void report_box(FILE *m, const char *dir, const char *name)
+{
+	if (!strcmp(name, "lock"))
+		return;
+	char *box = lbt_strdupf("%s/%s", dir, name);
+	DIR *d = opendir(box);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, "lock"))
+			continue;
+		char *sub = lbt_strdupf("%s/%s", box, e->d_name);
+		if (!strcmp(e->d_name, "sessions") || !strcmp(e->d_name, "instances"))
+			report_dir_entries(m, sub);
+		else
+			fprintf(m, "left in runroot: %s\n", sub);
+		free(sub);
+	}
+	if (d)
+		closedir(d);
+	free(box);
+}
+
 static void report_dir_entries(FILE *m, const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -778,9 +803,16 @@ static void report_dir_entries(FILE *m, const char *dir)
 		fprintf(m, "runroot %s: %s\n", dir, strerror(errno));
 		return;
 	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		// the Box layer's lock and directories stay; what is in them must not
+		if (!strcmp(e->d_name, "box") ||
+		    (strstr(dir, "/box") && !strcmp(e->d_name, "lock")))
+			report_box(m, dir, e->d_name);
+		else
 			fprintf(m, "left in runroot: %s/%s\n", dir, e->d_name);
+	}
 	closedir(d);
 }
 

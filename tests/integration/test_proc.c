@@ -1,0 +1,317 @@
+// Managed processes (lbbox proc), the session reaper and the workspace quota, against real
+// sandboxes; the host is checked clean after every test.
+#include "harness.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+	cr_assert_not_null(j, "not JSON (%s): %s", e.text, text);
+	return j;
+}
+
+static void create(const char *name, const char *extra)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "create", name, "--rootfs", lbt_rootfs(), extra ? extra : "--pids",
+		extra ? NULL : "128", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}
+
+static json_t *proc_json(const char *verb, const char *session, const char *id, ...)
+{
+	const char *args[32] = {"proc", verb, session};
+	int n = 3;
+	if (!strcmp(verb, "start")) {
+		args[n++] = "--id";
+	}
+	args[n++] = id;
+	va_list ap;
+	va_start(ap, id);
+	for (const char *a; (a = va_arg(ap, const char *)) && n < 30;)
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	struct lb_run_out o;
+	lbt_runv(&o, args);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *j = parse(o.out);
+	lbt_out_free(&o);
+	return j;
+}
+
+static const char *status(json_t *j)
+{
+	return json_string_value(json_object_get(j, "status"));
+}
+
+// Polls proc inspect until the status is want (managed processes exit asynchronously).
+static json_t *wait_status(const char *session, const char *id, const char *want)
+{
+	json_t *j = NULL;
+	for (int i = 0; i < 100; i++) {
+		json_decref(j);
+		j = proc_json("inspect", session, id, NULL);
+		if (!strcmp(status(j), want))
+			return j;
+		usleep(50000);
+	}
+	cr_assert_fail("process %s never became %s", id, want);
+	return j;
+}
+
+static void rm_session(const char *name)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "rm", name, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}
+
+LBT_SUITE(proc);
+
+LBT_TEST(proc, loop_is_running_and_queryable)
+{
+	create("s1", NULL);
+	json_t *j = proc_json("start", "s1", "loop", "-e", "B=2", "-e", "A=1", "--", "sh", "-c",
+			      "while true; do sleep 1; done", NULL);
+	cr_assert_str_eq(status(j), "running");
+	cr_assert(json_is_null(json_object_get(j, "exit_code")));
+	cr_assert(json_is_null(json_object_get(j, "exited_at")));
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "env_keys"), 0)), "A",
+			 "env_keys are sorted");
+	json_decref(j);
+	usleep(300000);
+	j = proc_json("inspect", "s1", "loop", NULL);
+	cr_assert_str_eq(status(j), "running");
+	json_decref(j);
+	rm_session("s1"); // terminates it: the host check below finds no keeper or process
+}
+
+LBT_TEST(proc, exited_with_its_code)
+{
+	create("s1", NULL);
+	json_decref(
+	    proc_json("start", "s1", "done", "--", "sh", "-c", "echo done && exit 0", NULL));
+	json_t *j = wait_status("s1", "done", "exited");
+	cr_assert(json_is_integer(json_object_get(j, "exit_code")));
+	cr_assert_eq(json_integer_value(json_object_get(j, "exit_code")), 0);
+	cr_assert(json_is_string(json_object_get(j, "exited_at")));
+	json_decref(j);
+	json_decref(proc_json("start", "s1", "bad", "--", "sh", "-c", "exit 7", NULL));
+	j = wait_status("s1", "bad", "exited");
+	cr_assert_eq(json_integer_value(json_object_get(j, "exit_code")), 7);
+	json_decref(j);
+	rm_session("s1");
+}
+
+LBT_TEST(proc, cat_echoes_through_attach_and_survives_detach)
+{
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "cat", "--", "cat", NULL));
+	char *out = lbt_strdupf("%s/attach.out", lbt_workdir());
+	for (int round = 0; round < 2; round++) { // detach, then re-attach
+		char *script = lbt_strdupf(
+		    "(printf 'hello %d\\nworld\\n'; sleep 0.5) | %s --root %s --runroot %s proc "
+		    "attach s1 cat > %s",
+		    round, lbt_bin(), lbt_root(), lbt_runroot(), out);
+		const char *argv[] = {"sh", "-c", script, NULL};
+		cr_assert_eq(lbt_system(argv), 0);
+		char *got = lbt_read_file(out);
+		char *want = lbt_strdupf("hello %d\nworld\n", round);
+		cr_assert_str_eq(got, want);
+		free(got), free(want), free(script);
+		json_t *j = proc_json("inspect", "s1", "cat", NULL);
+		cr_assert_str_eq(status(j), "running", "the process outlives its client");
+		json_decref(j);
+	}
+	free(out);
+	struct lb_run_out o;
+	lbt_run(&o, "proc", "stop", "s1", "cat", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "proc", "inspect", "s1", "cat", NULL);
+	lbt_assert_error_line(&o, 125, "BoxManagedProcessNotFoundError");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(proc, attach_to_exited_is_a_conflict)
+{
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "x", "--", "true", NULL));
+	json_decref(wait_status("s1", "x", "exited"));
+	struct lb_run_out o;
+	lbt_run(&o, "proc", "attach", "s1", "x", NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxManagedProcessConflictError: managed process x in session s1 is "
+			      "not running");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(proc, stop_ignoring_sigterm_kills_after_grace)
+{
+	create("s1", NULL);
+	lbt_add_marker("987652");
+	json_decref(proc_json("start", "s1", "stubborn", "--", "sh", "-c",
+			      "trap '' TERM; sleep 987652 & while true; do sleep 1; done", NULL));
+	usleep(300000);
+	double t0 = lbt_now();
+	struct lb_run_out o;
+	lbt_run(&o, "proc", "stop", "s1", "stubborn", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	double took = lbt_now() - t0;
+	cr_assert(took >= 4.5, "SIGKILL came before the 5 s grace (%.1f s)", took);
+	cr_assert_eq(lbt_count_procs_with_arg("987652"), 0, "its whole cgroup is killed");
+	rm_session("s1");
+}
+
+LBT_TEST(proc, session_shows_processes_only_once_there_are_any)
+{
+	create("s1", NULL);
+	struct lb_run_out o;
+	lbt_run(&o, "session", "inspect", "s1", NULL);
+	json_t *s = parse(o.out);
+	cr_assert_null(json_object_get(s, "managed_processes"));
+	json_decref(s);
+	lbt_out_free(&o);
+	json_decref(proc_json("start", "s1", "default", "--", "sleep", "1000", NULL));
+	lbt_run(&o, "session", "inspect", "s1", NULL);
+	s = parse(o.out);
+	cr_assert_not_null(json_object_get(json_object_get(s, "managed_processes"), "default"));
+	cr_assert_not_null(json_object_get(s, "managed_process"));
+	json_decref(s);
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(proc, stderr_preview_keeps_the_last_4000_characters)
+{
+	create("s1", NULL);
+	// 300 lines of 40 characters each, one write per line
+	json_decref(proc_json(
+	    "start", "s1", "noisy", "--", "sh", "-c",
+	    "i=0; while [ $i -lt 300 ]; do printf 'line %03d xxxxxxxxxxxxxxxxxxxxxxxxxxxxx\\n' "
+	    "$i >&2; i=$((i+1)); done; sleep 1000",
+	    NULL));
+	json_t *j = NULL;
+	const char *p = NULL;
+	for (int i = 0; i < 100; i++) {
+		json_decref(j);
+		j = proc_json("inspect", "s1", "noisy", NULL);
+		p = json_string_value(json_object_get(j, "stderr_preview"));
+		if (p && strstr(p, "line 299"))
+			break;
+		usleep(50000);
+	}
+	cr_assert(p && strstr(p, "line 299"), "preview lacks the last line: %s", p);
+	cr_assert_leq(strlen(p), 4000);
+	cr_assert_null(strstr(p, "line 000"), "the oldest lines were dropped");
+	cr_assert(strncmp(p, "line ", 5) == 0, "trimmed at a chunk boundary: %.40s", p);
+	json_decref(j);
+	rm_session("s1");
+}
+
+LBT_TEST(proc, reaper_skips_persistent_and_busy_sessions)
+{
+	struct lb_run_out o;
+	create("idle", NULL);
+	create("keep", "--persistent");
+	create("busy", NULL);
+	json_decref(proc_json("start", "busy", "p", "--", "sleep", "1000", NULL));
+	sleep(2);
+	lbt_run(&o, "session", "gc", "--ttl", "1", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "1\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "ls", NULL);
+	cr_assert_null(strstr(o.out, "idle"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, "keep"));
+	cr_assert_not_null(strstr(o.out, "busy"));
+	lbt_out_free(&o);
+	rm_session("keep");
+	rm_session("busy");
+}
+
+LBT_TEST(proc, workspace_quota_caps_files_and_is_checked_after_exec)
+{
+	struct lb_run_out o;
+	create("s1", "--workspace-quota=1");
+	// one file cannot outgrow the quota (RLIMIT_FSIZE)
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+		"dd if=/dev/zero of=big bs=1024 count=2048 2>/dev/null; echo $?; wc -c < big",
+		NULL);
+	LBT_ASSERT_OUT(o, "153\n1048576\n"); // SIGXFSZ (128 + 25)
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", "rm big", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	// two files can, and then the session goes, as LangBot deletes it
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+		"dd if=/dev/zero of=a bs=1024 count=700 2>/dev/null; cp a b", NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxValidationError: workspace quota exceeded after execution");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "inspect", "s1", NULL);
+	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError");
+	lbt_out_free(&o);
+}
+
+// §3.8: sessions of an instance that is gone are removed; a live instance's (it holds its
+// lock) and the CLI's own (no owner) never are.
+LBT_TEST(proc, orphans_of_dead_instances_are_removed)
+{
+	struct lb_run_out o;
+	char *dir = lbt_strdupf("%s/box/instances", lbt_runroot());
+	char *lock = lbt_strdupf("%s/inst-live.lock", dir);
+	char *box = lbt_strdupf("%s/box", lbt_runroot());
+	mkdir(box, 0700);
+	mkdir(dir, 0700);
+	int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert(fd >= 0 && flock(fd, LOCK_EX) == 0);
+	setenv("LBBOX_BOX_OWNER", "inst-live", 1);
+	create("live", NULL);
+	unsetenv("LBBOX_BOX_OWNER");
+	create("mine", "--persistent");
+	setenv("LBBOX_BOX_OWNER", "inst-dead", 1); // never held by anyone
+	create("dead", NULL);
+	unsetenv("LBBOX_BOX_OWNER");
+	lbt_run(&o, "session", "gc", NULL);
+	LBT_ASSERT_OUT(o, "1\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "ls", NULL);
+	cr_assert_null(strstr(o.out, "dead"), "%s", o.out);
+	cr_assert_not_null(strstr(o.out, "live"));
+	cr_assert_not_null(strstr(o.out, "mine"));
+	lbt_out_free(&o);
+	close(fd);
+	unlink(lock);
+	rmdir(dir);
+	free(lock), free(dir), free(box);
+	rm_session("live");
+	rm_session("mine");
+}
+
+LBT_TEST(proc, idle_session_pid1_is_lbbox_init_and_closed)
+{
+	struct lb_run_out o;
+	create("s1", NULL);
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+		"tr '\\0' ' ' < /proc/1/cmdline; cat /proc/1/environ 2>/dev/null || echo closed",
+		NULL);
+	LBT_ASSERT_OUT(o, "lbbox-init closed\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}

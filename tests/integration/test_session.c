@@ -1,0 +1,261 @@
+// Sessions, exec and managed processes (lbbox session / lbbox proc) against real sandboxes: the
+// seed scenarios of LangBot Box (spec §3), its error classes and texts, and a clean host after
+// every test (no session, sandbox, cgroup, mount or process left).
+#include "harness.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static json_t *parse(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+	cr_assert_not_null(j, "not JSON (%s): %s", e.text, text);
+	return j;
+}
+
+static const char *jstr(json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	cr_assert_not_null(s, "no string %s in %s", key, json_dumps(j, 0));
+	return s;
+}
+
+// lbbox session create NAME --rootfs <busybox> OPTS... ; returns the session JSON.
+static json_t *create(const char *name, ...)
+{
+	const char *args[64] = {"session",    "create", name,		"--rootfs",
+				lbt_rootfs(), "-v",	lbt_probe_vol()};
+	int n = 7;
+	va_list ap;
+	va_start(ap, name);
+	for (const char *a; (a = va_arg(ap, const char *)) && n < 62;)
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	struct lb_run_out o;
+	lbt_runv(&o, args);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *j = parse(o.out);
+	lbt_out_free(&o);
+	return j;
+}
+
+static void rm_session(const char *name)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "rm", name, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}
+
+static void sh(struct lb_run_out *o, const char *session, const char *script)
+{
+	lbt_run(o, "session", "exec", session, "--", "sh", "-c", script, NULL);
+}
+
+LBT_SUITE(session);
+
+LBT_TEST(session, exec_returns_stdout_stderr_and_exit_code)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	sh(&o, "s1", "echo hi; echo oops >&2; exit 3");
+	LBT_ASSERT_EXIT(o, 3);
+	LBT_ASSERT_OUT(o, "hi\n");
+	cr_assert_str_eq(o.err, "oops\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c", "printf '  a\\n\\n'",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *r = parse(o.out);
+	cr_assert_str_eq(jstr(r, "status"), "completed");
+	cr_assert_str_eq(jstr(r, "stdout"), "a", "stdout is stripped as LangBot does");
+	cr_assert_eq(json_integer_value(json_object_get(r, "exit_code")), 0);
+	cr_assert(json_is_integer(json_object_get(r, "duration_ms")));
+	json_decref(r);
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, files_persist_between_execs_in_workspace_and_tmp)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	sh(&o, "s1", "echo one > /workspace/a && echo two > /tmp/b && pwd");
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "/workspace\n");
+	lbt_out_free(&o);
+	sh(&o, "s1", "cat /workspace/a /tmp/b");
+	LBT_ASSERT_OUT(o, "one\ntwo\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, host_workspace_is_mounted_and_workdir_applies)
+{
+	struct lb_run_out o;
+	char *ws = lbt_mkdir_work("ws");
+	char *vol = lbt_strdupf("%s:/workspace", ws);
+	json_t *s = create("s1", "-v", vol, NULL);
+	cr_assert_str_eq(jstr(s, "host_path"), ws);
+	json_decref(s);
+	lbt_run(&o, "session", "exec", "s1", "-w", "/workspace/sub dir", "--", "sh", "-c",
+		"pwd; echo x > f", NULL);
+	LBT_ASSERT_OUT(o, "/workspace/sub dir\n");
+	lbt_out_free(&o);
+	char *f = lbt_strdupf("%s/sub dir/f", ws);
+	char *content = lbt_read_file(f);
+	cr_assert_str_eq(content, "x\n");
+	free(content), free(f), free(vol), free(ws);
+	rm_session("s1");
+}
+
+LBT_TEST(session, each_exec_has_its_own_cgroup)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	sh(&o, "s1", "grep -c exec- /proc/self/cgroup >/dev/null && echo yes");
+	LBT_ASSERT_OUT(o, "yes\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, timeout_kills_the_tree_and_destroys_the_session)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	sh(&o, "s1", "echo x > /tmp/mark");
+	lbt_out_free(&o);
+	lbt_add_marker("987651");
+	lbt_run(&o, "session", "exec", "s1", "--timeout", "1", "--json", "--", "sh", "-c",
+		"sleep 987651 & setsid sleep 987651 & sleep 987651", NULL);
+	LBT_ASSERT_EXIT(o, 124);
+	json_t *r = parse(o.out);
+	cr_assert_str_eq(jstr(r, "status"), "timed_out");
+	cr_assert(json_is_null(json_object_get(r, "exit_code")));
+	cr_assert_str_eq(jstr(r, "stderr"), "Command timed out after 1 seconds.");
+	json_decref(r);
+	lbt_out_free(&o);
+	cr_assert_eq(lbt_count_procs_with_arg("987651"), 0, "a process of the exec survived");
+	lbt_run(&o, "session", "inspect", "s1", NULL);
+	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError: session s1 not found");
+	lbt_out_free(&o);
+	// the next create starts fresh
+	json_decref(create("s1", NULL));
+	sh(&o, "s1", "cat /tmp/mark 2>/dev/null || echo fresh");
+	LBT_ASSERT_OUT(o, "fresh\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, network_off_reaches_nothing_outside)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	char *cmd = lbt_strdupf("%s connect 192.0.2.1 80", lbt_probe());
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", cmd, NULL);
+	LBT_ASSERT_OUT(o, "ENETUNREACH\n");
+	lbt_out_free(&o);
+	free(cmd);
+	rm_session("s1");
+}
+
+LBT_TEST(session, reuse_and_conflict_on_resource_fields)
+{
+	struct lb_run_out o;
+	json_t *a = create("s1", NULL);
+	json_t *b = create("s1", NULL);
+	cr_assert_str_eq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"));
+	json_decref(a), json_decref(b);
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "-v", lbt_probe_vol(),
+		"--memory", "256m", NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxSessionConflictError: Box session s1 already exists with "
+			      "memory_mb=512");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "-v", lbt_probe_vol(),
+		"--cpus", "2", NULL);
+	lbt_assert_error_line(&o, 125, "already exists with cpus=1.0");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, changed_extra_mounts_recreate_the_session)
+{
+	char *d1 = lbt_mkdir_work("d1"), *d2 = lbt_mkdir_work("d2");
+	char *v1 = lbt_strdupf("%s:/data", d1), *v2 = lbt_strdupf("%s:/data", d2);
+	json_t *a = create("s1", "-v", v1, NULL);
+	json_t *b = create("s1", "-v", v2, NULL);
+	cr_assert_str_neq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"),
+			  "a changed extra mount must recreate the sandbox");
+	json_decref(a), json_decref(b);
+	free(d1), free(d2), free(v1), free(v2);
+	rm_session("s1");
+}
+
+LBT_TEST(session, capacity_limits)
+{
+	struct lb_run_out o;
+	setenv("LBBOX_BOX_MAX_SESSIONS", "2", 1);
+	setenv("LBBOX_BOX_MAX_PROCESSES", "1", 1);
+	json_decref(create("s1", NULL));
+	json_decref(create("s2", NULL));
+	lbt_run(&o, "session", "create", "s3", "--rootfs", lbt_rootfs(), NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxCapacityExceededError: Box session capacity reached (2)");
+	lbt_out_free(&o);
+	lbt_run(&o, "proc", "start", "s1", "--id", "p1", "--", "sleep", "1000", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "proc", "start", "s2", "--id", "p2", "--", "sleep", "1000", NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxCapacityExceededError: Box managed process capacity reached (1)");
+	lbt_out_free(&o);
+	// replacing the running one is not a new process
+	lbt_run(&o, "proc", "start", "s1", "--id", "p1", "--", "sleep", "1001", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	unsetenv("LBBOX_BOX_MAX_SESSIONS");
+	unsetenv("LBBOX_BOX_MAX_PROCESSES");
+	rm_session("s1");
+	rm_session("s2");
+}
+
+LBT_TEST(session, bad_input_names_the_error_class)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "exec", "nope", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError: session nope not found");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "--memory", "16m", NULL);
+	lbt_assert_error_line(&o, 125, "BoxValidationError: memory_mb must be at least 32");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "s1", "-v", "/etc:/workspace", NULL);
+	lbt_assert_error_line(&o, 125, "host_path /etc is blocked for security");
+	lbt_out_free(&o);
+	json_decref(create("s1", NULL));
+	lbt_run(&o, "proc", "inspect", "s1", "nope", NULL);
+	lbt_assert_error_line(&o, 125,
+			      "BoxManagedProcessNotFoundError: session s1 has no managed process "
+			      "with process_id=nope");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "rm", "nope", NULL);
+	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, profile_locks_fields)
+{
+	json_t *s = create("s1", "--profile", "offline_readonly", "--network", "on", NULL);
+	cr_assert_str_eq(jstr(s, "network"), "off", "offline_readonly locks network");
+	cr_assert_eq(json_integer_value(json_object_get(s, "memory_mb")), 256);
+	cr_assert_str_eq(jstr(s, "host_path_mode"), "ro");
+	json_decref(s);
+	rm_session("s1");
+}
