@@ -41,10 +41,11 @@ LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs LBBOX_TEST_PYTHON_OCI=$PWD/bu
 	ASAN_OPTIONS=detect_leaks=1 \
 	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
 
-# cgroup v2 for real: these hosts only have v1 controllers.
+# cgroup v2 for real: these hosts only have v1 controllers (and exec joins by CLONE_INTO_CGROUP there).
 stage "cgroup-v2 guest (qemu)" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
-	scripts/vm-test.sh --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-probe:/opt/lbbox/lbbox-probe \
-	--extra build/images/busybox/rootfs:/opt/lbbox/rootfs build/test_cgroup build/test_limits
+	scripts/vm-test.sh --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-init:/opt/lbbox/lbbox-init \
+	--extra build/lbbox-probe:/opt/lbbox/lbbox-probe --extra build/images/busybox/rootfs:/opt/lbbox/rootfs \
+	build/test_cgroup build/test_limits build/test_session build/test_proc
 
 echo
 echo "$passed passed, $failed failed"
