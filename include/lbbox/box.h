@@ -27,11 +27,18 @@ struct lb_box {
 	char dir[4096]; /* RUNROOT/box */
 	char owner[64]; /* instance id of the lbbox process owning new sessions, "" = none */
 	struct lb_box_limits limits;
+	/* §5.3: host paths must lie under one of these (canonical) roots; NULL = no restriction */
+	char **allowed_roots;
 };
 
-/* Fills box for paths with the default limits; owner may be NULL. Creates nothing. */
+/* Fills box for paths with the default limits; owner may be NULL. Creates nothing.
+ * lb_box_fini frees what lb_box_set_allowed_roots added. */
 int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *owner,
 		struct lb_err **err);
+
+void lb_box_fini(struct lb_box *box);
+/* "/a:/b" or a list: each root canonicalised (it must exist). */
+int lb_box_set_allowed_roots(struct lb_box *box, char *const *roots, struct lb_err **err);
 
 /* What a session is: the Box spec it was created with, plus where it lives. */
 struct lb_box_session {

@@ -45,8 +45,8 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);
 
 /* engine_spec.c: the Box fields on top of the caller's engine spec. */
-int box_engine_spec(const struct lb_box_spec *bs, const char *workspace, struct lb_spec *spec,
-		    struct lb_err **err);
+int box_engine_spec(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
+		    struct lb_spec *spec, struct lb_err **err);
 
 /* proc_record.c: procs/<hash>.json records and socket names. */
 #define BOX_PROC_STOP_GRACE_SEC 5

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "box/box_internal.h"
+#include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 
 static int add_mount(struct lb_spec *spec, const char *src, const char *dst, bool ro,
@@ -28,30 +29,67 @@ static int add_mount(struct lb_spec *spec, const char *src, const char *dst, boo
 	return 0;
 }
 
-static int workspace_mount(const struct lb_box_spec *bs, const char *workspace,
+static bool under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	return !strcmp(root, "/") ||
+	       (!strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/'));
+}
+
+/*
+ * §5.3 step 4, for every host path here (LangBot checks only host_path): the realpath must lie
+ * under an allowed root. A path that does not exist yet is judged by its text (no "..").
+ */
+static int check_allowed(char *const *roots, const char *path, struct lb_err **err)
+{
+	if (!roots)
+		return 0;
+	if (!*roots)
+		return lb_err_box(
+		    err, LB_BOX_EVALIDATION,
+		    "host_path mounting is disabled because no allowed_mount_roots are "
+		    "configured");
+	_cleanup_free_ char *real = realpath(path, NULL);
+	const char *p = real ? real : path;
+	bool ok = real || (errno == ENOENT && !strstr(path, "/../") && !strstr(path, "/./"));
+	for (char *const *r = roots; ok && *r; r++)
+		if (under(p, *r))
+			return 0;
+	return lb_err_box(err, LB_BOX_EVALIDATION, "host_path is outside allowed_mount_roots: %s",
+			  p);
+}
+
+static int workspace_mount(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
 			   struct lb_spec *spec, struct lb_err **err)
 {
 	if (!bs->host_path)
 		return add_mount(spec, workspace, bs->mount_path, false, err);
 	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)
 		return 0;
+	if (check_allowed(roots, bs->host_path, err) < 0)
+		return -1;
 	/* LangBot creates a missing host workspace before mounting it */
 	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_p(bs->host_path, 0755, NULL) < 0)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "host_path %s cannot be created",
 				  bs->host_path);
+	if (check_allowed(roots, bs->host_path, err) < 0) /* now by its realpath */
+		return -1;
 	return add_mount(spec, bs->host_path, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
 			 err);
 }
 
-int box_engine_spec(const struct lb_box_spec *bs, const char *workspace, struct lb_spec *spec,
-		    struct lb_err **err)
+int box_engine_spec(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
+		    struct lb_spec *spec, struct lb_err **err)
 {
-	if (workspace_mount(bs, workspace, spec, err) < 0)
+	if (workspace_mount(bs, roots, workspace, spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < bs->n_extra_mounts; i++) {
 		const struct lb_box_mount *m = &bs->extra_mounts[i];
-		if (m->mode != LB_BOX_MOUNT_NONE && add_mount(spec, m->host_path, m->mount_path,
-							      m->mode == LB_BOX_MOUNT_RO, err) < 0)
+		if (m->mode == LB_BOX_MOUNT_NONE)
+			continue;
+		if (check_allowed(roots, m->host_path, err) < 0 ||
+		    add_mount(spec, m->host_path, m->mount_path, m->mode == LB_BOX_MOUNT_RO, err) <
+			0)
 			return -1;
 	}
 	spec->limits.memory_bytes = (uint64_t)bs->memory_mb << 20;

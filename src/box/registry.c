@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -28,6 +29,32 @@ int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *ow
 					     .max_completed_processes = 256,
 					     .completed_retention_sec = 300,
 					     .session_ttl_sec = 300};
+	return 0;
+}
+
+void lb_box_fini(struct lb_box *box)
+{
+	lb_strvfreep(&box->allowed_roots);
+}
+
+int lb_box_set_allowed_roots(struct lb_box *box, char *const *roots, struct lb_err **err)
+{
+	size_t n = 0;
+	for (char *const *r = roots; r && *r; r++)
+		n++;
+	char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return lb_err_set(err, ENOMEM, "allowed roots");
+	for (size_t i = 0; i < n; i++) {
+		if (!(v[i] = realpath(roots[i], NULL))) {
+			int e = errno;
+			lb_strvfreep(&v);
+			return lb_err_box(err, LB_BOX_EVALIDATION, "allowed mount root %s: %s",
+					  roots[i], strerror(e));
+		}
+	}
+	lb_strvfreep(&box->allowed_roots);
+	box->allowed_roots = v;
 	return 0;
 }
 

@@ -70,7 +70,7 @@ static int start(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_f
 	lb_spec_init(&spec);
 	int r = build(ctx, bs, &spec, err);
 	if (r == 0)
-		r = box_engine_spec(bs, ws, &spec, err);
+		r = box_engine_spec(bs, box->allowed_roots, ws, &spec, err);
 	if (r == 0)
 		r = lb_sandbox_start(&spec, &box->paths, out->sandbox, err);
 	lb_spec_free(&spec);

@@ -178,10 +178,17 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 		fputs(proc_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	cli_open_box(g, &box, NULL);
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(argv[1], verbs[i].name))
-			return verbs[i].fn(&box, argc - 1, argv + 1);
+	_cleanup_err_ struct lb_err *err = NULL;
+	if (cli_open_box(g, &box, &err) < 0)
+		return box_error(err);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(argv[1], verbs[i].name) != 0)
+			continue;
+		int code = verbs[i].fn(&box, argc - 1, argv + 1);
+		lb_box_fini(&box);
+		return code;
+	}
+	lb_box_fini(&box);
 	cli_error("unknown proc command '%s' (see lbbox proc --help)", argv[1]);
 	return LB_EXIT_SETUP;
 }

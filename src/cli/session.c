@@ -21,7 +21,8 @@ static const char session_usage[] =
     "  --read-only[=BOOL] (true)  -v HOST:PATH[:ro|rw] (PATH = --mount-path: the workspace)\n"
     "  --mount-path PATH (/workspace)  --persistent  --workspace-quota MB\n"
     "  --profile default|offline_readonly|network_basic|network_extended\n"
-    "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n";
+    "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n"
+    "  --profile NAME (env LBBOX_BOX_PROFILE): its timeout, clamped to its max_timeout_sec\n";
 
 void cli_print_json(json_t *j)
 {
@@ -58,12 +59,19 @@ int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
 		return -1;
 	env_limit("LBBOX_BOX_MAX_SESSIONS", &box->limits.max_sessions);
 	env_limit("LBBOX_BOX_MAX_PROCESSES", &box->limits.max_managed_processes);
-	return 0;
-}
-
-static int open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
-{
-	return cli_open_box(g, box, err);
+	env_limit("LBBOX_BOX_MAX_COMPLETED", &box->limits.max_completed_processes);
+	/* LBBOX_BOX_ALLOWED_ROOTS=/a:/b: LangBot's local.allowed_mount_roots */
+	const char *roots = getenv("LBBOX_BOX_ALLOWED_ROOTS");
+	if (!roots)
+		return 0;
+	_cleanup_free_ char *copy = strdup(roots);
+	char *v[64], *save = NULL;
+	size_t n = 0;
+	for (char *t = copy ? strtok_r(copy, ":", &save) : NULL; t && n < 63;
+	     t = strtok_r(NULL, ":", &save))
+		v[n++] = t;
+	v[n] = NULL;
+	return lb_box_set_allowed_roots(box, v, err);
 }
 
 /* ---- create ------------------------------------------------------------------------------- */
@@ -211,13 +219,12 @@ static int spec_from_payload(struct create *c, struct lb_box_spec *bs, struct lb
 	return lb_box_spec_from_json(c->payload, bs, err);
 }
 
-static int session_create(struct cli_globals *g, int argc, char **argv)
+static int session_create(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct create c = {.payload = json_object(), .mounts = json_array()};
 	struct lb_box_spec bs = {0}; /* filled by lb_box_spec_from_json */
 	struct lb_box_session s;
-	struct lb_box box;
 	bool created;
 	int code = 0;
 	if (argc < 2) {
@@ -227,8 +234,8 @@ static int session_create(struct cli_globals *g, int argc, char **argv)
 	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
 	struct build_ctx b = {.g = g, .c = &c};
 	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
-	    spec_from_payload(&c, &bs, &err) < 0 || open_box(g, &box, &err) < 0 ||
-	    lb_box_session_get_or_create(&box, &bs, build_spec, &b, &s, &created, &err) < 0) {
+	    spec_from_payload(&c, &bs, &err) < 0 ||
+	    lb_box_session_get_or_create(box, &bs, build_spec, &b, &s, &created, &err) < 0) {
 		code = box_error(err);
 	} else {
 		cli_print_json(lb_box_session_json(&s));
@@ -248,7 +255,8 @@ struct exec_opts {
 	char *env[257];
 	size_t n_env;
 	int64_t output_limit;
-	bool json;
+	bool json, timeout_set;
+	const char *profile;
 	char *cmd;
 };
 
@@ -266,6 +274,22 @@ static char *join_quoted(int argc, char **argv)
 	return s;
 }
 
+/* §5.3 for an exec: the profile's timeout when none was given, clamped to its maximum. */
+static int profile_timeout(struct exec_opts *o, struct lb_err **err)
+{
+	const struct lb_box_profile *p = lb_box_profile_find(o->profile, err);
+	if (!p)
+		return -1;
+	json_t *payload = json_object();
+	if (o->timeout_set)
+		json_object_set_new(payload, "timeout_sec", json_integer(o->req.timeout_sec));
+	int r = lb_box_profile_apply(p, payload, err);
+	if (r == 0)
+		o->req.timeout_sec = json_integer_value(json_object_get(payload, "timeout_sec"));
+	json_decref(payload);
+	return r;
+}
+
 static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err **err)
 {
 	static const struct option opts[] = {{"workdir", required_argument, NULL, 'w'},
@@ -273,6 +297,7 @@ static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err 
 					     {"timeout", required_argument, NULL, 't'},
 					     {"output-limit", required_argument, NULL, 'o'},
 					     {"json", no_argument, NULL, 'j'},
+					     {"profile", required_argument, NULL, 'p'},
 					     {0}};
 	int c;
 	uint64_t v;
@@ -285,15 +310,22 @@ static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err 
 		else if (c == 'e' && o->n_env < 256)
 			o->env[o->n_env++] = optarg;
 		else if ((c == 't' || c == 'o') && lb_parse_u64(optarg, &v, err) == 0 && v > 0)
-			*(c == 't' ? &o->req.timeout_sec : &o->output_limit) = (int64_t)v;
+			*(c == 't' ? &o->req.timeout_sec : &o->output_limit) = (int64_t)v,
+							   o->timeout_set |= c == 't';
 		else if (c == 'j')
 			o->json = true;
+		else if (c == 'p')
+			o->profile = optarg;
 		else
 			return lb_err_set(err, 0, "invalid option '%s' (see lbbox session --help)",
 					  argv[optind - 1]);
 	}
 	if (optind >= argc)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
+	if (!o->profile)
+		o->profile = getenv("LBBOX_BOX_PROFILE");
+	if (o->profile && profile_timeout(o, err) < 0)
+		return -1;
 	o->cmd = join_quoted(argc - optind, argv + optind);
 	o->req.cmd = o->cmd;
 	o->req.env = o->env;
@@ -340,13 +372,12 @@ static void report_exec(const struct exec_opts *o, const char *id,
 			  (long long)o->req.timeout_sec, id);
 }
 
-static int session_exec(struct cli_globals *g, int argc, char **argv)
+static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct exec_opts o = {.n_env = 0};
 	struct lb_box_exec_result res;
 	struct lb_box_session s = {0};
-	struct lb_box box;
 	if (argc < 2) {
 		fputs(session_usage, stderr);
 		return LB_EXIT_SETUP;
@@ -354,17 +385,15 @@ static int session_exec(struct cli_globals *g, int argc, char **argv)
 	const char *id = argv[1];
 	int r = parse_exec(&o, argc - 1, argv + 1, &err);
 	if (r == 0)
-		r = open_box(g, &box, &err);
-	if (r == 0)
-		r = lb_box_session_get(&box, id, &s, &err);
+		r = lb_box_session_get(box, id, &s, &err);
 	/* the quota also caps every file the command writes (go beyond LangBot) */
 	o.req.fsize_limit = (uint64_t)s.spec.workspace_quota_mb << 20;
 	if (r == 0)
-		r = quota_check(&box, &s, "before execution", &err);
+		r = quota_check(box, &s, "before execution", &err);
 	if (r == 0)
-		r = lb_box_exec(&box, id, &o.req, &res, &err);
-	if (r == 0 && !res.timed_out && quota_check(&box, &s, "after execution", &err) < 0) {
-		lb_box_session_delete(&box, id, NULL); /* as LangBot does after a violation */
+		r = lb_box_exec(box, id, &o.req, &res, &err);
+	if (r == 0 && !res.timed_out && quota_check(box, &s, "after execution", &err) < 0) {
+		lb_box_session_delete(box, id, NULL); /* as LangBot does after a violation */
 		lb_box_exec_result_free(&res);
 		r = -1;
 	}
@@ -380,14 +409,13 @@ static int session_exec(struct cli_globals *g, int argc, char **argv)
 
 /* ---- ls, inspect, rm, gc ------------------------------------------------------------------ */
 
-static int session_ls(struct cli_globals *g, int argc, char **argv)
+static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box box;
 	struct lb_box_session *v = NULL;
 	size_t n = 0;
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
-	if (open_box(g, &box, &err) < 0 || lb_box_session_list(&box, &v, &n, &err) < 0)
+	if (lb_box_session_list(box, &v, &n, &err) < 0)
 		return box_error(err);
 	if (!json)
 		printf("%-32s %-14s %-8s %-8s %-10s %s\n", "SESSION", "SANDBOX", "NETWORK",
@@ -405,17 +433,16 @@ static int session_ls(struct cli_globals *g, int argc, char **argv)
 }
 
 /* §3.7 get_session: the managed processes only once there are any. */
-static int session_inspect(struct cli_globals *g, int argc, char **argv)
+static int session_inspect(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box box;
 	struct lb_box_session s;
 	struct lb_box_proc_info *procs = NULL;
 	size_t n = 0;
 	if (argc < 2)
 		return cli_error("usage: lbbox session inspect NAME"), LB_EXIT_SETUP;
-	if (open_box(g, &box, &err) < 0 || lb_box_session_get(&box, argv[1], &s, &err) < 0 ||
-	    lb_box_proc_list(&box, argv[1], &procs, &n, &err) < 0)
+	if (lb_box_session_get(box, argv[1], &s, &err) < 0 ||
+	    lb_box_proc_list(box, argv[1], &procs, &n, &err) < 0)
 		return box_error(err);
 	json_t *j = lb_box_session_json(&s);
 	if (n) {
@@ -434,16 +461,14 @@ static int session_inspect(struct cli_globals *g, int argc, char **argv)
 	return 0;
 }
 
-static int session_rm(struct cli_globals *g, int argc, char **argv)
+static int session_rm(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
-	struct lb_box box;
 	int code = 0;
 	if (argc < 2)
 		return cli_error("usage: lbbox session rm NAME..."), LB_EXIT_SETUP;
-	open_box(g, &box, NULL);
 	for (int i = 1; i < argc; i++) {
 		_cleanup_err_ struct lb_err *err = NULL;
-		if (lb_box_session_delete(&box, argv[i], &err) < 0)
+		if (lb_box_session_delete(box, argv[i], &err) < 0)
 			code = box_error(err);
 		else
 			printf("%s\n", argv[i]);
@@ -451,19 +476,16 @@ static int session_rm(struct cli_globals *g, int argc, char **argv)
 	return code;
 }
 
-static int session_gc(struct cli_globals *g, int argc, char **argv)
+static int session_gc(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box box;
 	uint64_t ttl;
 	size_t removed = 0;
-	if (open_box(g, &box, &err) < 0)
-		return box_error(err);
 	if (argc == 3 && !strcmp(argv[1], "--ttl") && lb_parse_u64(argv[2], &ttl, NULL) == 0)
-		box.limits.session_ttl_sec = (int64_t)ttl;
+		box->limits.session_ttl_sec = (int64_t)ttl;
 	else if (argc != 1)
 		return cli_error("usage: lbbox session gc [--ttl SECONDS]"), LB_EXIT_SETUP;
-	if (lb_box_session_reap(&box, 0, &removed, &err) < 0)
+	if (lb_box_session_reap(box, 0, &removed, &err) < 0)
 		return box_error(err);
 	printf("%zu\n", removed);
 	return 0;
@@ -473,16 +495,24 @@ int cli_session(struct cli_globals *g, int argc, char **argv)
 {
 	static const struct {
 		const char *name;
-		int (*fn)(struct cli_globals *, int, char **);
+		int (*fn)(struct cli_globals *, struct lb_box *, int, char **);
 	} verbs[] = {{"create", session_create},   {"exec", session_exec}, {"ls", session_ls},
 		     {"inspect", session_inspect}, {"rm", session_rm},	   {"gc", session_gc}};
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(session_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(argv[1], verbs[i].name))
-			return verbs[i].fn(g, argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+		if (strcmp(argv[1], verbs[i].name) != 0)
+			continue;
+		_cleanup_err_ struct lb_err *err = NULL;
+		struct lb_box box;
+		if (cli_open_box(g, &box, &err) < 0)
+			return box_error(err);
+		int code = verbs[i].fn(g, &box, argc - 1, argv + 1);
+		lb_box_fini(&box);
+		return code;
+	}
 	cli_error("unknown session command '%s' (see lbbox session --help)", argv[1]);
 	return LB_EXIT_SETUP;
 }

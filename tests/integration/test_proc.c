@@ -315,3 +315,32 @@ LBT_TEST(proc, idle_session_pid1_is_lbbox_init_and_closed)
 	lbt_out_free(&o);
 	rm_session("s1");
 }
+
+LBT_TEST(proc, restart_replaces_the_running_process)
+{
+	create("s1", NULL);
+	lbt_add_marker("987653");
+	json_decref(proc_json("start", "s1", "p", "--", "sleep", "987653", NULL));
+	cr_assert_eq(lbt_wait_procs_with_arg("987653", 1, 5), 1);
+	json_t *j = proc_json("start", "s1", "p", "--", "sleep", "987654", NULL);
+	cr_assert_str_eq(status(j), "running");
+	json_decref(j);
+	cr_assert_eq(lbt_wait_procs_with_arg("987653", 0, 10), 0, "the old process was replaced");
+	rm_session("s1");
+}
+
+LBT_TEST(proc, completed_records_are_bounded)
+{
+	struct lb_run_out o;
+	setenv("LBBOX_BOX_MAX_COMPLETED", "1", 1);
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "first", "--", "true", NULL));
+	json_decref(wait_status("s1", "first", "exited"));
+	json_decref(proc_json("start", "s1", "second", "--", "true", NULL));
+	json_decref(wait_status("s1", "second", "exited"));
+	lbt_run(&o, "proc", "inspect", "s1", "first", NULL);
+	lbt_assert_error_line(&o, 125, "BoxManagedProcessNotFoundError");
+	lbt_out_free(&o);
+	unsetenv("LBBOX_BOX_MAX_COMPLETED");
+	rm_session("s1");
+}

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,5 +258,89 @@ LBT_TEST(session, profile_locks_fields)
 	cr_assert_eq(json_integer_value(json_object_get(s, "memory_mb")), 256);
 	cr_assert_str_eq(jstr(s, "host_path_mode"), "ro");
 	json_decref(s);
+	rm_session("s1");
+}
+
+LBT_TEST(session, dead_session_is_recreated)
+{
+	json_t *a = create("s1", NULL);
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(),
+				  jstr(a, "backend_session_id") + strlen("lbbox-"));
+	json_t *st = json_load_file(state, 0, NULL);
+	cr_assert_not_null(st);
+	kill((pid_t)json_integer_value(json_object_get(st, "pid")), SIGKILL);
+	json_decref(st);
+	usleep(200000);
+	json_t *b = create("s1", NULL);
+	cr_assert_str_neq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"));
+	json_decref(a), json_decref(b);
+	free(state);
+	rm_session("s1");
+}
+
+LBT_TEST(session, execs_of_one_session_run_one_at_a_time)
+{
+	struct lbt_proc p[3];
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	for (int i = 0; i < 3; i++)
+		lbt_spawn(&p[i], "session", "exec", "s1", "--", "sh", "-c",
+			  "echo start >> log; sleep 0.3; echo end >> log", NULL);
+	for (int i = 0; i < 3; i++) {
+		lbt_wait(&p[i], &o, 30);
+		LBT_ASSERT_EXIT(o, 0);
+		lbt_out_free(&o);
+	}
+	sh(&o, "s1", "cat log");
+	LBT_ASSERT_OUT(o, "start\nend\nstart\nend\nstart\nend\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, output_is_capped_decoded_and_truncated_as_langbot)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	// 2 MiB + 5 bytes of stdout: 1 MiB kept, the rest counted in the clip notice
+	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c",
+		"head -c 2097157 /dev/zero | tr '\\0' a; printf '\\377x' >&2", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *r = parse(o.out);
+	const char *out = jstr(r, "stdout");
+	const char *notice = "\n... [raw output clipped at 1048576 bytes, 1048581 bytes discarded]";
+	cr_assert_eq(strlen(out), 1048576 + strlen(notice));
+	cr_assert_str_eq(out + 1048576, notice);
+	cr_assert_str_eq(jstr(r, "stderr"), "\xef\xbf\xbdx", "invalid UTF-8 becomes U+FFFD");
+	json_decref(r);
+	lbt_out_free(&o);
+	// --output-limit: LangBot's head/tail truncation with the notice in the middle
+	lbt_run(&o, "session", "exec", "s1", "--output-limit", "4000", "--", "sh", "-c",
+		"head -c 10000 /dev/zero | tr '\\0' b", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_eq(strlen(o.out), 4001, "4000 characters and a newline, got %zu", strlen(o.out));
+	cr_assert_not_null(strstr(o.out, "\n\n... [6039 characters truncated] ...\n\n"), "%.80s",
+			   o.out + 2370);
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+LBT_TEST(session, host_paths_outside_allowed_roots_are_refused)
+{
+	struct lb_run_out o;
+	char *allowed = lbt_mkdir_work("allowed");
+	char *other = lbt_mkdir_work("other");
+	setenv("LBBOX_BOX_ALLOWED_ROOTS", allowed, 1);
+	char *bad = lbt_strdupf("%s:/workspace", other);
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "-v", bad, NULL);
+	char *want =
+	    lbt_strdupf("BoxValidationError: host_path is outside allowed_mount_roots: %s", other);
+	lbt_assert_error_line(&o, 125, want);
+	lbt_out_free(&o);
+	char *good = lbt_strdupf("%s/ws:/workspace", allowed);
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "-v", good, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	unsetenv("LBBOX_BOX_ALLOWED_ROOTS");
+	free(allowed), free(other), free(bad), free(want), free(good);
 	rm_session("s1");
 }
