@@ -80,6 +80,8 @@ void lb_box_session_list_free(struct lb_box_session *v, size_t n);
  */
 int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err);
 
+/* Drops every session whose owner is box->owner (a server's shutdown). */
+void lb_box_drop_owned(struct lb_box *box);
 /* A server's instance: held (flock) for its lifetime so reapers know its sessions are owned. */
 int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err);
 
@@ -141,6 +143,8 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
  * One client at a time (a second waits). BoxManagedProcessConflictError when not running. */
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
 		       struct lb_err **err);
+/* Running managed processes of one session. */
+size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
 /* Running managed processes of the whole runtime. */
 size_t lb_box_proc_count_running(struct lb_box *box);
 
@@ -149,6 +153,8 @@ size_t lb_box_proc_count_running(struct lb_box *box);
 #include <jansson.h>
 json_t *lb_box_session_json(const struct lb_box_session *s);
 json_t *lb_box_proc_json(const struct lb_box_proc_info *p);
+/* §3.7 get_session: the session, plus its managed processes only once there are any. */
+json_t *lb_box_session_details_json(struct lb_box *box, const char *id, struct lb_err **err);
 json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec_result *r);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,10 +37,25 @@ static void capture_close(struct capture *c)
 	}
 }
 
-static char *shell_command(const char *workdir, const char *cmd)
+/* Beyond this a command does not fit one execve argument (MAX_ARG_STRLEN is 128 KiB). */
+#define INLINE_CMD_MAX (64 * 1024)
+
+/* sh -lc "mkdir -p W && cd W && CMD"; a long CMD is sourced from fd 3 (a memfd) instead. */
+static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 {
 	_cleanup_free_ char *w = lb_box_shell_quote(workdir);
 	char *s = NULL;
+	*fd3 = 0;
+	if (strlen(cmd) > INLINE_CMD_MAX) {
+		int fd = memfd_create("lbbox-cmd", MFD_CLOEXEC);
+		if (fd < 0 || lb_write_all(fd, cmd, strlen(cmd)) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return NULL;
+		}
+		*fd3 = fd;
+		cmd = ". /proc/self/fd/3";
+	}
 	if (!w || asprintf(&s, "mkdir -p %s && cd %s && %s", w, w, cmd) < 0)
 		return NULL;
 	return s;
@@ -138,7 +154,9 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	struct capture c = {.fd = {-1, -1}};
 	int child[2] = {-1, -1}, setup_exit;
 	const char *wd = x->req->workdir ? x->req->workdir : x->s->spec.mount_path;
-	_cleanup_free_ char *script = shell_command(wd, x->req->cmd);
+	int fd3;
+	_cleanup_free_ char *script = shell_command(wd, x->req->cmd, &fd3);
+	_cleanup_close_ int script_fd = fd3 > 0 ? fd3 : -1;
 	char *argv[] = {"sh", "-lc", script, NULL};
 	struct lb_proc p;
 	if (!script || lb_random_hex(cg + 5, 12, err) < 0 || make_pipes(&c, child, err) < 0) {
@@ -150,7 +168,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 				 .cwd = "/",
 				 .fds = {-1, child[0], child[1]},
 				 .cgroup = cg,
-				 .fsize = x->req->fsize_limit};
+				 .fsize = x->req->fsize_limit,
+				 .fd3 = fd3};
 	uint64_t start = lb_now_ns();
 	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);
 	close(child[0]), close(child[1]);

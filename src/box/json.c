@@ -1,5 +1,6 @@
 /* The JSON shapes LangBot sees (§1.4, §1.5, §1.7, §3.7), datetimes as pydantic writes them. */
 #include <stdio.h>
+#include <string.h>
 
 #include "box/box_internal.h"
 #include "lbbox/box_text.h"
@@ -69,4 +70,31 @@ json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec
 			 r->has_exit_code ? json_integer(r->exit_code) : json_null(), "stdout",
 			 r->out ? r->out : "", "stderr", r->err ? r->err : "", "duration_ms",
 			 (json_int_t)r->duration_ms);
+}
+
+json_t *lb_box_session_details_json(struct lb_box *box, const char *id, struct lb_err **err)
+{
+	struct lb_box_session s;
+	struct lb_box_proc_info *procs = NULL;
+	size_t n = 0;
+	if (lb_box_session_get(box, id, &s, err) < 0)
+		return NULL;
+	if (lb_box_proc_list(box, id, &procs, &n, err) < 0) {
+		lb_box_session_free(&s);
+		return NULL;
+	}
+	json_t *j = lb_box_session_json(&s);
+	if (n) {
+		json_t *m = json_object();
+		for (size_t i = 0; i < n; i++) {
+			json_object_set_new(m, procs[i].process_id, lb_box_proc_json(&procs[i]));
+			if (!strcmp(procs[i].process_id, "default"))
+				json_object_set_new(j, "managed_process",
+						    lb_box_proc_json(&procs[i]));
+		}
+		json_object_set_new(j, "managed_processes", m);
+	}
+	lb_box_proc_list_free(procs, n);
+	lb_box_session_free(&s);
+	return j;
 }

@@ -116,6 +116,13 @@ int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *proc
 	return 0;
 }
 
+size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id)
+{
+	char sdir[4200];
+	box_session_dir(box, session_id, sdir, sizeof(sdir));
+	return box_procs_running(sdir, NULL);
+}
+
 size_t lb_box_proc_count_running(struct lb_box *box)
 {
 	char path[4200];

@@ -88,3 +88,22 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 	box_reap_locked(box, now_ns ? now_ns : box_realtime_ns(), removed);
 	return 0;
 }
+
+void lb_box_drop_owned(struct lb_box *box)
+{
+	char path[4200];
+	_cleanup_close_ int lock = -1;
+	if (!box->owner[0] || box_global_lock(box, &lock, NULL) < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		struct lb_box_session s;
+		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
+			continue;
+		if (!strcmp(s.owner, box->owner))
+			box_session_drop(box, s.session_id, NULL);
+		lb_box_session_free(&s);
+	}
+}

@@ -24,6 +24,8 @@ struct lb_box;
 int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err);
 int cli_session(struct cli_globals *g, int argc, char **argv);
 int cli_proc(struct cli_globals *g, int argc, char **argv);
+/* lbbox box -s: LangBot's Box runtime over stdio (box.c). */
+int cli_box(struct cli_globals *g, int argc, char **argv);
 /* Prints one JSON value on a line. */
 void cli_print_json(json_t *j);
 

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 	    "  run [OPTIONS] [--] CMD [ARG...]   run a command in a new sandbox\n"
 	    "  session create|exec|ls|inspect|rm|gc   long-lived sandboxes (LangBot Box sessions)\n"
 	    "  proc start|attach|ls|inspect|stop      managed processes in a session\n"
+	    "  box -s --ws-control-port PORT      LangBot's Box runtime over stdio (as `lbp box -s`)\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
 	    "  load -i FILE | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI archive or layout\n"
@@ -84,6 +85,8 @@ int main(int argc, char **argv)
 		return cli_run(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "session") == 0)
 		return cli_session(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "box") == 0)
+		return cli_box(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "proc") == 0)
 		return cli_proc(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "network") == 0)

@@ -432,32 +432,15 @@ static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char 
 	return 0;
 }
 
-/* §3.7 get_session: the managed processes only once there are any. */
 static int session_inspect(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box_session s;
-	struct lb_box_proc_info *procs = NULL;
-	size_t n = 0;
 	if (argc < 2)
 		return cli_error("usage: lbbox session inspect NAME"), LB_EXIT_SETUP;
-	if (lb_box_session_get(box, argv[1], &s, &err) < 0 ||
-	    lb_box_proc_list(box, argv[1], &procs, &n, &err) < 0)
+	json_t *j = lb_box_session_details_json(box, argv[1], &err);
+	if (!j)
 		return box_error(err);
-	json_t *j = lb_box_session_json(&s);
-	if (n) {
-		json_t *m = json_object();
-		for (size_t i = 0; i < n; i++) {
-			json_object_set_new(m, procs[i].process_id, lb_box_proc_json(&procs[i]));
-			if (!strcmp(procs[i].process_id, "default"))
-				json_object_set_new(j, "managed_process",
-						    lb_box_proc_json(&procs[i]));
-		}
-		json_object_set_new(j, "managed_processes", m);
-	}
 	cli_print_json(j);
-	lb_box_proc_list_free(procs, n);
-	lb_box_session_free(&s);
 	return 0;
 }
 

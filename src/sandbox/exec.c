@@ -106,7 +106,7 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	syscall(SYS_close_range, s->o->fd3 > 0 ? 4U : 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (lb_apply_rlimits(&s->sb->spec, &err) < 0 || lb_drop_privileges(&s->sb->spec, &err) < 0)
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	/* lowering is always allowed: no privilege needed after the drop */
@@ -142,6 +142,24 @@ static int redirect(const int fds[3], struct lb_err **err)
 	return 0;
 }
 
+/* fd3 becomes the command's fd 3 (inherited across execve); the pipes we need move away first. */
+static int move_to_fd3(const struct spawn *sp, struct lb_err **err)
+{
+	struct spawn *s = (struct spawn *)sp;
+	int *mine[] = {&s->err_w, &s->pid_w};
+	for (size_t i = 0; i < 2; i++) {
+		if (*mine[i] != 3)
+			continue;
+		int fd = fcntl(3, F_DUPFD_CLOEXEC, 4);
+		if (fd < 0)
+			return lb_err_set(err, errno, "move fd 3");
+		*mine[i] = fd;
+	}
+	if (s->o->fd3 == 3)
+		return fcntl(3, F_SETFD, 0) < 0 ? lb_err_set(err, errno, "fd 3") : 0;
+	return dup2(s->o->fd3, 3) < 0 ? lb_err_set(err, errno, "fd 3") : 0;
+}
+
 /* The intermediate: already in the command's cgroup; joins the namespaces, clones the command. */
 __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 {
@@ -149,7 +167,7 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 	char go;
 	if (s->sync_r >= 0 && read(s->sync_r, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
-	if (redirect(s->o->fds, &err) < 0)
+	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET);
 	if (setns(s->sb->pidfd, flags) < 0) {

@@ -1,0 +1,175 @@
+/*
+ * lbbox box -s --ws-control-port N [--host H]: LangBot's Box runtime over stdio, started the way
+ * LangBot starts `lbp box -s` (same argv and environment). stdout carries only RPC lines; this
+ * file's messages go to stderr.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+#include "server/server.h"
+
+struct images {
+	struct cli_globals *g;
+	char *aliases; /* LBBOX_BOX_IMAGE_ALIASES: "ref=local,ref2=local2" */
+	bool pull;     /* LBBOX_BOX_PULL=0 turns pulling missing images off */
+};
+
+/* The local image an alias maps ref to, or ref itself. */
+static const char *alias_of(const struct images *im, const char *ref, char *buf, size_t len)
+{
+	size_t n = strlen(ref);
+	for (const char *p = im->aliases; p && *p;) {
+		const char *end = strchr(p, ',');
+		size_t item = end ? (size_t)(end - p) : strlen(p);
+		if (item > n + 1 && !strncmp(p, ref, n) && p[n] == '=') {
+			snprintf(buf, len, "%.*s", (int)(item - n - 1), p + n + 1);
+			return buf;
+		}
+		p = end ? end + 1 : p + item;
+	}
+	return ref;
+}
+
+static int resolve(struct images *im, const char *image, struct lb_spec *out, struct lb_err **err)
+{
+	char *argv[] = {"run", "--image", (char *)image, NULL};
+	lb_spec_free(out);
+	return cli_build_spec(im->g, 3, argv, out, err);
+}
+
+/* Box sessions name an image: an alias first, then the store, then a pull (§ issue 5). */
+static int build(void *ctx, const struct lb_box_spec *bs, struct lb_spec *out, struct lb_err **err)
+{
+	struct images *im = ctx;
+	char buf[512];
+	const char *image = alias_of(im, bs->image, buf, sizeof(buf));
+	if (resolve(im, image, out, NULL) == 0)
+		return 0;
+	if (im->pull) {
+		const char *args[] = {"pull", image, NULL};
+		struct lb_err *perr = NULL;
+		if (cli_image_tool(im->g, args, true, &perr) == 0 &&
+		    resolve(im, image, out, err) == 0)
+			return 0;
+		lb_err_free(&perr);
+	}
+	return lb_err_box(
+	    err, LB_BOX_EBOX,
+	    "image %s is not available: pull it (lbbox pull %s), load it (lbbox load), "
+	    "or map it to a local image with LBBOX_BOX_IMAGE_ALIASES=%s=<image>",
+	    bs->image, bs->image, bs->image);
+}
+
+static bool token_ok(const char *t)
+{
+	if (strlen(t) < 32)
+		return false;
+	for (; *t; t++)
+		if (*t == ' ' || (*t >= '\t' && *t <= '\r'))
+			return false;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, bool *stdio_mode)
+{
+	static const struct option opts[] = {{"ws-control-port", required_argument, NULL, 'p'},
+					     {"host", required_argument, NULL, 'H'},
+					     {"stdio", no_argument, NULL, 's'},
+					     {0}};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+s", opts, NULL)) != -1) {
+		if (c == 's')
+			*stdio_mode = true;
+		else if (c != 'p' && c != 'H')
+			return cli_error("unknown option '%s' (lbbox box -s --ws-control-port PORT "
+					 "[--host HOST])",
+					 argv[optind - 1]),
+			       -1;
+	}
+	return 0;
+}
+
+static int load_env_config(struct server *s)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	const char *cfg = getenv("LANGBOT_BOX_CONFIG");
+	json_error_t jerr;
+	if (!cfg || !*cfg)
+		return 0;
+	json_t *j = json_loads(cfg, 0, &jerr);
+	if (!json_is_object(j)) {
+		cli_error("warning: LANGBOT_BOX_CONFIG is not a JSON object (%s); ignored",
+			  jerr.text);
+		json_decref(j);
+		return 0;
+	}
+	int r = server_apply_config(s, j, &err);
+	json_decref(j);
+	if (r < 0)
+		cli_error("%s: %s", err->cls ? err->cls : "error", err->msg);
+	return r;
+}
+
+static int start(struct server *s, struct cli_globals *g, struct images *im)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	char instance[13];
+	size_t removed;
+	if (lb_random_hex(instance, 12, &err) < 0 || cli_open_box(g, &s->box, &err) < 0)
+		return cli_error("%s", err->msg), -1;
+	snprintf(s->box.owner, sizeof(s->box.owner), "%s", instance);
+	if (lb_box_instance_hold(&s->box, &s->instance_lock, &err) < 0)
+		return cli_error("%s", err->msg), -1;
+	/* §3.8: sessions of runtimes that are gone (never of a live one) */
+	lb_box_session_reap(&s->box, 0, &removed, NULL);
+	s->images = (struct server_images){.build = build, .ctx = im};
+	return load_env_config(s);
+}
+
+int cli_box(struct cli_globals *g, int argc, char **argv)
+{
+	bool stdio_mode = false;
+	const char *trusted = getenv("LANGBOT_BOX_TRUSTED_INSTANCE_UUID");
+	const char *token = getenv("LANGBOT_BOX_CONTROL_TOKEN");
+	const char *pull = getenv("LBBOX_BOX_PULL");
+	struct images im = {.g = g,
+			    .aliases = getenv("LBBOX_BOX_IMAGE_ALIASES"),
+			    .pull = !pull || strcmp(pull, "0") != 0};
+	if (parse_args(argc, argv, &stdio_mode) < 0)
+		return 1;
+	if (!stdio_mode)
+		return cli_error("lbbox box without -s (WebSocket control) is not implemented yet; "
+				 "use lbbox box -s"),
+		       1;
+	if (!trusted || !*trusted)
+		return cli_error(
+			   "LANGBOT_BOX_TRUSTED_INSTANCE_UUID is required for stdio Box control"),
+		       1;
+	if (token && *token && !token_ok(token))
+		return cli_error("LANGBOT_BOX_CONTROL_TOKEN must be at least 32 characters without "
+				 "whitespace"),
+		       1;
+	struct server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return 1;
+	s->in_fd = 0, s->out_fd = 1, s->instance_lock = -1;
+	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted);
+	int code = 1;
+	if (start(s, g, &im) == 0)
+		code = server_run_stdio(s);
+	if (s->instance_lock >= 0)
+		close(s->instance_lock);
+	json_decref(s->config);
+	lb_box_fini(&s->box);
+	free(s);
+	return code;
+}

@@ -1,0 +1,325 @@
+/*
+ * LangBot's Box actions (§6.6) on the box layer. Tenant actions run in a forked child with the
+ * caller's context: session ids become physical ones (§6.7) on the way in, and every
+ * "session_id" in the reply is mapped back on the way out. Errors carry LangBot's classes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbbox/cleanup.h"
+#include "server/server.h"
+
+typedef int (*action_fn)(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+			 json_t **out, struct lb_err **err);
+
+static int key_error(const char *key, struct lb_err **err)
+{
+	return lb_err_box(err, "KeyError", "'%s'", key);
+}
+
+/* data[key] as a physical session id (verbatim without a context: the legacy protocol). */
+static int physical(json_t *data, const char *key, const struct lb_rpc_context *ctx, char **out,
+		    struct lb_err **err)
+{
+	json_t *v = json_object_get(data, key);
+	if (!v)
+		return key_error(key, err);
+	const char *id = json_string_value(v);
+	if (!id)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "%s must be a string", key);
+	if (!ctx)
+		return (*out = strdup(id)) ? 0 : lb_err_set(err, ENOMEM, "session id");
+	return lb_rpc_physical_id(ctx, id, out, err);
+}
+
+/* A BoxSpec request with its session id made physical. */
+static int parse_spec(json_t *data, const struct lb_rpc_context *ctx, struct lb_box_spec *bs,
+		      struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (ctx && physical(data, "session_id", ctx, &id, err) < 0)
+		return -1;
+	json_t *copy = json_copy(data);
+	if (id)
+		json_object_set_new(copy, "session_id", json_string(id));
+	int r = lb_box_spec_from_json(copy, bs, err);
+	json_decref(copy);
+	return r;
+}
+
+static int get_or_create(struct server *s, const struct lb_box_spec *bs, struct lb_box_session *out,
+			 struct lb_err **err)
+{
+	bool created;
+	return lb_box_session_get_or_create(&s->box, bs, s->images.build, s->images.ctx, out,
+					    &created, err);
+}
+
+static int do_create(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
+		     struct lb_err **err)
+{
+	struct lb_box_spec bs = {0};
+	struct lb_box_session sess;
+	int r = parse_spec(data, ctx, &bs, err);
+	if (r == 0 && (r = get_or_create(s, &bs, &sess, err)) == 0) {
+		*out = lb_box_session_json(&sess);
+		lb_box_session_free(&sess);
+	}
+	lb_box_spec_free(&bs);
+	return r;
+}
+
+static int do_exec(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
+		   struct lb_err **err)
+{
+	struct lb_box_spec bs = {0};
+	struct lb_box_session sess;
+	struct lb_box_exec_result res;
+	int r = parse_spec(data, ctx, &bs, err);
+	if (r == 0 && !bs.cmd[0])
+		r = lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
+	if (r == 0 && (r = get_or_create(s, &bs, &sess, err)) == 0) {
+		lb_box_session_free(&sess);
+		struct lb_box_exec_req req = {.cmd = bs.cmd,
+					      .workdir = bs.workdir,
+					      .env = bs.env,
+					      .timeout_sec = bs.timeout_sec};
+		if ((r = lb_box_exec(&s->box, bs.session_id, &req, &res, err)) == 0) {
+			*out = lb_box_exec_result_json(bs.session_id, &res);
+			lb_box_exec_result_free(&res);
+		}
+	}
+	lb_box_spec_free(&bs);
+	return r;
+}
+
+static int do_get_session(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+			  json_t **out, struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (physical(data, "session_id", ctx, &id, err) < 0)
+		return -1;
+	*out = lb_box_session_details_json(&s->box, id, err);
+	return *out ? 0 : -1;
+}
+
+/* The caller's sessions: those under its prefix (every one for a legacy peer). */
+static bool mine(const struct lb_rpc_context *ctx, const char *id)
+{
+	size_t n = ctx ? strlen(ctx->prefix) : 0;
+	return !ctx || (!strncmp(id, ctx->prefix, n) && id[n] == '-');
+}
+
+static int do_get_sessions(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+			   json_t **out, struct lb_err **err)
+{
+	struct lb_box_session *v = NULL;
+	size_t n = 0;
+	if (lb_box_session_list(&s->box, &v, &n, err) < 0)
+		return -1;
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		if (mine(ctx, v[i].session_id))
+			json_array_append_new(a, lb_box_session_json(&v[i]));
+	lb_box_session_list_free(v, n);
+	*out = json_pack("{s:o}", "sessions", a);
+	return 0;
+}
+
+static int do_delete(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
+		     struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (physical(data, "session_id", ctx, &id, err) < 0 ||
+	    lb_box_session_delete(&s->box, id, err) < 0)
+		return -1;
+	*out = json_pack("{s:O}", "deleted", json_object_get(data, "session_id"));
+	return 0;
+}
+
+static int do_start_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+			 json_t **out, struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	struct lb_box_proc_spec spec = {0};
+	struct lb_box_proc_info info;
+	json_t *js = json_object_get(data, "spec");
+	if (physical(data, "session_id", ctx, &id, err) < 0)
+		return -1;
+	if (!js)
+		return key_error("spec", err);
+	int r = lb_box_proc_spec_from_json(js, &spec, err);
+	if (r == 0 && (r = lb_box_proc_start(&s->box, id, &spec, &info, err)) == 0) {
+		*out = lb_box_proc_json(&info);
+		lb_box_proc_info_free(&info);
+	}
+	lb_box_proc_spec_free(&spec);
+	return r;
+}
+
+static const char *process_id(json_t *data)
+{
+	const char *p = json_string_value(json_object_get(data, "process_id"));
+	return p ? p : "default";
+}
+
+static int do_get_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+		       json_t **out, struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	struct lb_box_proc_info info;
+	if (physical(data, "session_id", ctx, &id, err) < 0 ||
+	    lb_box_proc_get(&s->box, id, process_id(data), &info, err) < 0)
+		return -1;
+	*out = lb_box_proc_json(&info);
+	lb_box_proc_info_free(&info);
+	return 0;
+}
+
+static int do_stop_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+			json_t **out, struct lb_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (physical(data, "session_id", ctx, &id, err) < 0 ||
+	    lb_box_proc_stop(&s->box, id, process_id(data), err) < 0)
+		return -1;
+	*out = json_pack("{s:s}", "stopped", process_id(data));
+	return 0;
+}
+
+static json_t *backend_info(void)
+{
+	return json_pack("{s:s, s:b}", "name", "lbbox", "available", 1);
+}
+
+static json_t *limits_json(const struct lb_box_limits *l)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "max_sessions", (json_int_t)l->max_sessions,
+			 "max_managed_processes", (json_int_t)l->max_managed_processes,
+			 "max_completed_processes", (json_int_t)l->max_completed_processes,
+			 "max_admission_records", (json_int_t)100000, "max_rpc_file_bytes",
+			 (json_int_t)20971520);
+}
+
+/* §3.7, with the real count of running managed processes (0.5.5 always reports 0). */
+static int do_status(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
+		     struct lb_err **err)
+{
+	struct lb_box_session *v = NULL;
+	size_t n = 0, active = 0, procs = 0;
+	if (lb_box_session_list(&s->box, &v, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!mine(ctx, v[i].session_id))
+			continue;
+		active++;
+		procs += lb_box_session_running_procs(&s->box, v[i].session_id);
+	}
+	lb_box_session_list_free(v, n);
+	*out = json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", backend_info(), "active_sessions",
+			 (json_int_t)active, "managed_processes", (json_int_t)procs,
+			 "session_ttl_sec", (json_int_t)s->box.limits.session_ttl_sec, "limits",
+			 limits_json(&s->box.limits));
+	return 0;
+}
+
+static int do_shutdown(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+		       json_t **out, struct lb_err **err)
+{
+	server_drop_owned(s);
+	*out = json_object();
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	action_fn fn;
+	bool tenant, waits;
+} actions[] = {
+    {"box_exec", do_exec, true, false},
+    {"box_create_session", do_create, true, true},
+    {"box_get_session", do_get_session, true, false},
+    {"box_get_sessions", do_get_sessions, true, false},
+    {"box_delete_session", do_delete, true, true},
+    {"box_start_managed_process", do_start_proc, true, true},
+    {"box_get_managed_process", do_get_proc, true, false},
+    {"box_stop_managed_process", do_stop_proc, true, true},
+    {"box_status", do_status, true, false},
+    {"box_shutdown", do_shutdown, false, true},
+};
+
+static const char *const inline_actions[] = {"__ping",
+					     "box_init",
+					     "box_health",
+					     "box_get_backend_info",
+					     "box_upsert_sandbox_admission_grant",
+					     "box_revoke_sandbox_admission_grant",
+					     "box_verify_shared_workspace",
+					     NULL};
+
+static int find(const char *action)
+{
+	for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+		if (!strcmp(actions[i].name, action))
+			return (int)i;
+	return -1;
+}
+
+bool server_is_tenant_action(const char *action)
+{
+	int i = find(action);
+	return i >= 0 && actions[i].tenant;
+}
+
+bool server_action_waits_on_shutdown(const char *action)
+{
+	int i = find(action);
+	return i >= 0 && actions[i].waits;
+}
+
+bool server_has_action(const char *action)
+{
+	for (const char *const *a = inline_actions; *a; a++)
+		if (!strcmp(*a, action))
+			return true;
+	return find(action) >= 0;
+}
+
+json_t *server_run_action(struct server *s, const char *action, json_t *data,
+			  const struct lb_rpc_context *ctx, json_t *seq_id)
+{
+	struct lb_err *err = NULL;
+	json_t *out = NULL;
+	int i = find(action);
+	if (i < 0 || actions[i].fn(s, data, ctx, &out, &err) < 0) {
+		json_t *reply = lb_rpc_reply_err(seq_id, err, LB_BOX_EBOX);
+		lb_err_free(&err);
+		return reply;
+	}
+	if (ctx)
+		lb_rpc_map_back(out, ctx->prefix);
+	return lb_rpc_reply_ok(seq_id, out);
+}
+
+json_t *server_inline_action(struct server *s, const char *action, json_t *data, json_t *seq_id)
+{
+	struct lb_err *err = NULL;
+	if (!strcmp(action, "__ping"))
+		return lb_rpc_reply_ok(seq_id, json_object());
+	if (!strcmp(action, "box_health") || !strcmp(action, "box_get_backend_info"))
+		return lb_rpc_reply_ok(seq_id, backend_info());
+	if (!strcmp(action, "box_init")) {
+		if (server_apply_config(s, data, &err) < 0) {
+			json_t *r = lb_rpc_reply_err(seq_id, err, LB_BOX_EVALIDATION);
+			lb_err_free(&err);
+			return r;
+		}
+		return lb_rpc_reply_ok(seq_id, json_pack("{s:b}", "initialized", 1));
+	}
+	if (strstr(action, "admission") || !strcmp(action, "box_verify_shared_workspace"))
+		return lb_rpc_reply_error(seq_id, LB_BOX_EADMISSION,
+					  "Sandbox admission enforcement is not enabled");
+	return NULL;
+}
