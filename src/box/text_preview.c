@@ -1,7 +1,8 @@
 /*
  * The managed-process stderr preview (spec §3.6): each read is decoded on its own (a character
  * split across two reads becomes U+FFFD, as in LangBot's drain task), right-stripped and kept
- * unless empty; the oldest chunks go while the sum of (characters + 1) exceeds 4000.
+ * unless empty; the oldest chunks go while the sum of (characters + 1) exceeds 4000 (one
+ * chunk longer than that keeps its tail; LangBot's would vanish).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +38,28 @@ static int preview_reserve(struct lb_box_preview *p)
 	return 0;
 }
 
+/*
+ * LangBot drops whole chunks from the oldest side, so one read longer than the preview (a burst
+ * of lines read at once) would empty it. lbbox keeps that chunk's last characters instead,
+ * starting at a line when there is one: the preview is then what it claims to be, the last
+ * <= 4000 characters of stderr. Returns the new byte length.
+ */
+static size_t keep_tail(char *text, size_t len)
+{
+	size_t chars = lb_box_utf8_count(text, len), i = 0, seen = 0;
+	if (chars + 1 <= LB_BOX_PREVIEW_MAX)
+		return len;
+	size_t skip = chars - (LB_BOX_PREVIEW_MAX - 1);
+	for (; i < len; i++) /* to the first byte of character number `skip` */
+		if (((unsigned char)text[i] & 0xC0) != 0x80 && seen++ == skip)
+			break;
+	const char *nl = memchr(text + i, '\n', len - i);
+	if (nl && nl + 1 < text + len)
+		i = (size_t)(nl + 1 - text);
+	memmove(text, text + i, len - i + 1);
+	return len - i;
+}
+
 int lb_box_preview_add(struct lb_box_preview *p, const void *data, size_t n, struct lb_err **err)
 {
 	size_t len = 0, a, b;
@@ -48,6 +71,7 @@ int lb_box_preview_add(struct lb_box_preview *p, const void *data, size_t n, str
 	if (b == 0)
 		return 0; /* whitespace only: LangBot skips it */
 	text[b] = '\0';
+	b = keep_tail(text, b);
 	/* the decode buffer is sized for the worst case (3 bytes per input byte): keep only the
 	 * text, or thousands of kept chunks could pin hundreds of MiB */
 	char *small = realloc(text, b + 1);

@@ -349,17 +349,18 @@ Test(box_text, preview_trims_oldest)
 	cr_assert_eq(strncmp(t, b, strlen(b)), 0);
 	cr_assert_str_eq(t + strlen(b), "\nx");
 	free(t);
-	/* a chunk longer than the whole budget pushes everything out, itself included */
+	/* a chunk longer than the whole budget pushes everything else out and keeps its own last
+	 * 3999 characters (LangBot drops it too and shows nothing: lbbox does not copy that) */
 	char *big = make_text(4000, false);
 	preview_add(&p, big);
-	cr_assert_eq(p.n, 0);
-	cr_assert_eq(p.chars, 0);
+	cr_assert_eq(p.n, 1);
+	cr_assert_eq(p.chars, 4000);
 	t = preview_of(&p);
-	cr_assert_str_eq(t, "");
+	cr_assert_str_eq(t, big + 1);
 	free(t);
 	preview_add(&p, "after");
 	t = preview_of(&p);
-	cr_assert_str_eq(t, "after");
+	cr_assert_str_eq(t, "after"); /* 4000 + 6 > 4000: the big one goes */
 	free(t);
 	lb_box_preview_free(&p);
 	free(a);
@@ -534,4 +535,24 @@ Test(box_quota, symlinks_count_their_own_size, .init = quota_setup, .fini = quot
 	    ws);
 	cr_assert_str_eq(m, want);
 	free(m);
+}
+
+// One read longer than the preview (a burst of lines): its tail is kept from a line start,
+// where LangBot's deque would drop the whole chunk and show nothing.
+Test(box_text, preview_keeps_the_tail_of_an_oversized_read)
+{
+	struct lb_box_preview p = {0};
+	char burst[300 * 41 + 1], *text = NULL;
+	size_t o = 0;
+	for (int i = 0; i < 300; i++)
+		o += (size_t)snprintf(burst + o, sizeof(burst) - o,
+				      "line %03d xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n", i);
+	cr_assert_eq(lb_box_preview_add(&p, burst, o, NULL), 0);
+	cr_assert_eq(lb_box_preview_text(&p, &text, NULL), 0);
+	cr_assert_leq(strlen(text) + 1, LB_BOX_PREVIEW_MAX);
+	cr_assert_gt(strlen(text), 3900);
+	cr_assert(strncmp(text, "line ", 5) == 0, "starts at a line: %.20s", text);
+	cr_assert_str_eq(text + strlen(text) - 39, "line 299 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	free(text);
+	lb_box_preview_free(&p);
 }
