@@ -397,6 +397,15 @@ session_bench() {
 }
 [ "${BENCH_SESSION:-1}" = 0 ] || session_bench || warn "session benchmark failed"
 
+# LangBot's Box RPC over stdio: box_exec round trips, 20 at once, memory with 64 sessions.
+rpc_bench() {
+	local run=$tmp/run-rpc root=$tmp/root-rpc
+	mkdir -p "$run" "$root/images/busybox"
+	ln -s "$rootfs" "$root/images/busybox/rootfs"
+	python3 "$repo/scripts/bench_rpc.py" "$lbbox" "$root" "$run" "$N"
+}
+[ "${BENCH_RPC:-1}" = 0 ] || rpc_bench || warn "rpc benchmark failed"
+
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;
 esac

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""bench_rpc.py LBBOX ROOT RUNROOT [N] — LangBot's Box RPC over stdio, measured from a client.
+
+box_exec of `true` on an existing session (N runs: median, p90), 20 box_execs at once on 20
+sessions (wall time), and the memory of the server with 64 idle sessions (its own RSS, and the
+sessions' pid 1s). Prints markdown. Run by scripts/bench.sh; a benchmark, not a test.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+lbbox, root, runroot = sys.argv[1:4]
+n = int(sys.argv[4]) if len(sys.argv) > 4 else 200
+env = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="bench",
+           LBBOX_BOX_IMAGE_ALIASES="rockchin/langbot-sandbox:latest=busybox", LBBOX_BOX_PULL="0")
+p = subprocess.Popen([lbbox, "--root", root, "--runroot", runroot, "box", "-s",
+                      "--ws-control-port", "5410"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     env=env)
+ctx = {"instance_uuid": "bench", "workspace_uuid": "w", "placement_generation": 1}
+replies, cv, seq = {}, threading.Condition(), [0]
+
+
+def reader():
+    for line in p.stdout:
+        m = json.loads(line)
+        with cv:
+            replies[m["seq_id"]] = m
+            cv.notify_all()
+
+
+threading.Thread(target=reader, daemon=True).start()
+
+
+def send(action, data):
+    with cv:
+        seq[0] += 1
+        s = seq[0]
+    p.stdin.write((json.dumps({"seq_id": s, "action": action, "data": data, "context": ctx})
+                   + "\n").encode())
+    p.stdin.flush()
+    return s
+
+
+def wait(s):
+    with cv:
+        cv.wait_for(lambda: s in replies, 300)
+        r = replies.pop(s)
+    assert r["code"] == 0, r
+    return r["data"]
+
+
+def spec(sid, cmd=""):
+    return {"cmd": cmd, "session_id": sid, "image": "rockchin/langbot-sandbox:latest"}
+
+
+def stats(v):
+    v = sorted(v)
+    med = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return med, v[min(len(v) - 1, int(0.9 * len(v) + 0.999) - 1)]
+
+
+wait(send("box_create_session", spec("b0")))
+times = []
+for i in range(n + 10):
+    t0 = time.perf_counter()
+    wait(send("box_exec", spec("b0", "true")))
+    if i >= 10:
+        times.append((time.perf_counter() - t0) * 1000)
+med, p90 = stats(times)
+for i in range(1, 21):
+    wait(send("box_create_session", spec("c%d" % i)))
+t0 = time.perf_counter()
+for s in [send("box_exec", spec("c%d" % i, "true")) for i in range(1, 21)]:
+    wait(s)
+wall = (time.perf_counter() - t0) * 1000
+for i in range(21, 64):
+    wait(send("box_create_session", spec("c%d" % i)))
+time.sleep(0.5)
+
+
+def kib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+server_rss = kib(p.pid, "VmRSS")
+inits = []
+for d in os.listdir(runroot):
+    st = os.path.join(runroot, d, "state.json")
+    if os.path.exists(st):
+        inits.append(kib(json.load(open(st))["pid"], "VmRSS"))
+p.stdin.close()
+p.wait(30)
+print("\nBox RPC over stdio (%d box_exec of `true` on one session):\n" % n)
+print("| case | value |\n| --- | ---: |")
+print("| box_exec median | %.2f ms |" % med)
+print("| box_exec p90 | %.2f ms |" % p90)
+print("| 20 box_exec at once on 20 sessions (wall) | %.1f ms |" % wall)
+print("| server RSS with %d idle sessions | %d KiB |" % (len(inits), server_rss))
+print("| the sessions' pid 1s, RSS each (mean) | %d KiB |" % (sum(inits) // max(1, len(inits))))
