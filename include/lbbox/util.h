@@ -37,4 +37,8 @@ uint64_t lb_now_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */
 int lb_random_hex(char *buf, size_t n, struct lb_err **err);
 
+/* The directory of the lbbox executable (where lbbox-init and lbbox-image live): LBBOX_SELF_DIR
+ * when set (lbbox runs from a sealed memfd copy then), else dirname(/proc/self/exe). */
+int lb_self_dir(char *out, size_t len, struct lb_err **err);
+
 #endif

@@ -232,3 +232,21 @@ int lb_random_hex(char *buf, size_t n, struct lb_err **err)
 	buf[n] = '\0';
 	return 0;
 }
+
+int lb_self_dir(char *out, size_t len, struct lb_err **err)
+{
+	const char *env = getenv("LBBOX_SELF_DIR");
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+	if (n <= 0)
+		return lb_err_set(err, errno, "readlink /proc/self/exe");
+	out[n] = '\0';
+	char *slash = strrchr(out, '/');
+	if (!slash)
+		return lb_err_set(err, EINVAL, "lbbox's own path %s", out);
+	*slash = '\0';
+	return 0;
+}

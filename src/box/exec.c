@@ -157,7 +157,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	int fd3;
 	_cleanup_free_ char *script = shell_command(wd, x->req->cmd, &fd3);
 	_cleanup_close_ int script_fd = fd3 > 0 ? fd3 : -1;
-	char *argv[] = {"sh", "-lc", script, NULL};
+	/* an absolute shell: a PATH given with the exec (or a writable dir on it) cannot substitute it */
+	char *argv[] = {"/bin/sh", "-lc", script, NULL};
 	struct lb_proc p;
 	if (!script || lb_random_hex(cg + 5, 12, err) < 0 || make_pipes(&c, child, err) < 0) {
 		capture_close(&c);

@@ -98,7 +98,7 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	char cg[24] = "proc-";
 	struct lb_sandbox *sb = NULL;
 	_cleanup_free_ char *line = command_line(spec);
-	char *argv[] = {"sh", "-lc", line, NULL};
+	char *argv[] = {"/bin/sh", "-lc", line, NULL}; /* absolute: see box/exec.c */
 	if (!line)
 		return lb_err_set(err, ENOMEM, "managed process");
 	if (lb_random_hex(cg + 5, 12, err) < 0 ||

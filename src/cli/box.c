@@ -154,6 +154,9 @@ int cli_box(struct cli_globals *g, int argc, char **argv)
 		return cli_error(
 			   "LANGBOT_BOX_TRUSTED_INSTANCE_UUID is required for stdio Box control"),
 		       1;
+	_cleanup_err_ struct lb_err *err = NULL;
+	if (cli_reexec_sealed(g->argv, &err) < 0)
+		return cli_error("%s", err->msg), 1;
 	if (token && *token && !token_ok(token))
 		return cli_error("LANGBOT_BOX_CONTROL_TOKEN must be at least 32 characters without "
 				 "whitespace"),

@@ -10,6 +10,7 @@
 
 struct cli_globals {
 	struct lb_paths paths;
+	char **argv; /* lbbox's own argv, to re-execute it */
 };
 
 /* Prints "lbbox: <msg>" on stderr: the one place lbbox's own messages are written. */
@@ -24,6 +25,9 @@ struct lb_box;
 int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err);
 int cli_session(struct cli_globals *g, int argc, char **argv);
 int cli_proc(struct cli_globals *g, int argc, char **argv);
+/* Re-executes lbbox from a sealed memfd copy of itself (sealed.c); returns only on failure, or
+ * at once when already running sealed. */
+int cli_reexec_sealed(char **argv, struct lb_err **err);
 /* lbbox box -s: LangBot's Box runtime over stdio (box.c). */
 int cli_box(struct cli_globals *g, int argc, char **argv);
 /* Prints one JSON value on a line. */

@@ -22,11 +22,9 @@ static int tool_path(char *out, size_t len, struct lb_err **err)
 		snprintf(out, len, "%s", env);
 		return 0;
 	}
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n < 0)
-		return lb_err_set(err, errno, "find lbbox-image");
-	self[n] = '\0';
-	snprintf(out, len, "%s/lbbox-image", dirname(self));
+	if (lb_self_dir(self, sizeof(self), err) < 0)
+		return lb_err_wrap(err, "find lbbox-image");
+	snprintf(out, len, "%s/lbbox-image", self);
 	if (access(out, X_OK) < 0)
 		return lb_err_set(err, errno, "image tool %s", out);
 	return 0;

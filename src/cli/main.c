@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	    {0},
 	};
 	struct cli_globals g = {
+	    .argv = argv,
 	    .paths = {.root = env_or("LBBOX_ROOT", "/var/lib/lbbox"),
 		      .runroot = env_or("LBBOX_RUNROOT", "/run/lbbox")},
 	};

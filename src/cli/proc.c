@@ -62,6 +62,8 @@ static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, str
 	return r;
 }
 
+static char **g_argv; /* lbbox's own argv (cli_proc), to re-execute it sealed */
+
 static int proc_start(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
@@ -70,6 +72,13 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	if (argc < 2)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	int r = parse_start(&spec, argc - 1, argv + 1, &err);
+	struct lb_box_session s;
+	if (r == 0 && (r = lb_box_session_get(box, argv[1], &s, &err)) == 0) {
+		/* the keeper forks from us: sealed when the root is writable (see sealed.c) */
+		if (!s.spec.read_only_rootfs)
+			r = cli_reexec_sealed(g_argv, &err);
+		lb_box_session_free(&s);
+	}
 	if (r == 0)
 		r = lb_box_proc_start(box, argv[1], &spec, &info, &err);
 	lb_box_proc_spec_free(&spec);
@@ -179,6 +188,7 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
 	_cleanup_err_ struct lb_err *err = NULL;
+	g_argv = g->argv;
 	if (cli_open_box(g, &box, &err) < 0)
 		return box_error(err);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -102,6 +103,8 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
 	struct lb_err *err = NULL;
 	sigset_t none;
+	/* its own session and process group: `kill 0` or a tty must never reach the caller's */
+	setsid();
 	sigemptyset(&none);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
@@ -160,11 +163,38 @@ static int move_to_fd3(const struct spawn *sp, struct lb_err **err)
 	return dup2(s->o->fd3, 3) < 0 ? lb_err_set(err, errno, "fd 3") : 0;
 }
 
-/* The intermediate: already in the command's cgroup; joins the namespaces, clones the command. */
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closes every descriptor but keep[] (0, 1, 2 are always kept). */
+static void close_others(int *keep, size_t n)
+{
+	unsigned from = 3;
+	qsort(keep, n, sizeof(*keep), cmp_int);
+	for (size_t i = 0; i < n; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		from = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+/*
+ * The intermediate: already in the command's cgroup; joins the namespaces, clones the command.
+ * Until the command's execve, host objects are within reach (the caller's fds: cgroup
+ * directories, locks, pid 1's pidfd; /proc/PID/exe = lbbox): non-dumpable first, so no process
+ * of the sandbox can open them through /proc, and every fd but the pipes closed (not just
+ * close-on-exec) once the namespaces are joined.
+ */
 __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 {
 	struct lb_err *err = NULL;
 	char go;
+	prctl(PR_SET_DUMPABLE, 0);
 	if (s->sync_r >= 0 && read(s->sync_r, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
 	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
@@ -174,6 +204,8 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		lb_err_set(&err, errno, "join sandbox %s", s->sb->id);
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	}
+	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0};
+	close_others(keep, 3);
 	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
 	struct clone_args args = {.flags = CLONE_PARENT};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));

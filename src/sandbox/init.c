@@ -52,6 +52,8 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 	struct lb_err *err = NULL;
 	sigset_t none;
 
+	/* its own session: `kill 0` from the command must not reach pid 1's group (lbbox's) */
+	setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (lb_apply_rlimits(spec, &err) < 0 || lb_drop_privileges(spec, &err) < 0)
@@ -124,7 +126,8 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	for (;;) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
-		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+		/* only from outside: a sender in the sandbox would see its own pid in si_pid */
+		if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && si.si_pid == 0)
 			_exit(0);
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			;

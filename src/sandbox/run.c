@@ -179,16 +179,11 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 /* lbbox-init beside the running executable; -1 (pid 1 then stays a copy of lbbox) if absent. */
 static int open_init(void)
 {
-	char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n <= 0)
+	char path[4200];
+	if (lb_self_dir(path, sizeof(path) - 16, NULL) < 0)
 		return -1;
-	self[n] = '\0';
-	char *slash = strrchr(self, '/');
-	if (!slash || (size_t)(slash - self) + sizeof("/lbbox-init") > sizeof(self))
-		return -1;
-	strcpy(slash, "/lbbox-init");
-	return open(self, O_RDONLY | O_CLOEXEC);
+	strcat(path, "/lbbox-init");
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)

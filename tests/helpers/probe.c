@@ -468,6 +468,49 @@ static int cmd_spin(char **argv)
 	return 0;
 }
 
+/* One pass over /proc/PID/fd of every other process: prints links to host objects it could read. */
+static int scan_fds_once(void)
+{
+	int hits = 0;
+	DIR *proc = opendir("/proc");
+	struct dirent *p;
+	while (proc && (p = readdir(proc))) {
+		char dir[64], path[400], link[512];
+		if (p->d_name[0] < '1' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%s/fd", p->d_name);
+		DIR *fds = opendir(dir);
+		struct dirent *f;
+		while (fds && (f = readdir(fds))) {
+			snprintf(path, sizeof(path), "%s/%s", dir, f->d_name);
+			ssize_t n = readlink(path, link, sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			if (strstr(link, "cgroup") || strstr(link, "lock") ||
+			    strstr(link, "pidfd")) {
+				printf("%s -> %s\n", path, link);
+				hits++;
+			}
+		}
+		if (fds)
+			closedir(fds);
+	}
+	if (proc)
+		closedir(proc);
+	return hits;
+}
+
+/* scanfds SECONDS: scans /proc for that long; prints what it could reach, then "scanned". */
+static int cmd_scanfds(char **argv)
+{
+	double end = now_sec() + atof(argv[0]);
+	while (now_sec() < end)
+		scan_fds_once();
+	puts("scanned");
+	return 0;
+}
+
 /* burn SEC: uses SEC seconds of CPU time, however long that takes on a loaded machine. */
 static int cmd_burn(char **argv)
 {
@@ -542,6 +585,7 @@ static const struct command commands[] = {
     {"rlimit", 1, cmd_rlimit, "rlimit NAME"},
     {"pid", 0, cmd_pid, "pid"},
     {"spin", 1, cmd_spin, "spin SECONDS"},
+    {"scanfds", 1, cmd_scanfds, "scanfds SECONDS"},
     {"burn", 1, cmd_burn, "burn CPU_SECONDS"},
 };
 

@@ -344,3 +344,61 @@ LBT_TEST(session, host_paths_outside_allowed_roots_are_refused)
 	free(allowed), free(other), free(bad), free(want), free(good);
 	rm_session("s1");
 }
+
+LBT_TEST(session, exec_has_the_sandbox_privileges)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	sh(&o, "s1",
+	   "grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd):' /proc/self/status | tr -s '\\t' ' '");
+	LBT_ASSERT_OUT(
+	    o, "CapEff: 00000000000004fb\nCapBnd: 00000000000004fb\nNoNewPrivs: 1\nSeccomp: 2\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+// kill 0 in an exec reaches only the exec's own process group, never lbbox's; kill 1 from
+// inside does not end the session.
+LBT_TEST(session, exec_is_its_own_process_group_and_cannot_end_the_session)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c",
+		"kill -TERM 1; kill -TERM 0", NULL);
+	json_t *r = parse(o.out); // lbbox itself survived to report
+	cr_assert_eq(json_integer_value(json_object_get(r, "exit_code")), 143);
+	json_decref(r);
+	lbt_out_free(&o);
+	sh(&o, "s1", "echo still here");
+	LBT_ASSERT_OUT(o, "still here\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
+
+// While an exec is being set up it still holds host objects (cgroup directories, locks, pid 1's
+// pidfd): a process of the sandbox scanning /proc must never get at them.
+LBT_TEST(session, sandbox_cannot_reach_an_exec_in_setup)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	char *scan = lbt_strdupf("%s scanfds 6 > /tmp/hits 2>&1 &", lbt_probe());
+	sh(&o, "s1", scan);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	free(scan);
+	for (int i = 0; i < 60; i++) {
+		sh(&o, "s1", "true");
+		lbt_out_free(&o);
+	}
+	sleep(1);
+	for (int i = 0; i < 100; i++) { // until the scanner is done
+		sh(&o, "s1", "cat /tmp/hits");
+		if (strstr(o.out, "scanned"))
+			break;
+		lbt_out_free(&o);
+		usleep(100000);
+	}
+	LBT_ASSERT_OUT(o, "scanned\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+}
