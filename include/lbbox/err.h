@@ -21,6 +21,10 @@ int lb_err_wrap(struct lb_err **err, const char *fmt, ...) __attribute__((format
 /* Like lb_err_set, tagged with a Box error class (a static string); the message gets no errno. */
 int lb_err_box(struct lb_err **err, const char *cls, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Replaces *err (if any) with a Box-classed one: a lower layer's reason gives way to the class
+ * and text the caller promises (e.g. "session x is not running"). Returns -1. */
+int lb_err_reclass(struct lb_err **err, const char *cls, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void lb_err_free(struct lb_err **err);
 
 static inline void lb_err_freep(struct lb_err **err)

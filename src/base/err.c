@@ -53,6 +53,20 @@ int lb_err_box(struct lb_err **err, const char *cls, const char *fmt, ...)
 	return -1;
 }
 
+int lb_err_reclass(struct lb_err **err, const char *cls, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err)
+		return -1;
+	lb_err_free(err);
+	va_start(ap, fmt);
+	err_vset(err, 0, fmt, ap);
+	va_end(ap);
+	if (*err)
+		(*err)->cls = cls;
+	return -1;
+}
+
 int lb_err_wrap(struct lb_err **err, const char *fmt, ...)
 {
 	char *ctx = NULL, *full = NULL;

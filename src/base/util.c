@@ -2,7 +2,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,17 +195,57 @@ int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+/*
+ * Removes what is inside dirfd, by descriptor (no path is ever longer than one name, so a tree
+ * deeper than PATH_MAX — which a sandbox can build in its workspace — still goes), never
+ * crossing into another filesystem (dev).
+ */
+static int rm_children(int dirfd, dev_t dev, unsigned depth)
 {
-	(void)st;
-	(void)ftw;
-	return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -1 : 0;
+	DIR *d = fdopendir(dirfd);
+	struct dirent *e;
+	int r = 0;
+	if (!d) {
+		close(dirfd);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (st.st_dev != dev || depth > 4096) {
+				r = -1;
+				errno = st.st_dev != dev ? EXDEV : ELOOP;
+				continue;
+			}
+			int sub = openat(dirfd, e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub < 0 || rm_children(sub, dev, depth + 1) < 0 ||
+			    unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
+				r = -1;
+		} else if (unlinkat(dirfd, e->d_name, 0) < 0 && errno != ENOENT) {
+			r = -1;
+		}
+	}
+	closedir(d);
+	return r;
 }
 
 int lb_rm_rf(const char *path, struct lb_err **err)
 {
-	/* FTW_MOUNT: never descend into something mounted below the tree. */
-	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 && errno != ENOENT)
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : lb_err_set(err, errno, "remove %s", path);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			return lb_err_set(err, errno, "remove %s", path);
+		return 0;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || rm_children(fd, st.st_dev, 0) < 0 || (rmdir(path) < 0 && errno != ENOENT))
 		return lb_err_set(err, errno, "remove %s", path);
 	return 0;
 }

@@ -27,6 +27,9 @@ int box_flock(const char *dir, const char *name, int op, int *fd, struct lb_err 
 int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err);
 int box_record_read(const struct lb_box *box, const char *id, struct lb_box_session *out,
 		    struct lb_err **err);
+/* A record from sessions/<key>/<file> (session.json, or deleting.json mid-delete). */
+int box_record_read_file(const struct lb_box *box, const char *key, const char *file,
+			 struct lb_box_session *out, struct lb_err **err);
 /* The same from the session's directory name under sessions/. */
 int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box_session *out,
 			struct lb_err **err);
@@ -45,8 +48,8 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);
 
 /* engine_spec.c: the Box fields on top of the caller's engine spec. */
-int box_engine_spec(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
-		    struct lb_spec *spec, struct lb_err **err);
+int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
+		    const char *workspace, struct lb_spec *spec, struct lb_err **err);
 
 /* proc_record.c: procs/<hash>.json records and socket names. */
 #define BOX_PROC_STOP_GRACE_SEC 5

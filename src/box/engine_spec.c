@@ -59,8 +59,24 @@ static int check_allowed(char *const *roots, const char *path, struct lb_err **e
 			  p);
 }
 
-static int workspace_mount(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
-			   struct lb_spec *spec, struct lb_err **err)
+/* lbbox's own state (runroot: keeper sockets, records; root: the store and its seccomp cache)
+ * mounted into a sandbox would hand it the other sandboxes: refused, whatever the roots say. */
+static int check_not_own(const struct lb_paths *own, const char *path, struct lb_err **err)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	const char *dirs[] = {own->runroot, own->root};
+	for (size_t i = 0; real && i < 2; i++) {
+		_cleanup_free_ char *d = realpath(dirs[i], NULL);
+		if (d && (under(real, d) || under(d, real)))
+			return lb_err_box(err, LB_BOX_EVALIDATION,
+					  "host_path %s overlaps lbbox's own state (%s)", path, d);
+	}
+	return 0;
+}
+
+static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *own,
+			   char *const *roots, const char *workspace, struct lb_spec *spec,
+			   struct lb_err **err)
 {
 	if (!bs->host_path)
 		return add_mount(spec, workspace, bs->mount_path, false, err);
@@ -72,22 +88,24 @@ static int workspace_mount(const struct lb_box_spec *bs, char *const *roots, con
 	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_p(bs->host_path, 0755, NULL) < 0)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "host_path %s cannot be created",
 				  bs->host_path);
-	if (check_allowed(roots, bs->host_path, err) < 0) /* now by its realpath */
+	if (check_allowed(roots, bs->host_path, err) < 0 || /* now by its realpath */
+	    check_not_own(own, bs->host_path, err) < 0)
 		return -1;
 	return add_mount(spec, bs->host_path, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
 			 err);
 }
 
-int box_engine_spec(const struct lb_box_spec *bs, char *const *roots, const char *workspace,
-		    struct lb_spec *spec, struct lb_err **err)
+int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
+		    const char *workspace, struct lb_spec *spec, struct lb_err **err)
 {
-	if (workspace_mount(bs, roots, workspace, spec, err) < 0)
+	if (workspace_mount(bs, own, roots, workspace, spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < bs->n_extra_mounts; i++) {
 		const struct lb_box_mount *m = &bs->extra_mounts[i];
 		if (m->mode == LB_BOX_MOUNT_NONE)
 			continue;
 		if (check_allowed(roots, m->host_path, err) < 0 ||
+		    check_not_own(own, m->host_path, err) < 0 ||
 		    add_mount(spec, m->host_path, m->mount_path, m->mode == LB_BOX_MOUNT_RO, err) <
 			0)
 			return -1;

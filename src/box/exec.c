@@ -157,7 +157,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	int fd3;
 	_cleanup_free_ char *script = shell_command(wd, x->req->cmd, &fd3);
 	_cleanup_close_ int script_fd = fd3 > 0 ? fd3 : -1;
-	/* an absolute shell: a PATH given with the exec (or a writable dir on it) cannot substitute it */
+	/* an absolute shell: a PATH given with the exec (or a writable dir on it) cannot substitute
+	 * it */
 	char *argv[] = {"/bin/sh", "-lc", script, NULL};
 	struct lb_proc p;
 	if (!script || lb_random_hex(cg + 5, 12, err) < 0 || make_pipes(&c, child, err) < 0) {
@@ -213,7 +214,7 @@ static int lock_session(struct lb_box *box, const char *id, const char *sdir, in
 	if (access(sdir, F_OK) < 0)
 		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
 	if (box_flock(sdir, "exec.lock", LOCK_EX, fd, err) < 0)
-		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
+		return lb_err_reclass(err, LB_BOX_ENOTFOUND, "session %s not found", id);
 	if (fstat(*fd, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
 	    access(del, F_OK) == 0) {
 		close(*fd);
@@ -222,6 +223,24 @@ static int lock_session(struct lb_box *box, const char *id, const char *sdir, in
 	}
 	return 0;
 }
+
+/* The timed-out session, unless it was deleted and re-created meanwhile (another sandbox). */
+static int drop_if_same(struct lb_box *box, const char *id, const char *sandbox,
+			struct lb_err **err)
+{
+	_cleanup_close_ int glock = -1;
+	struct lb_box_session cur;
+	if (box_global_lock(box, &glock, err) < 0)
+		return -1;
+	if (box_record_read(box, id, &cur, NULL) < 0)
+		return 0;
+	bool same = !strcmp(cur.sandbox, sandbox);
+	lb_box_session_free(&cur);
+	return same ? box_session_drop(box, id, err) : 0;
+}
+
+/* Beyond this a deadline in ns would overflow; LangBot's own maximum is 300 s. */
+#define MAX_TIMEOUT_SEC (10LL * 365 * 24 * 3600)
 
 int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_exec_req *req,
 		struct lb_box_exec_result *res, struct lb_err **err)
@@ -233,6 +252,10 @@ int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_
 	memset(res, 0, sizeof(*res));
 	if (!req->cmd || !req->cmd[0])
 		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
+	if (req->timeout_sec <= 0)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec must be greater than 0");
+	if (req->timeout_sec > MAX_TIMEOUT_SEC)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec is too large");
 	box_session_dir(box, session_id, sdir, sizeof(sdir));
 	if (lock_session(box, session_id, sdir, &lock, err) < 0 ||
 	    box_record_read(box, session_id, &s, err) < 0)
@@ -240,20 +263,19 @@ int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_
 	struct exec_run x = {.box = box, .id = session_id, .s = &s, .req = req, .res = res};
 	int r = lb_sandbox_open(&box->paths, s.sandbox, &sb, err);
 	if (r < 0)
-		lb_err_box(err, LB_BOX_EBOX, "session %s is not running", session_id);
+		lb_err_reclass(err, LB_BOX_EBOX, "session %s is not running", session_id);
 	else
 		r = run(&x, sb, err);
 	lb_sandbox_close(sb);
+	char sandbox[13];
+	memcpy(sandbox, s.sandbox, sizeof(sandbox));
 	lb_box_session_free(&s);
 	box_touch(sdir);
 	if (r == 0 && res->timed_out) {
 		/* LangBot drops a timed-out session and waits for it before replying */
 		close(lock);
 		lock = -1;
-		_cleanup_close_ int glock = -1;
-		if (box_global_lock(box, &glock, err) < 0 ||
-		    box_session_drop(box, session_id, err) < 0)
-			r = -1;
+		r = drop_if_same(box, session_id, sandbox, err);
 	}
 	if (r < 0)
 		lb_box_exec_result_free(res);

@@ -29,6 +29,7 @@
 
 struct keeper {
 	struct lb_box_proc_info info;
+	const char *sdir; /* the session: last_used is bumped on attach, detach, exit */
 	char json[4400], sock[4400];
 	struct lb_proc p;
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
@@ -172,6 +173,7 @@ static void detach(struct keeper *k)
 	k->pend_len = k->pend_off = 0;
 	k->info.attached = false;
 	save(k);
+	box_touch(k->sdir);
 }
 
 static void on_client(struct keeper *k)
@@ -215,6 +217,7 @@ static void on_accept(struct keeper *k)
 		return;
 	k->info.attached = true;
 	save(k);
+	box_touch(k->sdir);
 }
 
 /* One round of the loop; false once the process has exited. */
@@ -279,6 +282,7 @@ static void finish(struct keeper *k)
 					      : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	save(k);
 	unlink(k->sock);
+	box_touch(k->sdir);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -334,10 +338,14 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 	for (int fd = 0; fd < 3 && null >= 0; fd++)
 		dup2(null, fd);
 	snprintf(procs, sizeof(procs), "%s/procs", sdir);
+	k.sdir = sdir;
+	(void)!chdir("/"); /* keep no mount busy */
+	umask(077);
 	box_proc_paths(sdir, spec->process_id, k.json, k.sock, sizeof(k.json));
-	if (lb_mkdir_p(procs, 0700, &err) < 0 || block_signals(&k, &err) < 0 ||
-	    info_init(&k, s, spec, &err) < 0 || listen_socket(&k, &err) < 0 ||
-	    start_process(&k, box, s, spec, &err) < 0) {
+	/* mkdir, not mkdir -p: a session deleted meanwhile must not be re-created by us */
+	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
+	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
+	    listen_socket(&k, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
 		unlink(k.sock);
 		lb_child_fail(ready, 1, err);
 	}

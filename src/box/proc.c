@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -93,6 +94,9 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
 	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
+	_cleanup_close_ int plock = -1;
+	if (box_flock(sdir, "procs.lock", LOCK_EX, &plock, err) < 0)
+		return -1;
 	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
 	lb_box_proc_info_free(&info);
@@ -149,6 +153,11 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
 	box_proc_paths(sdir, spec->process_id, json, NULL, sizeof(json));
+	/* one start or stop at a time per session: no duplicates, no unlink of a new record */
+	_cleanup_close_ int plock = -1;
+	if (box_flock(sdir, "procs.lock", LOCK_EX, &plock, err) < 0 ||
+	    session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
 	size_t running =
 	    lb_box_proc_count_running(box) - (box_procs_running(sdir, spec->process_id) ? 1 : 0);
 	if ((int64_t)running >= box->limits.max_managed_processes)
@@ -169,7 +178,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	lb_box_session_free(&s);
 	box_touch(sdir);
 	if (r < 0)
-		return -1;
+		return (*err && !(*err)->cls) ? ((*err)->cls = LB_BOX_EBOX, -1) : -1;
 	return read_info(json, out, &keeper, &kstart, err);
 }
 
@@ -344,6 +353,10 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 	snprintf(dir, sizeof(dir), "%s/procs", sdir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (dfd < 0)
+		return lb_err_box(err, LB_BOX_EMPCONFLICT,
+				  "managed process %s in session %s is not running", process_id,
+				  session_id);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd,
 		 strrchr(sock, '/') + 1);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

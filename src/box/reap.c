@@ -71,8 +71,16 @@ void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
 	while (d && (de = readdir(d))) {
 		char sdir[4400];
 		struct lb_box_session s;
-		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
+		if (de->d_name[0] == '.')
 			continue;
+		if (box_record_read_dir(box, de->d_name, &s, NULL) < 0) {
+			/* a delete that was interrupted: finish it */
+			if (box_record_read_file(box, de->d_name, "deleting.json", &s, NULL) == 0) {
+				*removed += box_session_drop(box, s.session_id, NULL) == 0;
+				lb_box_session_free(&s);
+			}
+			continue;
+		}
 		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
 		if (!owner_alive(box, s.owner) || expired(box, &s, sdir, now_ns))
 			*removed += box_session_drop(box, s.session_id, NULL) == 0;

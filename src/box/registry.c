@@ -154,13 +154,13 @@ static int record_parse(json_t *j, struct lb_box_session *out, struct lb_err **e
 	return r;
 }
 
-int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box_session *out,
-			struct lb_err **err)
+int box_record_read_file(const struct lb_box *box, const char *key, const char *file,
+			 struct lb_box_session *out, struct lb_err **err)
 {
 	char sdir[4200], path[4300];
 	json_error_t jerr;
 	snprintf(sdir, sizeof(sdir), "%s/sessions/%s", box->dir, key);
-	snprintf(path, sizeof(path), "%s/session.json", sdir);
+	snprintf(path, sizeof(path), "%s/%s", sdir, file);
 	memset(out, 0, sizeof(*out)); /* the spec is filled by from_json; zero frees as nothing */
 	json_t *j = json_load_file(path, 0, &jerr);
 	if (!j)
@@ -174,6 +174,12 @@ int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box
 	out->last_used_ns = mtime_ns(sdir, "exec.lock");
 	out->alive = lb_sandbox_is_alive(&box->paths, out->sandbox);
 	return 0;
+}
+
+int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box_session *out,
+			struct lb_err **err)
+{
+	return box_record_read_file(box, key, "session.json", out, err);
 }
 
 int box_record_read(const struct lb_box *box, const char *id, struct lb_box_session *out,

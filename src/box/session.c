@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,10 +45,16 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
-	bool have = box_record_read(box, id, &s, NULL) == 0;
+	char key[BOX_KEY_MAX];
+	box_session_key(id, key);
+	/* an earlier delete that was interrupted left its record as deleting.json */
+	bool have = box_record_read(box, id, &s, NULL) == 0 ||
+		    box_record_read_file(box, key, "deleting.json", &s, NULL) == 0;
 	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
+	_cleanup_close_ int plock = -1; /* no managed process starts from now on */
+	box_flock(sdir, "procs.lock", LOCK_EX, &plock, NULL);
 	box_procs_terminate_all(box, sdir);
 	int r = 0;
 	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
@@ -70,7 +77,7 @@ static int start(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_f
 	lb_spec_init(&spec);
 	int r = build(ctx, bs, &spec, err);
 	if (r == 0)
-		r = box_engine_spec(bs, box->allowed_roots, ws, &spec, err);
+		r = box_engine_spec(bs, &box->paths, box->allowed_roots, ws, &spec, err);
 	if (r == 0)
 		r = lb_sandbox_start(&spec, &box->paths, out->sandbox, err);
 	lb_spec_free(&spec);

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,5 +343,45 @@ LBT_TEST(proc, completed_records_are_bounded)
 	lbt_assert_error_line(&o, 125, "BoxManagedProcessNotFoundError");
 	lbt_out_free(&o);
 	unsetenv("LBBOX_BOX_MAX_COMPLETED");
+	rm_session("s1");
+}
+
+// A delete killed half-way (its managed process ignores SIGTERM, so it is still in the grace
+// period) leaves deleting.json; the next delete or reap finishes it: no sandbox survives.
+LBT_TEST(proc, interrupted_delete_is_finished_later)
+{
+	struct lb_run_out o;
+	struct lbt_proc p;
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "stubborn", "--", "sh", "-c",
+			      "trap '' TERM; while true; do sleep 1; done", NULL));
+	usleep(300000);
+	lbt_spawn(&p, "session", "rm", "s1", NULL);
+	usleep(1000000);
+	kill(p.pid, SIGKILL);
+	lbt_wait(&p, &o, 10);
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "gc", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "1\n");
+	lbt_out_free(&o);
+	// the host check below: no sandbox, cgroup or process of s1 is left
+}
+
+LBT_TEST(proc, concurrent_starts_of_one_id_leave_one_process)
+{
+	struct lbt_proc p[3];
+	struct lb_run_out o;
+	create("s1", NULL);
+	lbt_add_marker("987656");
+	for (int i = 0; i < 3; i++)
+		lbt_spawn(&p[i], "proc", "start", "s1", "--id", "dup", "--", "sleep", "987656",
+			  NULL);
+	for (int i = 0; i < 3; i++) {
+		lbt_wait(&p[i], &o, 30);
+		LBT_ASSERT_EXIT(o, 0);
+		lbt_out_free(&o);
+	}
+	cr_assert_eq(lbt_wait_procs_with_arg("987656", 1, 10), 1);
 	rm_session("s1");
 }

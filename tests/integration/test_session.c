@@ -402,3 +402,34 @@ LBT_TEST(session, sandbox_cannot_reach_an_exec_in_setup)
 	lbt_out_free(&o);
 	rm_session("s1");
 }
+
+// A tree deeper than PATH_MAX on the host, built inside the workspace, still goes with the
+// session; lbbox's own state cannot be mounted; an exec into a dead session names its class.
+LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	// /workspace/ + 20 * 201 + 51 bytes: under PATH_MAX inside, over it on the host
+	sh(&o, "s1",
+	   "n=$(printf '%0200d' 0); i=0; while [ $i -lt 20 ]; do mkdir $n && cd $n || exit 1; "
+	   "i=$((i+1)); done; mkdir $(printf '%050d' 0) && echo deep");
+	LBT_ASSERT_OUT(o, "deep\n");
+	lbt_out_free(&o);
+	rm_session("s1");
+	char *vol = lbt_strdupf("%s:/workspace", lbt_runroot());
+	lbt_run(&o, "session", "create", "s2", "--rootfs", lbt_rootfs(), "-v", vol, NULL);
+	lbt_assert_error_line(&o, 125, "overlaps lbbox's own state");
+	lbt_out_free(&o);
+	free(vol);
+	json_t *a = create("s3", NULL);
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(),
+				  jstr(a, "backend_session_id") + strlen("lbbox-"));
+	json_t *st = json_load_file(state, 0, NULL);
+	kill((pid_t)json_integer_value(json_object_get(st, "pid")), SIGKILL);
+	json_decref(st), json_decref(a), free(state);
+	usleep(200000);
+	sh(&o, "s3", "true");
+	lbt_assert_error_line(&o, 125, "BoxError: session s3 is not running");
+	lbt_out_free(&o);
+	rm_session("s3");
+}
