@@ -119,6 +119,7 @@ struct lb_box_proc_info {
 	bool has_exit_code;
 	int exit_code;
 	char *stderr_preview;
+	char *cgroup; /* its child cgroup in the session's sandbox (lbbox-internal) */
 };
 void lb_box_proc_info_free(struct lb_box_proc_info *p);
 

@@ -38,11 +38,30 @@ struct keeper {
 	size_t pend_len, pend_off;
 	pid_t self;
 	uint64_t self_start, kill_at;
+	bool dirty;	   /* the preview changed since the record was written */
+	uint64_t saved_at; /* stderr bursts write the record at most every SAVE_INTERVAL_NS */
 };
+
+#define SAVE_INTERVAL_NS (100ull * 1000 * 1000)
 
 static void save(struct keeper *k)
 {
 	box_proc_record_write(k->json, &k->info, k->self, k->self_start, NULL);
+	k->dirty = false;
+	k->saved_at = lb_now_ns();
+}
+
+/* ms until a pending preview must be written (-1 = none pending); writes it when due. */
+static int flush_due(struct keeper *k)
+{
+	if (!k->dirty)
+		return -1;
+	uint64_t now = lb_now_ns(), due = k->saved_at + SAVE_INTERVAL_NS;
+	if (now >= due) {
+		save(k);
+		return -1;
+	}
+	return (int)((due - now) / 1000000 + 1);
 }
 
 static void close_fd(int *fd)
@@ -102,7 +121,7 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	char *argv[] = {"/bin/sh", "-lc", line, NULL}; /* absolute: see box/exec.c */
 	if (!line)
 		return lb_err_set(err, ENOMEM, "managed process");
-	if (lb_random_hex(cg + 5, 12, err) < 0 ||
+	if (lb_random_hex(cg + 5, 12, err) < 0 || !(k->info.cgroup = strdup(cg)) ||
 	    lb_sandbox_open(&box->paths, s->sandbox, &sb, err) < 0)
 		return -1;
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
@@ -151,7 +170,7 @@ static void feed_preview(struct keeper *k, const char *buf, size_t n)
 	    lb_box_preview_text(&k->preview, &text, NULL) == 0) {
 		free(k->info.stderr_preview);
 		k->info.stderr_preview = LB_TAKE_PTR(text);
-		save(k);
+		k->dirty = true;
 	}
 }
 
@@ -233,12 +252,13 @@ static bool step(struct keeper *k)
 	    [P_OUT] = {.fd = k->cfd >= 0 ? k->out_r : -1, .events = POLLIN},
 	    [P_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
 	};
-	int timeout = -1;
+	int timeout = flush_due(k);
 	if (k->kill_at) {
 		uint64_t now = lb_now_ns();
 		if (now >= k->kill_at)
 			lb_proc_kill(&k->p, NULL);
-		timeout = now >= k->kill_at ? 100 : (int)((k->kill_at - now) / 1000000 + 1);
+		int kt = now >= k->kill_at ? 100 : (int)((k->kill_at - now) / 1000000 + 1);
+		timeout = timeout < 0 || kt < timeout ? kt : timeout;
 	}
 	if (poll(pfd, P_N, timeout) < 0)
 		return true;

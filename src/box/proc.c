@@ -84,6 +84,19 @@ static void terminate(pid_t keeper, uint64_t kstart)
 	close(pidfd);
 }
 
+/* A keeper killed outright (SIGKILL, OOM) left its process unmanaged: kill it by its cgroup. */
+static void kill_orphan(struct lb_box *box, const char *session_id,
+			const struct lb_box_proc_info *info, pid_t keeper, uint64_t kstart)
+{
+	struct lb_box_session s;
+	if (!info->running || !info->cgroup[0] || keeper_alive(keeper, kstart, NULL))
+		return;
+	if (box_record_read(box, session_id, &s, NULL) < 0)
+		return;
+	lb_sandbox_kill_child(&box->paths, s.sandbox, info->cgroup, NULL);
+	lb_box_session_free(&s);
+}
+
 int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
 		     struct lb_err **err)
 {
@@ -99,8 +112,9 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 		return -1;
 	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
-	lb_box_proc_info_free(&info);
 	terminate(keeper, kstart);
+	kill_orphan(box, session_id, &info, keeper, kstart);
+	lb_box_proc_info_free(&info);
 	unlink(json);
 	return 0;
 }
@@ -168,8 +182,9 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	pid_t keeper;
 	uint64_t kstart;
 	if (box_proc_record_read(json, &old, &keeper, &kstart, NULL) == 0) {
-		lb_box_proc_info_free(&old);
 		terminate(keeper, kstart); /* replace, no conflict (§3.6) */
+		kill_orphan(box, session_id, &old, keeper, kstart);
+		lb_box_proc_info_free(&old);
 		unlink(json);
 	}
 	if (box_record_read(box, session_id, &s, err) < 0)

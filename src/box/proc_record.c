@@ -61,6 +61,8 @@ int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pi
 	    p->has_exit_code ? json_integer(p->exit_code) : json_null(), "stderr_preview",
 	    p->stderr_preview ? p->stderr_preview : "", "keeper", (int)keeper, "keeper_start",
 	    (json_int_t)keeper_start);
+	if (j && p->cgroup)
+		json_object_set_new(j, "cgroup", json_string(p->cgroup));
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!text)
@@ -87,6 +89,7 @@ int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *
 	out->command = dup_str(j, "command");
 	out->cwd = dup_str(j, "cwd");
 	out->stderr_preview = dup_str(j, "stderr_preview");
+	out->cgroup = dup_str(j, "cgroup");
 	out->args = json_strv(json_object_get(j, "args"));
 	out->env_keys = json_strv(json_object_get(j, "env_keys"));
 	out->running = json_is_true(json_object_get(j, "running"));
@@ -100,7 +103,7 @@ int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *
 	*keeper_start = (uint64_t)json_integer_value(json_object_get(j, "keeper_start"));
 	json_decref(j);
 	if (!out->session_id || !out->process_id || !out->command || !out->cwd ||
-	    !out->stderr_preview || !out->args || !out->env_keys) {
+	    !out->stderr_preview || !out->cgroup || !out->args || !out->env_keys) {
 		lb_box_proc_info_free(out);
 		return lb_err_set(err, ENOMEM, "read %s", path);
 	}
@@ -114,6 +117,7 @@ void lb_box_proc_info_free(struct lb_box_proc_info *p)
 	free(p->command);
 	free(p->cwd);
 	free(p->stderr_preview);
+	free(p->cgroup);
 	lb_strvfreep(&p->args);
 	lb_strvfreep(&p->env_keys);
 	memset(p, 0, sizeof(*p));

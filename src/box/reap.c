@@ -41,24 +41,22 @@ static bool owner_alive(const struct lb_box *box, const char *owner)
 	return flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
-static bool exec_in_flight(const char *sdir)
-{
-	int fd = -1;
-	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, &fd, NULL) < 0)
-		return true;
-	close(fd);
-	return false;
-}
-
+/*
+ * Expired (§3.5): not persistent, idle past the TTL, no exec in flight, no running managed
+ * process. An expired session's exec.lock stays held in *lock until the drop is done, so no
+ * exec can start in a sandbox that is going away.
+ */
 static bool expired(const struct lb_box *box, const struct lb_box_session *s, const char *sdir,
-		    uint64_t now_ns)
+		    uint64_t now_ns, int *lock)
 {
 	uint64_t ttl = (uint64_t)box->limits.session_ttl_sec * 1000000000ull;
 	if (s->spec.persistent || box->limits.session_ttl_sec <= 0)
 		return false;
 	if (s->last_used_ns + ttl >= now_ns)
 		return false;
-	return !exec_in_flight(sdir) && !box_procs_any_running(sdir);
+	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, lock, NULL) < 0)
+		return false; /* an exec is running */
+	return !box_procs_any_running(sdir);
 }
 
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
@@ -82,7 +80,8 @@ void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
 			continue;
 		}
 		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
-		if (!owner_alive(box, s.owner) || expired(box, &s, sdir, now_ns))
+		_cleanup_close_ int lock = -1;
+		if (!owner_alive(box, s.owner) || expired(box, &s, sdir, now_ns, &lock))
 			*removed += box_session_drop(box, s.session_id, NULL) == 0;
 		lb_box_session_free(&s);
 	}

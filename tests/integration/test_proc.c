@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -383,5 +384,37 @@ LBT_TEST(proc, concurrent_starts_of_one_id_leave_one_process)
 		lbt_out_free(&o);
 	}
 	cr_assert_eq(lbt_wait_procs_with_arg("987656", 1, 10), 1);
+	rm_session("s1");
+}
+
+// A keeper killed outright leaves its process unmanaged: stop still kills it (by its cgroup).
+LBT_TEST(proc, stop_after_the_keeper_died_kills_the_process)
+{
+	struct lb_run_out o;
+	create("s1", NULL);
+	lbt_add_marker("987657");
+	json_decref(proc_json("start", "s1", "p", "--", "sleep", "987657", NULL));
+	cr_assert_eq(lbt_wait_procs_with_arg("987657", 1, 5), 1);
+	char *glob_dir = lbt_strdupf("%s/box/sessions/s1/procs", lbt_runroot());
+	DIR *d = opendir(glob_dir);
+	struct dirent *e;
+	pid_t keeper = 0;
+	while (d && (e = readdir(d)))
+		if (strstr(e->d_name, ".json")) {
+			char *path = lbt_strdupf("%s/%s", glob_dir, e->d_name);
+			json_t *r = json_load_file(path, 0, NULL);
+			keeper = (pid_t)json_integer_value(json_object_get(r, "keeper"));
+			json_decref(r), free(path);
+		}
+	if (d)
+		closedir(d);
+	free(glob_dir);
+	cr_assert_gt(keeper, 0);
+	kill(keeper, SIGKILL);
+	usleep(200000);
+	lbt_run(&o, "proc", "stop", "s1", "p", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(lbt_wait_procs_with_arg("987657", 0, 5), 0, "the orphaned process was killed");
 	rm_session("s1");
 }
