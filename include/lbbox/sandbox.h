@@ -95,6 +95,9 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
  * process whose keeper died). A sandbox that is gone has nothing left to kill: 0. */
 int lb_sandbox_kill_child(const struct lb_paths *paths, const char *id, const char *child,
 			  struct lb_err **err);
+/* Removes the child cgroup CHILD of sandbox id if no process is left in it; false when busy. */
+bool lb_sandbox_remove_child_if_empty(const struct lb_paths *paths, const char *id,
+				      const char *child);
 /* Kills every process of p's cgroup (its whole tree) and waits until it is empty. */
 int lb_proc_kill(struct lb_proc *p, struct lb_err **err);
 /* Waits for p (blocking) and returns its wait status. */

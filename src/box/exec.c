@@ -123,9 +123,39 @@ static int exit_code_of(int status)
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+#define BUSY_FILE "busy-cgroups"
+
+static void remember_busy(const char *sdir, const char *cg)
+{
+	char path[4300], line[32];
+	snprintf(path, sizeof(path), "%s/" BUSY_FILE, sdir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	snprintf(line, sizeof(line), "%s\n", cg);
+	lb_write_all(fd, line, strlen(line));
+	close(fd);
+}
+
+/* Exec cgroups left busy earlier and empty now are removed; the busy ones stay listed. */
+static void sweep_busy(struct lb_box *box, const char *sdir, const char *sandbox)
+{
+	char path[4300];
+	_cleanup_free_ char *list = NULL;
+	snprintf(path, sizeof(path), "%s/" BUSY_FILE, sdir);
+	if (lb_read_file(path, 1 << 16, &list, NULL, NULL) < 0)
+		return;
+	unlink(path);
+	char *save = NULL;
+	for (char *name = strtok_r(list, "\n", &save); name; name = strtok_r(NULL, "\n", &save))
+		if (!lb_sandbox_remove_child_if_empty(&box->paths, sandbox, name))
+			remember_busy(sdir, name);
+}
+
 struct exec_run {
 	struct lb_box *box;
 	const char *id;
+	const char *sdir;
 	const struct lb_box_session *s;
 	const struct lb_box_exec_req *req;
 	struct lb_box_exec_result *res;
@@ -190,13 +220,15 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 		lb_proc_kill(&p, NULL);
 	int status = lb_proc_wait(&p);
 	x->res->duration_ms = (lb_now_ns() - start) / 1000000;
-	/* background processes of a finished exec keep running, as with docker exec */
-	if (x->res->timed_out || lb_cgroup_is_empty(p.cg))
+	/* background processes of a finished exec keep running, as with docker exec; their cgroup
+	 * is removed by a later exec once they are gone */
+	if (x->res->timed_out || lb_cgroup_is_empty(p.cg)) {
 		lb_proc_release(&p);
-	else {
+	} else {
 		lb_cgroup_forget(p.cg);
 		p.cg = NULL;
 		lb_proc_release(&p);
+		remember_busy(x->sdir, cg);
 	}
 	r = finish(x, &c, exit_code_of(status), err);
 	capture_close(&c);
@@ -260,7 +292,9 @@ int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_
 	if (lock_session(box, session_id, sdir, &lock, err) < 0 ||
 	    box_record_read(box, session_id, &s, err) < 0)
 		return -1;
-	struct exec_run x = {.box = box, .id = session_id, .s = &s, .req = req, .res = res};
+	struct exec_run x = {
+	    .box = box, .id = session_id, .sdir = sdir, .s = &s, .req = req, .res = res};
+	sweep_busy(box, sdir, s.sandbox);
 	int r = lb_sandbox_open(&box->paths, s.sandbox, &sb, err);
 	if (r < 0)
 		lb_err_reclass(err, LB_BOX_EBOX, "session %s is not running", session_id);

@@ -195,25 +195,51 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 	return 0;
 }
 
-int lb_sandbox_kill_child(const struct lb_paths *paths, const char *id, const char *child,
-			  struct lb_err **err)
+/* The child cgroup CHILD of sb, opened as ours (destroy removes it). */
+static int open_child(struct lb_sandbox *sb, const char *child, struct lb_cgroup **out,
+		      struct lb_err **err)
 {
-	struct lb_sandbox *sb = NULL;
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
 	char paths_buf[LB_CGROUP_MAX_DIRS][4200];
-	struct lb_cgroup *cg = NULL;
 	if (!child || !*child || strchr(child, '/') || child[0] == '.')
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", child ? child : "");
-	if (lb_sandbox_open(paths, id, &sb, NULL) < 0)
-		return 0;
 	size_t n = lb_cgroup_dir_info(sb->cg, dirs, LB_CGROUP_MAX_DIRS);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(paths_buf[i], sizeof(paths_buf[i]), "%s/%s", dirs[i].path, child);
 		dirs[i].path = paths_buf[i];
 	}
-	int r = lb_cgroup_open(lb_cgroup_version(sb->cg), dirs, n, true, &cg, err);
+	return lb_cgroup_open(lb_cgroup_version(sb->cg), dirs, n, true, out, err);
+}
+
+int lb_sandbox_kill_child(const struct lb_paths *paths, const char *id, const char *child,
+			  struct lb_err **err)
+{
+	struct lb_sandbox *sb = NULL;
+	struct lb_cgroup *cg = NULL;
+	if (lb_sandbox_open(paths, id, &sb, NULL) < 0)
+		return 0; /* gone with its sandbox */
+	int r = open_child(sb, child, &cg, err);
 	if (r == 0)
 		r = lb_cgroup_destroy(cg, err);
 	lb_sandbox_close(sb);
 	return r;
+}
+
+bool lb_sandbox_remove_child_if_empty(const struct lb_paths *paths, const char *id,
+				      const char *child)
+{
+	struct lb_sandbox *sb = NULL;
+	struct lb_cgroup *cg = NULL;
+	bool removed = true;
+	if (lb_sandbox_open(paths, id, &sb, NULL) < 0)
+		return true;
+	if (open_child(sb, child, &cg, NULL) == 0) {
+		removed = lb_cgroup_is_empty(cg);
+		if (removed)
+			lb_cgroup_destroy(cg, NULL);
+		else
+			lb_cgroup_forget(cg);
+	}
+	lb_sandbox_close(sb);
+	return removed;
 }

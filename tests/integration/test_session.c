@@ -3,6 +3,7 @@
 // every test (no session, sandbox, cgroup, mount or process left).
 #include "harness.h"
 
+#include <dirent.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -432,4 +433,45 @@ LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
 	lbt_assert_error_line(&o, 125, "BoxError: session s3 is not running");
 	lbt_out_free(&o);
 	rm_session("s3");
+}
+
+static int count_exec_cgroups(const char *sandbox)
+{
+	bool v2;
+	const char *base = lbt_cgroup_dir("pids", &v2);
+	if (!base)
+		base = lbt_cgroup_dir("", &v2);
+	char *dir = lbt_strdupf("%s/lbbox-%s", base, sandbox);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d)))
+		n += strncmp(e->d_name, "exec-", 5) == 0;
+	if (d)
+		closedir(d);
+	free(dir);
+	return n;
+}
+
+// An exec's background process keeps running (as with docker exec); its cgroup goes at a later
+// exec once the process is gone, and finished execs leave no cgroup at all.
+LBT_TEST(session, exec_cgroups_of_background_processes_are_swept)
+{
+	struct lb_run_out o;
+	json_t *s = create("s1", NULL);
+	const char *sandbox = jstr(s, "backend_session_id") + strlen("lbbox-");
+	lbt_add_marker("987658");
+	sh(&o, "s1", "sleep 987658 > /dev/null 2>&1 & echo $! > /tmp/bg");
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(lbt_count_procs_with_arg("987658"), 1, "the background process runs on");
+	cr_assert_eq(count_exec_cgroups(sandbox), 1);
+	sh(&o, "s1", "kill $(cat /tmp/bg)");
+	lbt_out_free(&o);
+	cr_assert_eq(lbt_wait_procs_with_arg("987658", 0, 5), 0);
+	sh(&o, "s1", "true");
+	lbt_out_free(&o);
+	cr_assert_eq(count_exec_cgroups(sandbox), 0, "the empty exec cgroup was removed");
+	json_decref(s);
+	rm_session("s1");
 }
