@@ -60,6 +60,9 @@ void lb_box_preview_free(struct lb_box_preview *p);
  * ' written as '"'"'; "" -> "''". malloc'ed, NULL on ENOMEM. */
 char *lb_box_shell_quote(const char *s);
 
+/* The words of argv, each shell-quoted, joined by spaces ("" for none). malloc'ed. */
+char *lb_box_shell_join(char *const *argv);
+
 /* Pydantic's UTC datetime: "2026-08-21T03:04:05.123456Z", no fraction when microseconds are 0.
  * buf needs 32 bytes. */
 void lb_box_format_time(uint64_t unix_ns, char *buf, size_t len);

@@ -37,6 +37,9 @@ uint64_t lb_now_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */
 int lb_random_hex(char *buf, size_t n, struct lb_err **err);
 
+/* A wait status as a shell reports it: the exit code, or 128 + the signal. */
+int lb_exit_code_of(int status);
+
 /* The directory of the lbbox executable (where lbbox-init and lbbox-image live): LBBOX_SELF_DIR
  * when set (lbbox runs from a sealed memfd copy then), else dirname(/proc/self/exe). */
 int lb_self_dir(char *out, size_t len, struct lb_err **err);

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lbbox/cleanup.h"
@@ -288,4 +289,11 @@ int lb_self_dir(char *out, size_t len, struct lb_err **err)
 		return lb_err_set(err, EINVAL, "lbbox's own path %s", out);
 	*slash = '\0';
 	return 0;
+}
+
+int lb_exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }

@@ -116,13 +116,6 @@ static int make_pipes(struct capture *c, int child[2], struct lb_err **err)
 	return 0;
 }
 
-static int exit_code_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
 #define BUSY_FILE "busy-cgroups"
 
 static void remember_busy(const char *sdir, const char *cg)
@@ -230,7 +223,7 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 		lb_proc_release(&p);
 		remember_busy(x->sdir, cg);
 	}
-	r = finish(x, &c, exit_code_of(status), err);
+	r = finish(x, &c, lb_exit_code_of(status), err);
 	capture_close(&c);
 	return r;
 }

@@ -4,6 +4,7 @@
 
 #include "box/box_internal.h"
 #include "lbbox/box_text.h"
+#include "lbbox/json_util.h"
 
 #define BACKEND_NAME "lbbox"
 
@@ -14,14 +15,6 @@ static json_t *time_json(uint64_t ns)
 		return json_null();
 	lb_box_format_time(ns, buf, sizeof(buf));
 	return json_string(buf);
-}
-
-static json_t *strv(char *const *v)
-{
-	json_t *a = json_array();
-	for (; v && *v; v++)
-		json_array_append_new(a, json_string(*v));
-	return a;
 }
 
 json_t *lb_box_session_json(const struct lb_box_session *s)
@@ -55,10 +48,10 @@ json_t *lb_box_proc_json(const struct lb_box_proc_info *p)
 	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:b, s:o, s:o, s:o, s:s}",
 			 "session_id", p->session_id, "process_id", p->process_id, "status",
 			 p->running ? "running" : "exited", "command", p->command, "args",
-			 strv(p->args), "cwd", p->cwd, "env_keys", strv(p->env_keys), "attached",
-			 p->attached, "started_at", time_json(p->started_ns), "exited_at",
-			 time_json(p->exited_ns), "exit_code",
-			 p->has_exit_code ? json_integer(p->exit_code) : json_null(),
+			 lb_json_from_strv(p->args), "cwd", p->cwd, "env_keys",
+			 lb_json_from_strv(p->env_keys), "attached", p->attached, "started_at",
+			 time_json(p->started_ns), "exited_at", time_json(p->exited_ns),
+			 "exit_code", p->has_exit_code ? json_integer(p->exit_code) : json_null(),
 			 "stderr_preview", p->stderr_preview ? p->stderr_preview : "");
 }
 

@@ -73,21 +73,20 @@ static void close_fd(int *fd)
 
 static char *command_line(const struct lb_box_proc_spec *spec)
 {
+	size_t n = 0;
+	for (char **a = spec->args; a && *a; a++)
+		n++;
+	_cleanup_free_ char **words = calloc(n + 2, sizeof(char *));
 	_cleanup_free_ char *cwd = lb_box_shell_quote(spec->cwd);
-	_cleanup_free_ char *cmd = lb_box_shell_quote(spec->command);
-	char *s = NULL;
-	if (!cwd || !cmd || asprintf(&s, "mkdir -p %s && cd %s && exec %s", cwd, cwd, cmd) < 0)
+	if (!words || !cwd)
 		return NULL;
-	for (char **a = spec->args; a && *a; a++) {
-		_cleanup_free_ char *q = lb_box_shell_quote(*a);
-		char *t = NULL;
-		if (!q || asprintf(&t, "%s %s", s, q) < 0) {
-			free(s);
-			return NULL;
-		}
-		free(s);
-		s = t;
-	}
+	words[0] = spec->command;
+	for (size_t i = 0; i < n; i++)
+		words[i + 1] = spec->args[i];
+	_cleanup_free_ char *cmd = lb_box_shell_join(words);
+	char *s = NULL;
+	if (!cmd || asprintf(&s, "mkdir -p %s && cd %s && exec %s", cwd, cwd, cmd) < 0)
+		return NULL;
 	return s;
 }
 
@@ -298,8 +297,7 @@ static void finish(struct keeper *k)
 	k->info.attached = false;
 	k->info.exited_ns = box_realtime_ns();
 	k->info.has_exit_code = true;
-	k->info.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
-					      : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	k->info.exit_code = lb_exit_code_of(status);
 	save(k);
 	unlink(k->sock);
 	box_touch(k->sdir);

@@ -8,6 +8,7 @@
 #include "box/box_internal.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/hash.h"
+#include "lbbox/json_util.h"
 #include "lbbox/util.h"
 
 /* Hashed: any process_id is allowed, and the socket path must stay short (sun_path). */
@@ -28,35 +29,14 @@ void box_proc_paths(const char *sdir, const char *process_id, char *json, char *
 		snprintf(sock, len, "%s/procs/%s.sock", sdir, key);
 }
 
-static json_t *strv_json(char *const *v)
-{
-	json_t *a = json_array();
-	for (; v && *v; v++)
-		json_array_append_new(a, json_string(*v));
-	return a;
-}
-
-static char **json_strv(json_t *a)
-{
-	size_t i, n = json_array_size(a);
-	json_t *v;
-	char **out = calloc(n + 1, sizeof(char *));
-	json_array_foreach(a, i, v)
-	{
-		if (out && !(out[i] = strdup(json_string_value(v) ? json_string_value(v) : "")))
-			lb_strvfreep(&out);
-	}
-	return out;
-}
-
 int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pid_t keeper,
 			  uint64_t keeper_start, struct lb_err **err)
 {
 	json_t *j = json_pack(
 	    "{s:s, s:s, s:s, s:o, s:s, s:o, s:b, s:b, s:I, s:I, s:o, s:s, s:i, s:I}", "session_id",
 	    p->session_id, "process_id", p->process_id, "command", p->command, "args",
-	    strv_json(p->args), "cwd", p->cwd, "env_keys", strv_json(p->env_keys), "running",
-	    p->running, "attached", p->attached, "started_ns", (json_int_t)p->started_ns,
+	    lb_json_from_strv(p->args), "cwd", p->cwd, "env_keys", lb_json_from_strv(p->env_keys),
+	    "running", p->running, "attached", p->attached, "started_ns", (json_int_t)p->started_ns,
 	    "exited_ns", (json_int_t)p->exited_ns, "exit_code",
 	    p->has_exit_code ? json_integer(p->exit_code) : json_null(), "stderr_preview",
 	    p->stderr_preview ? p->stderr_preview : "", "keeper", (int)keeper, "keeper_start",
@@ -90,8 +70,8 @@ int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *
 	out->cwd = dup_str(j, "cwd");
 	out->stderr_preview = dup_str(j, "stderr_preview");
 	out->cgroup = dup_str(j, "cgroup");
-	out->args = json_strv(json_object_get(j, "args"));
-	out->env_keys = json_strv(json_object_get(j, "env_keys"));
+	out->args = lb_json_to_strv(json_object_get(j, "args"));
+	out->env_keys = lb_json_to_strv(json_object_get(j, "env_keys"));
 	out->running = json_is_true(json_object_get(j, "running"));
 	out->attached = json_is_true(json_object_get(j, "attached"));
 	out->started_ns = (uint64_t)json_integer_value(json_object_get(j, "started_ns"));

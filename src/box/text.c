@@ -218,3 +218,17 @@ void lb_box_format_time(uint64_t unix_ns, char *buf, size_t len)
 		snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
 			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
+
+char *lb_box_shell_join(char *const *argv)
+{
+	char *s = strdup("");
+	for (size_t i = 0; s && argv && argv[i]; i++) {
+		char *q = lb_box_shell_quote(argv[i]), *t = NULL;
+		if (!q || asprintf(&t, "%s%s%s", s, i ? " " : "", q) < 0)
+			t = NULL;
+		free(q);
+		free(s);
+		s = t;
+	}
+	return s;
+}

@@ -20,6 +20,8 @@ int cli_run(struct cli_globals *g, int argc, char **argv);
 /* lbbox run's options (argv[0] is skipped) -> an engine spec: image resolved, env finished. */
 int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec *out,
 		   struct lb_err **err);
+/* Prints "lbbox: <Class>: <message>" (the class when there is one); returns 125. */
+int cli_box_error(const struct lb_err *err);
 struct lb_box;
 /* The Box runtime of this lbbox invocation, capacities from the environment. */
 int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err);

@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/json_util.h"
 #include "lbbox/image_ref.h"
 #include "lbbox/snapshot.h"
 #include "lbbox/store.h"
@@ -74,14 +75,6 @@ static int cmd_images(struct cli_globals *g, struct lb_err **err)
 	return r;
 }
 
-static json_t *strv_json(char **v)
-{
-	json_t *a = json_array();
-	for (; v && *v; v++)
-		json_array_append_new(a, json_string(*v));
-	return a;
-}
-
 static int cmd_inspect(struct cli_globals *g, const char *arg, struct lb_err **err)
 {
 	_cleanup_free_ char *name = NULL;
@@ -95,12 +88,12 @@ static int cmd_inspect(struct cli_globals *g, const char *arg, struct lb_err **e
 	if (r == 0)
 		r = lb_store_image_manifest(s, name, NULL, &m, &c, err);
 	if (r == 0) {
-		json_t *j =
-		    json_pack("{s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:s?, s:s?, s:I}", "name",
-			      name, "digest", img.digest, "os", c->os, "architecture",
-			      c->architecture, "env", strv_json(c->env), "entrypoint",
-			      strv_json(c->entrypoint), "cmd", strv_json(c->cmd), "working_dir",
-			      c->working_dir, "user", c->user, "layers", (json_int_t)m->n_layers);
+		json_t *j = json_pack(
+		    "{s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:s?, s:s?, s:I}", "name", name,
+		    "digest", img.digest, "os", c->os, "architecture", c->architecture, "env",
+		    lb_json_from_strv(c->env), "entrypoint", lb_json_from_strv(c->entrypoint),
+		    "cmd", lb_json_from_strv(c->cmd), "working_dir", c->working_dir, "user",
+		    c->user, "layers", (json_int_t)m->n_layers);
 		char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 		if (text)
 			printf("%s\n", text);

@@ -17,6 +17,15 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int cli_box_error(const struct lb_err *err)
+{
+	if (err->cls)
+		cli_error("%s: %s", err->cls, err->msg);
+	else
+		cli_error("%s", err->msg);
+	return LB_EXIT_SETUP;
+}
+
 static void usage(FILE *f)
 {
 	fputs(

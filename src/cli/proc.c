@@ -18,15 +18,6 @@ static const char proc_usage[] =
     "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
     "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n";
 
-static int box_error(struct lb_err *err)
-{
-	if (err->cls)
-		cli_error("%s: %s", err->cls, err->msg);
-	else
-		cli_error("%s", err->msg);
-	return LB_EXIT_SETUP;
-}
-
 static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
 {
 	static const struct option opts[] = {{"id", required_argument, NULL, 'i'},
@@ -83,7 +74,7 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 		r = lb_box_proc_start(box, argv[1], &spec, &info, &err);
 	lb_box_proc_spec_free(&spec);
 	if (r < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	cli_print_json(lb_box_proc_json(&info));
 	lb_box_proc_info_free(&info);
 	return 0;
@@ -121,7 +112,7 @@ static int proc_attach(struct lb_box *box, int argc, char **argv)
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_attach(box, argv[1], argv[2], &sock, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	return relay(sock) < 0 ? 1 : 0;
 }
 
@@ -132,7 +123,7 @@ static int proc_inspect(struct lb_box *box, int argc, char **argv)
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_get(box, argv[1], argv[2], &info, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	cli_print_json(lb_box_proc_json(&info));
 	lb_box_proc_info_free(&info);
 	return 0;
@@ -146,7 +137,7 @@ static int proc_ls(struct lb_box *box, int argc, char **argv)
 	if (argc != 2)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_list(box, argv[1], &v, &n, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	printf("%-24s %-8s %-9s %-8s %s\n", "PROCESS", "STATUS", "EXIT CODE", "ATTACHED",
 	       "COMMAND");
 	for (size_t i = 0; i < n; i++) {
@@ -167,7 +158,7 @@ static int proc_stop(struct lb_box *box, int argc, char **argv)
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_stop(box, argv[1], argv[2], &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	printf("%s\n", argv[2]);
 	return 0;
 }
@@ -190,7 +181,7 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 	_cleanup_err_ struct lb_err *err = NULL;
 	g_argv = g->argv;
 	if (cli_open_box(g, &box, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[1], verbs[i].name) != 0)
 			continue;

@@ -34,15 +34,6 @@ void cli_print_json(json_t *j)
 	fflush(stdout);
 }
 
-static int box_error(struct lb_err *err)
-{
-	if (err->cls)
-		cli_error("%s: %s", err->cls, err->msg);
-	else
-		cli_error("%s", err->msg);
-	return LB_EXIT_SETUP;
-}
-
 /* LBBOX_BOX_MAX_SESSIONS / LBBOX_BOX_MAX_PROCESSES: the capacities of §3.1 (box.limits). */
 static void env_limit(const char *name, int64_t *v)
 {
@@ -236,7 +227,7 @@ static int session_create(struct cli_globals *g, struct lb_box *box, int argc, c
 	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
 	    spec_from_payload(&c, &bs, &err) < 0 ||
 	    lb_box_session_get_or_create(box, &bs, build_spec, &b, &s, &created, &err) < 0) {
-		code = box_error(err);
+		code = cli_box_error(err);
 	} else {
 		cli_print_json(lb_box_session_json(&s));
 		lb_box_session_free(&s);
@@ -259,20 +250,6 @@ struct exec_opts {
 	const char *profile;
 	char *cmd;
 };
-
-static char *join_quoted(int argc, char **argv)
-{
-	char *s = strdup("");
-	for (int i = 0; s && i < argc; i++) {
-		_cleanup_free_ char *q = lb_box_shell_quote(argv[i]);
-		char *t = NULL;
-		if (!q || asprintf(&t, "%s%s%s", s, i ? " " : "", q) < 0)
-			t = NULL;
-		free(s);
-		s = t;
-	}
-	return s;
-}
 
 /* §5.3 for an exec: the profile's timeout when none was given, clamped to its maximum. */
 static int profile_timeout(struct exec_opts *o, struct lb_err **err)
@@ -326,7 +303,7 @@ static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err 
 		o->profile = getenv("LBBOX_BOX_PROFILE");
 	if (o->profile && profile_timeout(o, err) < 0)
 		return -1;
-	o->cmd = join_quoted(argc - optind, argv + optind);
+	o->cmd = lb_box_shell_join(argv + optind);
 	o->req.cmd = o->cmd;
 	o->req.env = o->env;
 	return o->cmd ? 0 : lb_err_set(err, ENOMEM, "command");
@@ -403,7 +380,7 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 	free(o.cmd);
 	lb_box_session_free(&s);
 	if (r < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	int code = res.timed_out ? 124 : res.exit_code;
 	report_exec(&o, id, &res);
 	lb_box_exec_result_free(&res);
@@ -419,7 +396,7 @@ static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char 
 	size_t n = 0;
 	bool json = argc > 1 && !strcmp(argv[1], "--json");
 	if (lb_box_session_list(box, &v, &n, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	if (!json)
 		printf("%-32s %-14s %-8s %-8s %-10s %s\n", "SESSION", "SANDBOX", "NETWORK",
 		       "STATUS", "PERSISTENT", "IMAGE");
@@ -442,7 +419,7 @@ static int session_inspect(struct cli_globals *g, struct lb_box *box, int argc, 
 		return cli_error("usage: lbbox session inspect NAME"), LB_EXIT_SETUP;
 	json_t *j = lb_box_session_details_json(box, argv[1], &err);
 	if (!j)
-		return box_error(err);
+		return cli_box_error(err);
 	cli_print_json(j);
 	return 0;
 }
@@ -455,7 +432,7 @@ static int session_rm(struct cli_globals *g, struct lb_box *box, int argc, char 
 	for (int i = 1; i < argc; i++) {
 		_cleanup_err_ struct lb_err *err = NULL;
 		if (lb_box_session_delete(box, argv[i], &err) < 0)
-			code = box_error(err);
+			code = cli_box_error(err);
 		else
 			printf("%s\n", argv[i]);
 	}
@@ -472,7 +449,7 @@ static int session_gc(struct cli_globals *g, struct lb_box *box, int argc, char 
 	else if (argc != 1)
 		return cli_error("usage: lbbox session gc [--ttl SECONDS]"), LB_EXIT_SETUP;
 	if (lb_box_session_reap(box, 0, &removed, &err) < 0)
-		return box_error(err);
+		return cli_box_error(err);
 	printf("%zu\n", removed);
 	return 0;
 }
@@ -494,7 +471,7 @@ int cli_session(struct cli_globals *g, int argc, char **argv)
 		_cleanup_err_ struct lb_err *err = NULL;
 		struct lb_box box;
 		if (cli_open_box(g, &box, &err) < 0)
-			return box_error(err);
+			return cli_box_error(err);
 		int code = verbs[i].fn(g, &box, argc - 1, argv + 1);
 		lb_box_fini(&box);
 		return code;

@@ -70,13 +70,6 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 	_exit(LB_EXIT_SETUP);
 }
 
-static int exit_code_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
 /* Signals stay blocked (inherited from lbbox) and are taken synchronously with sigwaitinfo. */
 __attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
 {
@@ -97,7 +90,7 @@ __attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
 			if (w != cmd)
 				continue;
 			(void)!write(status_fd, &status, sizeof(status));
-			_exit(exit_code_of(status));
+			_exit(lb_exit_code_of(status));
 		}
 	}
 }

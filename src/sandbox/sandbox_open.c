@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/json_util.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
@@ -49,19 +50,6 @@ static int parse_cgroup(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	return lb_cgroup_open((enum lb_cgroup_version)version, dirs, n, false, &sb->cg, err);
 }
 
-static char **strv_from(json_t *a)
-{
-	size_t i, n = json_array_size(a);
-	json_t *v;
-	char **out = calloc(n + 1, sizeof(char *));
-	json_array_foreach(a, i, v)
-	{
-		if (out && !(out[i] = strdup(json_string_value(v) ? json_string_value(v) : "")))
-			lb_strvfreep(&out);
-	}
-	return out;
-}
-
 static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 {
 	json_t *ex = json_object_get(st, "exec"), *r;
@@ -84,7 +72,7 @@ static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	const char *sc = json_string_value(json_object_get(ex, "seccomp"));
 	if (sc && !(s->seccomp_profile = strdup(sc)))
 		return lb_err_set(err, ENOMEM, "sandbox state");
-	if (!(s->env = strv_from(json_object_get(ex, "env"))))
+	if (!(s->env = lb_json_to_strv(json_object_get(ex, "env"))))
 		return lb_err_set(err, ENOMEM, "sandbox state");
 	const char *net =
 	    json_string_value(json_object_get(json_object_get(st, "spec"), "network"));

@@ -10,16 +10,9 @@
 #include <unistd.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/json_util.h"
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
-
-static json_t *strv_json(char *const *v)
-{
-	json_t *a = json_array();
-	for (; v && *v; v++)
-		json_array_append_new(a, json_string(*v));
-	return a;
-}
 
 uint64_t lb_proc_starttime(pid_t pid)
 {
@@ -61,16 +54,17 @@ static json_t *spec_json(const struct lb_spec *spec)
 				      json_pack("{s:s, s:s, s:b}", "source", spec->mounts[i].source,
 						"target", spec->mounts[i].target, "readonly",
 						spec->mounts[i].readonly));
-	return json_pack(
-	    "{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}", "rootfs",
-	    spec->rootfs   ? spec->rootfs
-	    : spec->layers ? spec->layers
-			   : "host",
-	    "argv", strv_json(spec->argv), "mounts", mounts, "cwd", spec->cwd ? spec->cwd : "/",
-	    "read_only", spec->readonly_root, "network", net_name(spec->net), "uid", (int)spec->uid,
-	    "gid", (int)spec->gid, "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
-	    (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us, "cpu_period_us",
-	    (json_int_t)l->cpu_period_us);
+	return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
+			 "rootfs",
+			 spec->rootfs	? spec->rootfs
+			 : spec->layers ? spec->layers
+					: "host",
+			 "argv", lb_json_from_strv(spec->argv), "mounts", mounts, "cwd",
+			 spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
+			 net_name(spec->net), "uid", (int)spec->uid, "gid", (int)spec->gid,
+			 "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
+			 (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
+			 "cpu_period_us", (json_int_t)l->cpu_period_us);
 }
 
 static json_t *cgroup_dirs_json(const struct lb_cgroup *cg)
@@ -94,7 +88,7 @@ static json_t *exec_json(const struct lb_spec *spec)
 						    (json_int_t)spec->rlimits[i].hard));
 	return json_pack("{s:i, s:i, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
 			 (int)spec->gid, "caps", (json_int_t)spec->caps, "rlimits", rl, "seccomp",
-			 spec->seccomp_profile, "env", strv_json(spec->env));
+			 spec->seccomp_profile, "env", lb_json_from_strv(spec->env));
 }
 
 static json_t *lease_json(const struct lb_net_lease *lease)
@@ -120,7 +114,7 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "pid_start", json_integer((json_int_t)lb_proc_starttime(pid)));
 	json_object_set_new(st, "created", json_integer((json_int_t)time(NULL)));
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
-	json_object_set_new(st, "cgroups", strv_json((char *const *)lb_cgroup_paths(cg)));
+	json_object_set_new(st, "cgroups", lb_json_from_strv((char *const *)lb_cgroup_paths(cg)));
 	json_object_set_new(st, "cgroup_dirs", cgroup_dirs_json(cg));
 	json_object_set_new(st, "spec", spec_json(spec));
 	json_object_set_new(st, "exec", exec_json(spec));
@@ -145,23 +139,6 @@ void lb_state_free(struct lb_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static char **json_strv(json_t *a)
-{
-	size_t i, n = json_array_size(a);
-	json_t *v;
-	char **out = calloc(n + 1, sizeof(char *));
-	if (!out)
-		return NULL;
-	json_array_foreach(a, i, v)
-	{
-		if (json_is_string(v) && !(out[i] = strdup(json_string_value(v)))) {
-			lb_strvfreep(&out);
-			return NULL;
-		}
-	}
-	return out;
-}
-
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err)
 {
 	char path[4096];
@@ -173,7 +150,7 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	memset(out, 0, sizeof(*out));
 	out->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
 	out->pid_start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
-	out->cgroups = json_strv(json_object_get(st, "cgroups"));
+	out->cgroups = lb_json_to_strv(json_object_get(st, "cgroups"));
 	out->net_on = json_object_get(st, "net") != NULL;
 	json_decref(st);
 	if (out->pid <= 0 || !out->cgroups)
