@@ -25,6 +25,9 @@ int cli_box_error(const struct lb_err *err);
 struct lb_box;
 /* The Box runtime of this lbbox invocation, capacities from the environment. */
 int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err);
+/* lbbox run --profile (run_profile.c): the profile's defaults and locked fields on spec. */
+int cli_run_profile(const char *name, struct lb_spec *spec, bool network_given,
+		    struct lb_err **err);
 int cli_session(struct cli_globals *g, int argc, char **argv);
 int cli_proc(struct cli_globals *g, int argc, char **argv);
 /* Re-executes lbbox from a sealed memfd copy of itself (sealed.c); returns only on failure, or

@@ -37,6 +37,7 @@ enum {
 	OPT_DIE_WITH_PARENT,
 	OPT_CGROUP_PARENT,
 	OPT_JSON,
+	OPT_PROFILE,
 	OPT_ALLOW_HOST,
 	OPT_DNS,
 };
@@ -63,6 +64,7 @@ static const struct option run_opts[] = {
     {"die-with-parent", no_argument, NULL, OPT_DIE_WITH_PARENT},
     {"cgroup-parent", required_argument, NULL, OPT_CGROUP_PARENT},
     {"json", no_argument, NULL, OPT_JSON},
+    {"profile", required_argument, NULL, OPT_PROFILE},
     {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
     {"dns", required_argument, NULL, OPT_DNS},
     {"help", no_argument, NULL, 'h'},
@@ -77,6 +79,8 @@ struct run_opts {
 	bool json;
 	struct lb_image_config *image_cfg; /* --image from the store */
 	bool user_set;
+	bool network_set;
+	const char *profile; /* --profile: a LangBot Box profile (run_profile.c) */
 };
 
 static const char run_usage[] =
@@ -103,7 +107,9 @@ static const char run_usage[] =
     "  --ulimit NAME=SOFT[:HARD]  resource limit (default nofile=1024, core=0)\n"
     "  --die-with-parent       kill the sandbox when lbbox dies\n"
     "  --cgroup-parent PATH    create the sandbox cgroup under PATH\n"
-    "  --json                  print one JSON result object instead of lbbox's messages\n";
+    "  --json                  print one JSON result object instead of lbbox's messages\n"
+    "  --profile NAME          a LangBot Box profile: default, offline_readonly,\n"
+    "                          network_basic, network_extended (limits, timeout, locks)\n";
 
 static int add_env(struct run_opts *o, const char *kv, struct lb_err **err)
 {
@@ -246,7 +252,11 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case OPT_TIMEOUT:
 		return parse_timeout(arg, &spec->timeout_ms, err);
 	case OPT_NETWORK:
+		o->network_set = true;
 		return parse_network(arg, spec, err);
+	case OPT_PROFILE:
+		o->profile = arg;
+		return 0;
 	case 'v':
 		if (spec->n_mounts >= LB_MAX_MOUNTS)
 			return lb_err_set(err, 0, "too many volumes (at most %d)", LB_MAX_MOUNTS);
@@ -497,9 +507,10 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	int setup_exit = LB_EXIT_SETUP, code;
 
 	lb_spec_init(&o.spec);
-	if (parse_args(&o, argc, argv, &err) < 0 || resolve_image(&o, g, &err) < 0 ||
-	    finish_env(&o, &err) < 0 || finish_network(&o, &err) < 0 ||
-	    lb_spec_check(&o.spec, &err) < 0) {
+	if (parse_args(&o, argc, argv, &err) < 0 ||
+	    (o.profile && cli_run_profile(o.profile, &o.spec, o.network_set, &err) < 0) ||
+	    resolve_image(&o, g, &err) < 0 || finish_env(&o, &err) < 0 ||
+	    finish_network(&o, &err) < 0 || lb_spec_check(&o.spec, &err) < 0) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);
 		return LB_EXIT_SETUP;

@@ -114,3 +114,31 @@ LBT_TEST(network, host_network_sees_host_interfaces)
 	free(host_dev);
 	lbt_out_free(&o);
 }
+
+// LangBot's offline_readonly profile locks the network off: host (and on) are refused, not
+// silently changed; its other locks and defaults hold on a one-shot run.
+LBT_TEST(network, offline_readonly_profile_refuses_host)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--profile", "offline_readonly", "--network", "host", "--", "true",
+		NULL);
+	lbt_assert_error_line(&o, 125, "--network host is refused by the offline_readonly profile");
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--profile", "offline_readonly", "--network", "on", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "--network on is refused by the offline_readonly profile");
+	lbt_out_free(&o);
+	char *dir = lbt_mkdir_work("data");
+	char *vol = lbt_strdupf("%s:/data", dir);
+	lbt_run(&o, "run", "--profile", "offline_readonly", "--rootfs", lbt_rootfs(), "-v", vol,
+		"--", "sh", "-c",
+		"echo x > /data/f 2>/dev/null && echo writable; tail -n +3 /proc/net/dev | wc -l; "
+		"cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || "
+		"cat /sys/fs/cgroup/memory.max",
+		NULL);
+	LBT_ASSERT_OUT(o, "1\n268435456\n"); // volume forced read-only, only lo, 256 MiB
+	lbt_out_free(&o);
+	free(dir), free(vol);
+	lbt_run(&o, "run", "--profile", "nope", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "unknown box profile 'nope'");
+	lbt_out_free(&o);
+}
