@@ -57,7 +57,9 @@ int lb_mount_dev(int rootfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 
 /* etc.c: files generated into <statedir>/etc (the scratch tmpfs) and bound into /etc. */
-int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_err **err);
+/* lease: network "on" only (the hostname then names the sandbox's address), else NULL. */
+int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
+		    const char *statedir, struct lb_err **err);
 
 /* caps.c: identity, capabilities, no_new_privs. */
 int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);

@@ -1,5 +1,6 @@
 /* /etc files the sandbox gets from lbbox: hosts, resolv.conf, hostname, and for the host image
  * a passwd/group naming only root, nobody and the sandbox user (never the host's accounts). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -84,16 +85,21 @@ static int write_users(const struct lb_spec *spec, const char *statedir, struct 
 	return write_etc(statedir, "group", group, err);
 }
 
-int lb_etc_generate(const struct lb_spec *spec, const char *statedir, struct lb_err **err)
+int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
+		    const char *statedir, struct lb_err **err)
 {
-	char path[4096], hosts[512], hostname[300];
+	char path[4096], hosts[512], hostname[300], self[INET_ADDRSTRLEN] = "127.0.1.1";
 	const char *name = spec->hostname ? spec->hostname : "lbbox";
+	/* network "on": the hostname names the sandbox's own address, as docker and podman do */
+	struct in_addr a = {.s_addr = htonl(lease ? lease->addr : 0)};
+	if (spec->net == LB_NET_ON && lease && lease->addr)
+		inet_ntop(AF_INET, &a, self, sizeof(self));
 
 	snprintf(path, sizeof(path), "%s/etc", statedir);
 	if (mkdir(path, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir %s", path);
 	snprintf(hosts, sizeof(hosts),
-		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t%s\n",
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", self,
 		 name);
 	snprintf(hostname, sizeof(hostname), "%s\n", name);
 	_cleanup_free_ char *resolv = resolv_conf(spec);

@@ -28,7 +28,8 @@ static int mount_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t l
 	snprintf(newroot, len, "%s/root", ctx->statedir);
 	if (mkdir(newroot, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir %s", newroot);
-	return lb_etc_generate(ctx->spec, ctx->statedir, err);
+	return lb_etc_generate(ctx->spec, ctx->spec->net == LB_NET_ON ? ctx->lease : NULL,
+			       ctx->statedir, err);
 }
 
 static bool exists_in_root(int rootfd, const char *path)

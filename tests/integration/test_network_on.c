@@ -308,10 +308,17 @@ NET_TEST(sandbox_gets_address_route_and_hosts)
 
 	run_on(&o,
 	       "ip -4 -o addr show eth0 | awk '{print $4}'; ip route | head -1; "
-	       "ls /sys/class/net | tr '\\n' ' '; echo; grep -c localhost /etc/hosts",
+	       "ls /sys/class/net | tr '\\n' ' '; echo; grep -c localhost /etc/hosts; "
+	       "awk -v h=$(hostname) '$2 == h {print \"hosts \" $1}' /etc/hosts",
 	       NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "10.231.0."), "no address in the subnet: %s", o.out);
+	// the hostname names the sandbox's own address, as with docker and podman
+	char addr[32] = "";
+	sscanf(o.out, "%31[0-9.]", addr);
+	char *want = lbt_strdupf("hosts %s\n", addr);
+	cr_assert(strstr(o.out, want), "hostname not mapped to %s: %s", addr, o.out);
+	free(want);
 	cr_assert(strstr(o.out, "/24\n"), "prefix: %s", o.out);
 	cr_assert(strstr(o.out, "default via " GATEWAY " dev eth0"), "route: %s", o.out);
 	cr_assert(strstr(o.out, "eth0 lo \n"), "interfaces: %s", o.out);
