@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "lbbox/box.h"
 
@@ -71,7 +73,13 @@ void box_procs_terminate_all(struct lb_box *box, const char *sdir);
 bool box_procs_any_running(const char *sdir);
 /* Running processes of the session (only: just that process_id, 0 or 1). */
 size_t box_procs_running(const char *sdir, const char *only);
-/* Drops exited records past the retention time or beyond the per-runtime maximum. */
+/* Calls fn on every managed-process record of the session directory (a dead keeper's record
+ * reads as exited). */
+typedef void (*box_each_proc_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+				 uint64_t kstart, void *ctx);
+void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx);
+/* proc_retention.c: drops exited records past the retention time or beyond the per-runtime
+ * maximum. */
 void box_procs_prune(struct lb_box *box);
 
 #endif

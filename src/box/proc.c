@@ -198,9 +198,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 }
 
 /* Calls fn on every record of the session directory. */
-typedef void (*each_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
-			uint64_t kstart, void *ctx);
-static void each_proc(const char *sdir, each_fn fn, void *ctx)
+void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx)
 {
 	char procs[4300];
 	snprintf(procs, sizeof(procs), "%s/procs", sdir);
@@ -239,7 +237,7 @@ size_t box_procs_running(const char *sdir, const char *only)
 {
 	struct count_ctx c = {0};
 	if (!only) {
-		each_proc(sdir, count_running, &c);
+		box_each_proc(sdir, count_running, &c);
 		return c.n;
 	}
 	char json[4400];
@@ -281,7 +279,7 @@ static void signal_keeper(const char *json, struct lb_box_proc_info *info, pid_t
 void box_procs_terminate_all(struct lb_box *box, const char *sdir)
 {
 	struct term_ctx t = {.n = 0};
-	each_proc(sdir, signal_keeper, &t);
+	box_each_proc(sdir, signal_keeper, &t);
 	uint64_t deadline = lb_now_ns() + (BOX_PROC_STOP_GRACE_SEC + 3) * 1000000000ull;
 	for (size_t i = 0; i < t.n; i++) {
 		struct pollfd p = {.fd = t.pidfds[i], .events = POLLIN};
@@ -327,7 +325,7 @@ int lb_box_proc_list(struct lb_box *box, const char *session_id, struct lb_box_p
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
 	box_procs_prune(box);
-	each_proc(sdir, collect, &l);
+	box_each_proc(sdir, collect, &l);
 	if (l.oom) {
 		lb_box_proc_list_free(l.v, l.n);
 		return lb_err_set(err, ENOMEM, "list managed processes");
@@ -383,67 +381,4 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 	}
 	*fd = s;
 	return 0;
-}
-
-/* ---- retention of exited records ------------------------------------------------------------ */
-
-struct exited {
-	char *json;
-	uint64_t at;
-};
-
-struct prune_ctx {
-	struct exited *v;
-	size_t n;
-	uint64_t cutoff;
-};
-
-static void note_exited(const char *json, struct lb_box_proc_info *info, pid_t keeper,
-			uint64_t kstart, void *ctx)
-{
-	struct prune_ctx *p = ctx;
-	if (info->running)
-		return;
-	if (info->exited_ns && info->exited_ns < p->cutoff) {
-		unlink(json);
-		return;
-	}
-	struct exited *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
-	if (!nv)
-		return;
-	p->v = nv;
-	p->v[p->n].json = strdup(json);
-	p->v[p->n++].at = info->exited_ns;
-}
-
-static int cmp_exited(const void *a, const void *b)
-{
-	uint64_t x = ((const struct exited *)a)->at, y = ((const struct exited *)b)->at;
-	return x < y ? 1 : x > y ? -1 : 0; /* newest first */
-}
-
-void box_procs_prune(struct lb_box *box)
-{
-	char path[4200];
-	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
-	uint64_t now = box_realtime_ns();
-	struct prune_ctx p = {.cutoff = now > keep ? now - keep : 0};
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char sdir[4400];
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
-		each_proc(sdir, note_exited, &p);
-	}
-	if (p.n)
-		qsort(p.v, p.n, sizeof(*p.v), cmp_exited);
-	for (size_t i = 0; i < p.n; i++) {
-		if ((int64_t)i >= box->limits.max_completed_processes)
-			unlink(p.v[i].json); /* the oldest go first */
-		free(p.v[i].json);
-	}
-	free(p.v);
 }

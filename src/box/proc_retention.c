@@ -1,0 +1,73 @@
+/*
+ * Retention of exited managed processes (§3.5): records stay completed_process_retention_sec
+ * (300 s) and at most max_completed_processes (256) across the runtime, oldest dropped first.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "box/box_internal.h"
+#include "lbbox/cleanup.h"
+
+struct exited {
+	char *json;
+	uint64_t at;
+};
+
+struct prune_ctx {
+	struct exited *v;
+	size_t n;
+	uint64_t cutoff;
+};
+
+static void note_exited(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+			uint64_t kstart, void *ctx)
+{
+	struct prune_ctx *p = ctx;
+	if (info->running)
+		return;
+	if (info->exited_ns && info->exited_ns < p->cutoff) {
+		unlink(json);
+		return;
+	}
+	struct exited *nv = realloc(p->v, (p->n + 1) * sizeof(*nv));
+	if (!nv)
+		return;
+	p->v = nv;
+	p->v[p->n].json = strdup(json);
+	p->v[p->n++].at = info->exited_ns;
+}
+
+static int cmp_exited(const void *a, const void *b)
+{
+	uint64_t x = ((const struct exited *)a)->at, y = ((const struct exited *)b)->at;
+	return x < y ? 1 : x > y ? -1 : 0; /* newest first */
+}
+
+void box_procs_prune(struct lb_box *box)
+{
+	char path[4200];
+	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
+	uint64_t now = box_realtime_ns();
+	struct prune_ctx p = {.cutoff = now > keep ? now - keep : 0};
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	_cleanup_closedir_ DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char sdir[4400];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
+		box_each_proc(sdir, note_exited, &p);
+	}
+	if (p.n)
+		qsort(p.v, p.n, sizeof(*p.v), cmp_exited);
+	for (size_t i = 0; i < p.n; i++) {
+		if ((int64_t)i >= box->limits.max_completed_processes)
+			unlink(p.v[i].json); /* the oldest go first */
+		free(p.v[i].json);
+	}
+	free(p.v);
+}
