@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/features.h"
 #include "lbbox/util.h"
 #include "server/server.h"
 
@@ -132,6 +133,7 @@ static int start(struct server *s, struct cli_globals *g, struct images *im)
 	/* §3.8: sessions of runtimes that are gone (never of a live one) */
 	lb_box_session_reap(&s->box, 0, &removed, NULL);
 	s->images = (struct server_images){.build = build, .ctx = im};
+	s->features = lb_host_features();
 	return load_env_config(s);
 }
 
@@ -172,6 +174,7 @@ int cli_box(struct cli_globals *g, int argc, char **argv)
 	if (s->instance_lock >= 0)
 		close(s->instance_lock);
 	json_decref(s->config);
+	json_decref(s->features);
 	lb_box_fini(&s->box);
 	free(s);
 	return code;

@@ -30,6 +30,8 @@ int cli_run_profile(const char *name, struct lb_spec *spec, bool network_given,
 		    struct lb_err **err);
 /* lbbox session create (session_create.c). */
 int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char **argv);
+/* lbbox info (info.c). */
+int cli_info(struct cli_globals *g, int argc, char **argv);
 int cli_session(struct cli_globals *g, int argc, char **argv);
 int cli_proc(struct cli_globals *g, int argc, char **argv);
 /* Re-executes lbbox from a sealed memfd copy of itself (sealed.c); returns only on failure, or

@@ -37,6 +37,7 @@ static void usage(FILE *f)
 	    "  proc start|attach|ls|inspect|stop      managed processes in a session\n"
 	    "  box -s --ws-control-port PORT      LangBot's Box runtime over stdio (as `lbp box -s`)\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
+	    "  info                              what this host really gives a sandbox (JSON)\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
 	    "  load -i FILE | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI archive or layout\n"
 	    "  images | inspect REF | tag SRC DST | rmi REF | image prune   the image store\n"
@@ -95,6 +96,8 @@ int main(int argc, char **argv)
 		return cli_run(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "session") == 0)
 		return cli_session(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "info") == 0)
+		return cli_info(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "box") == 0)
 		return cli_box(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "proc") == 0)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/features.h"
 #include "server/server.h"
 
 typedef int (*action_fn)(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
@@ -189,9 +190,11 @@ static int do_stop_proc(struct server *s, json_t *data, const struct lb_rpc_cont
 	return 0;
 }
 
-static json_t *backend_info(void)
+/* available: a session with LangBot's default limits can really be built on this host. */
+static json_t *backend_info(const struct server *s)
 {
-	return json_pack("{s:s, s:b}", "name", "lbbox", "available", 1);
+	return json_pack("{s:s, s:b}", "name", "lbbox", "available",
+			 lb_host_can_run_box(s->features));
 }
 
 static json_t *limits_json(const struct lb_box_limits *l)
@@ -218,7 +221,7 @@ static int do_status(struct server *s, json_t *data, const struct lb_rpc_context
 		procs += lb_box_session_running_procs(&s->box, v[i].session_id);
 	}
 	lb_box_session_list_free(v, n);
-	*out = json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", backend_info(), "active_sessions",
+	*out = json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", backend_info(s), "active_sessions",
 			 (json_int_t)active, "managed_processes", (json_int_t)procs,
 			 "session_ttl_sec", (json_int_t)s->box.limits.session_ttl_sec, "limits",
 			 limits_json(&s->box.limits));
@@ -308,8 +311,14 @@ json_t *server_inline_action(struct server *s, const char *action, json_t *data,
 	struct lb_err *err = NULL;
 	if (!strcmp(action, "__ping"))
 		return lb_rpc_reply_ok(seq_id, json_object());
-	if (!strcmp(action, "box_health") || !strcmp(action, "box_get_backend_info"))
-		return lb_rpc_reply_ok(seq_id, backend_info());
+	if (!strcmp(action, "box_get_backend_info"))
+		return lb_rpc_reply_ok(seq_id, backend_info(s));
+	if (!strcmp(action, "box_health")) {
+		/* beyond LangBot: which isolation this host really gives */
+		json_t *info = backend_info(s);
+		json_object_set(info, "features", s->features);
+		return lb_rpc_reply_ok(seq_id, info);
+	}
 	if (!strcmp(action, "box_init")) {
 		if (server_apply_config(s, data, &err) < 0) {
 			json_t *r = lb_rpc_reply_err(seq_id, err, LB_BOX_EVALIDATION);

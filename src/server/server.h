@@ -40,6 +40,7 @@ struct server {
 	struct lb_box box;
 	char trusted[256]; /* the trusted LangBot instance, "" = legacy peer (no context) */
 	json_t *config;	   /* LANGBOT_BOX_CONFIG merged with box_init payloads */
+	json_t *features;  /* lb_host_features() at start */
 	struct server_images images;
 	struct fence fences[SERVER_MAX_FENCES];
 	size_t n_fences;

@@ -351,3 +351,28 @@ LBT_TEST(limits, die_with_parent_parent_killed)
 	cr_assert(reap_within(lbbox, 10.0), "lbbox did not exit when its parent died");
 	cr_assert_eq(lbt_wait_procs_with_arg("987658", 0, 5.0), 0, "sleep 987658 survived");
 }
+
+// lbbox info says what this host really gives (found by trying): here every limit is
+// enforceable, on the cgroup version the harness found; and it leaves no probe cgroup behind.
+LBT_TEST(limits, info_reports_what_the_host_enforces)
+{
+	struct lb_run_out o;
+	bool v2 = false;
+	const char *dir = lbt_cgroup_dir("memory", &v2);
+	if (!dir)
+		dir = lbt_cgroup_dir("", &v2);
+	lbt_run(&o, "info", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *j = json_loads(o.out, 0, NULL);
+	cr_assert_not_null(j, "%s", o.out);
+	json_t *cg = json_object_get(j, "cgroups");
+	cr_assert(json_is_true(json_object_get(j, "namespaces")));
+	cr_assert_eq(json_integer_value(json_object_get(cg, "version")), v2 ? 2 : 1, "%s", o.out);
+	cr_assert(json_is_true(json_object_get(cg, "memory")), "%s", o.out);
+	cr_assert(json_is_true(json_object_get(cg, "pids")), "%s", o.out);
+	cr_assert(json_is_true(json_object_get(cg, "cpu")), "%s", o.out);
+	cr_assert(json_is_true(json_object_get(j, "seccomp")));
+	cr_assert(json_is_true(json_object_get(j, "box_ready")));
+	json_decref(j);
+	lbt_out_free(&o);
+}

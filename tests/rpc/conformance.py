@@ -155,7 +155,11 @@ def handshake_ping_and_init(b):
         {"initialized": True}
     info = b.ok("box_get_backend_info", {}, None)
     assert info == {"name": "lbbox", "available": True}, info
-    assert b.ok("box_health", {}, None)["available"] is True
+    health = b.ok("box_health", {}, None)
+    assert health["available"] is True, health
+    f = health["features"]  # beyond LangBot: what the host really gives
+    assert f["namespaces"] is True and f["seccomp"] is True, f
+    assert all(f["cgroups"][k] is True for k in ("memory", "pids", "cpu")), f
 
 
 @test
