@@ -325,6 +325,44 @@ def bad_lines_are_ignored(b):
     assert b.ok("__ping", {}, None) == {}
 
 
+@test
+def wrong_shapes_get_errors_not_crashes(b):
+    b.send_raw(json.dumps({"seq_id": 1, "action": "box_exec", "data": [1, 2]}) + "\n")
+    r = b.wait(1)
+    assert r["code"] == 1 and r["message"].startswith("ValueError: data must be an object"), r
+    b.err("box_exec", spec(5, "true"), "BoxValidationError: ")  # session_id not a string
+    b.err("box_get_managed_process", {"session_id": "nope", "process_id": 3},
+          "BoxSessionNotFoundError: ")
+    with b.wlock:  # a line that is not UTF-8 is dropped, the connection stays
+        b.p.stdin.write(b'{"seq_id": 2, "action": "__ping", "data": {"x": "\xff"}}\n')
+        b.p.stdin.flush()
+    assert b.ok("__ping", {}, None) == {}, "alive after an invalid line"
+    assert 2 not in b.replies, "the invalid line was answered"
+
+
+def chunk_violation_closes(tmp):
+    box = Box(tmp)
+    box.ok("box_create_session", spec("v1"))
+    box.send_raw(json.dumps({"type": "chunk_start", "total_size": 10}) + "\n" +
+                 json.dumps({"type": "chunk_data", "data": "{}", "offset": 5}) + "\n")
+    rc = box.p.wait(10)  # the connection is over: the runtime cleans up and exits
+    assert rc == 0, rc
+    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+
+
+def disconnect_mid_exec_cleans_up(tmp):
+    box = Box(tmp)
+    box.ok("box_create_session", spec("d1"))
+    box.send("box_exec", spec("d1", "sleep 987659"))
+    time.sleep(0.5)
+    box.p.stdin.close()  # the client vanishes while the exec runs
+    rc = box.p.wait(10)
+    assert rc == 0, rc
+    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    left = subprocess.run(["pgrep", "-f", "sleep 987659"], capture_output=True).stdout
+    assert not left, "the exec's process survived: %s" % left
+
+
 def check_clean(box):
     left = [d for d in glob.glob(os.path.join(box.runroot, "*")) if not d.endswith("/box")]
     left += glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
@@ -369,11 +407,11 @@ def sigterm_exit(tmp):
 
 def main():
     passed = failed = 0
-    for fn in TESTS + [sigterm_exit]:
+    for fn in TESTS + [sigterm_exit, chunk_violation_closes, disconnect_mid_exec_cleans_up]:
         tmp = tempfile.mkdtemp(prefix="lbbox-rpc-")
         t0 = time.time()
         try:
-            if fn is sigterm_exit:
+            if fn in (sigterm_exit, chunk_violation_closes, disconnect_mid_exec_cleans_up):
                 fn(tmp)
             else:
                 run_one(fn, tmp)
