@@ -18,6 +18,7 @@
 #include "box/box_internal.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
+#include "sandbox/engine.h"
 
 uint64_t box_realtime_ns(void)
 {
@@ -65,23 +66,53 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
 	return r;
 }
 
-/* The session's directory, its engine spec, the sandbox; the record last (it makes it exist). */
-static int start(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_fn build, void *ctx,
-		 const char *sdir, struct lb_box_session *out, struct lb_err **err)
+/*
+ * Creating a session happens in two steps so the global lock is never held while an image is
+ * resolved or pulled (minutes): the directory is reserved under the lock with a "creating"
+ * marker naming this process; the engine spec is built outside; the sandbox is started and the
+ * record written under the lock again (so no started sandbox is ever without its record). A
+ * second creator of the same id waits while the marker's process lives.
+ */
+#define CREATING       "creating"
+#define CREATE_WAIT_NS (600ull * 1000 * 1000 * 1000)
+
+static void creating_path(const char *sdir, char *out, size_t len)
 {
-	char ws[4300];
-	struct lb_spec spec;
+	snprintf(out, len, "%s/" CREATING, sdir);
+}
+
+static int mark_creating(const char *sdir, struct lb_err **err)
+{
+	char path[4300], text[64];
+	creating_path(sdir, path, sizeof(path));
+	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
+		 (unsigned long long)lb_proc_starttime(getpid()));
+	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600, err);
+}
+
+/* The live process creating the session in sdir: 1 = this one, 2 = another, 0 = none. */
+static int creator(const char *sdir)
+{
+	char path[4300];
+	_cleanup_free_ char *text = NULL;
+	int pid = 0;
+	unsigned long long start = 0;
+	creating_path(sdir, path, sizeof(path));
+	if (lb_read_file(path, 64, &text, NULL, NULL) < 0 ||
+	    sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 ||
+	    lb_proc_starttime(pid) != start)
+		return 0;
+	return pid == getpid() ? 1 : 2;
+}
+
+/* Under the lock, with the spec built: the sandbox and its record. */
+static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,
+			 const char *sdir, struct lb_box_session *out, struct lb_err **err)
+{
+	char ws[4300], path[4300];
 	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
-	if (!bs->host_path && mkdir(ws, 0755) < 0)
-		return lb_err_set(err, errno, "create %s", ws);
-	lb_spec_init(&spec);
-	int r = build(ctx, bs, &spec, err);
-	if (r == 0)
-		r = box_engine_spec(bs, &box->paths, box->allowed_roots, ws, &spec, err);
-	if (r == 0)
-		r = lb_sandbox_start(&spec, &box->paths, out->sandbox, err);
-	lb_spec_free(&spec);
-	if (r < 0)
+	if (box_engine_spec(bs, &box->paths, box->allowed_roots, ws, spec, err) < 0 ||
+	    lb_sandbox_start(spec, &box->paths, out->sandbox, err) < 0)
 		return -1;
 	out->session_id = strdup(bs->session_id);
 	out->owner = strdup(box->owner);
@@ -92,29 +123,93 @@ static int start(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_f
 		lb_sandbox_destroy(&box->paths, out->sandbox, NULL);
 		return lb_err_set(err, ENOMEM, "session record");
 	}
-	char lockpath[4400];
-	snprintf(lockpath, sizeof(lockpath), "%s/exec.lock", sdir);
-	lb_write_fileat(AT_FDCWD, lockpath, "", 0, O_CREAT, 0600, NULL); /* mtime = last used */
+	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
+	lb_write_fileat(AT_FDCWD, path, "", 0, O_CREAT, 0600, NULL); /* mtime = last used */
+	creating_path(sdir, path, sizeof(path));
+	unlink(path);
 	return 0;
 }
 
+/* The reserved directory becomes a session (or goes again). */
 static int create(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_fn build, void *ctx,
 		  struct lb_box_session *out, struct lb_err **err)
 {
+	char sdir[4200], ws[4300];
+	struct lb_spec spec;
+	_cleanup_close_ int lock = -1;
+	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
+	memset(out, 0, sizeof(*out));
+	lb_box_spec_init(&out->spec);
+	lb_spec_init(&spec);
+	int r = !bs->host_path && mkdir(ws, 0755) < 0 ? lb_err_set(err, errno, "create %s", ws) : 0;
+	if (r == 0)
+		r = build(ctx, bs, &spec, err); /* outside the lock: may resolve or pull an image */
+	if (box_global_lock(box, &lock, r < 0 ? NULL : err) < 0)
+		r = -1;
+	if (r == 0 && creator(sdir) != 1)
+		r = lb_err_box(err, LB_BOX_ENOTFOUND, "session %s is being deleted",
+			       bs->session_id);
+	else if (r == 0)
+		r = finish_create(box, bs, &spec, sdir, out, err);
+	lb_spec_free(&spec);
+	if (r < 0) {
+		lb_box_session_free(out);
+		if (lock >= 0 && creator(sdir) == 1)
+			lb_rm_rf(sdir, NULL);
+	}
+	return r;
+}
+
+enum lookup { FOUND, RESERVED, WAIT };
+
+/* Under the global lock: reuse the session (§3.3), or reserve its directory for a create, or
+ * report that another process is creating it. */
+static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_box_session *out,
+		  enum lookup *what, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	struct lb_box_session cur;
 	char sdir[4200];
+	size_t reaped;
+	if (box_global_lock(box, &lock, err) < 0)
+		return -1;
+	box_reap_locked(box, box_realtime_ns(), &reaped);
+	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+	if (box_record_read(box, bs->session_id, &cur, NULL) == 0) {
+		if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
+			lb_box_session_free(&cur);
+			return -1;
+		}
+		if (lb_box_extra_mounts_equal(&cur.spec, bs) && cur.alive) {
+			box_touch(sdir);
+			cur.last_used_ns = box_realtime_ns();
+			*out = cur;
+			*what = FOUND;
+			return 0;
+		}
+		lb_box_session_free(&cur);
+		/* a bind mount cannot be added to a running sandbox; a dead one is replaced */
+		if (box_session_drop(box, bs->session_id, err) < 0)
+			return -1;
+	} else if (access(sdir, F_OK) == 0) {
+		if (creator(sdir)) {
+			*what = WAIT;
+			return 0;
+		}
+		if (box_session_drop(box, bs->session_id, err) < 0)
+			return -1; /* a half-deleted or half-created leftover */
+	}
 	if ((int64_t)box_count_sessions(box) >= box->limits.max_sessions)
 		return lb_err_box(err, LB_BOX_ECAPACITY, "Box session capacity reached (%lld)",
 				  (long long)box->limits.max_sessions);
-	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
 	if (mkdir(sdir, 0700) < 0)
 		return lb_err_set(err, errno, "create session directory %s", sdir);
-	memset(out, 0, sizeof(*out));
-	lb_box_spec_init(&out->spec);
-	if (start(box, bs, build, ctx, sdir, out, err) < 0) {
-		lb_box_session_free(out);
-		lb_rm_rf(sdir, NULL);
+	if (mark_creating(sdir, err) < 0) {
+		rmdir(sdir);
 		return -1;
 	}
+	*what = RESERVED;
 	return 0;
 }
 
@@ -122,36 +217,21 @@ int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *b
 				 lb_box_spec_fn build, void *ctx, struct lb_box_session *out,
 				 bool *created, struct lb_err **err)
 {
-	_cleanup_close_ int lock = -1;
-	struct lb_box_session cur;
-	size_t reaped;
+	uint64_t deadline = lb_now_ns() + CREATE_WAIT_NS;
+	enum lookup what;
 	*created = false;
-	if (box_global_lock(box, &lock, err) < 0)
-		return -1;
-	box_reap_locked(box, box_realtime_ns(), &reaped);
-	if (box_record_read(box, bs->session_id, &cur, NULL) == 0) {
-		if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
-			lb_box_session_free(&cur);
+	for (;;) {
+		if (lookup(box, bs, out, &what, err) < 0)
 			return -1;
-		}
-		bool same_mounts = lb_box_extra_mounts_equal(&cur.spec, bs);
-		if (same_mounts && cur.alive) {
-			char sdir[4200];
-			box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
-			box_touch(sdir);
-			cur.last_used_ns = box_realtime_ns();
-			*out = cur;
+		if (what == FOUND)
 			return 0;
-		}
-		lb_box_session_free(&cur);
-		/* a bind mount cannot be added to a running sandbox; a dead one is replaced */
-		if (box_session_drop(box, bs->session_id, err) < 0)
-			return -1;
-	} else {
-		char sdir[4200];
-		box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
-		if (access(sdir, F_OK) == 0 && box_session_drop(box, bs->session_id, err) < 0)
-			return -1; /* a half-deleted leftover */
+		if (what == RESERVED)
+			break;
+		if (lb_now_ns() >= deadline)
+			return lb_err_box(err, LB_BOX_EBOX,
+					  "session %s: its creation takes too long",
+					  bs->session_id);
+		usleep(10000); /* another process is creating it: wait for its record */
 	}
 	if (create(box, bs, build, ctx, out, err) < 0)
 		return -1;

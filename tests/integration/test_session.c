@@ -475,3 +475,33 @@ LBT_TEST(session, exec_cgroups_of_background_processes_are_swept)
 	json_decref(s);
 	rm_session("s1");
 }
+
+// Creates run outside the global lock: concurrent creates of one id end in one sandbox, of
+// different ids in one each.
+LBT_TEST(session, concurrent_creates)
+{
+	struct lbt_proc p[6];
+	struct lb_run_out o;
+	const char *ids[] = {"same", "same", "same", "a", "b", "c"};
+	char *backend[6] = {0};
+	for (int i = 0; i < 6; i++)
+		lbt_spawn(&p[i], "session", "create", ids[i], "--rootfs", lbt_rootfs(), NULL);
+	for (int i = 0; i < 6; i++) {
+		lbt_wait(&p[i], &o, 60);
+		LBT_ASSERT_EXIT(o, 0);
+		json_t *j = parse(o.out);
+		backend[i] = strdup(jstr(j, "backend_session_id"));
+		json_decref(j);
+		lbt_out_free(&o);
+	}
+	cr_assert_str_eq(backend[0], backend[1]);
+	cr_assert_str_eq(backend[0], backend[2]);
+	cr_assert_str_neq(backend[3], backend[4]);
+	cr_assert_str_neq(backend[4], backend[5]);
+	for (int i = 0; i < 6; i++)
+		free(backend[i]);
+	lbt_run(&o, "session", "ls", NULL);
+	cr_assert_eq(lbt_count_lines(o.out), 5, "%s", o.out); // header + 4 sessions
+	lbt_out_free(&o);
+	rm_session("same"), rm_session("a"), rm_session("b"), rm_session("c");
+}
