@@ -69,27 +69,36 @@ static int not_found(const char *sid, const char *pid, struct lb_err **err)
 }
 
 /* SIGTERM to the keeper (it runs the termination procedure), then wait for it. */
-static void terminate(pid_t keeper, uint64_t kstart)
+/*
+ * SIGTERM to the keeper, which runs the termination procedure and exits; true when it did. A
+ * keeper that is gone already or had to be SIGKILLed (it is then waited for) returns false:
+ * its process is unmanaged and must be killed through its cgroup (kill_orphan).
+ */
+static bool terminate(pid_t keeper, uint64_t kstart)
 {
 	int pidfd = -1;
 	if (!keeper_alive(keeper, kstart, &pidfd)) {
 		if (pidfd >= 0)
 			close(pidfd);
-		return;
+		return false;
 	}
 	syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
-	if (poll(&p, 1, (BOX_PROC_STOP_GRACE_SEC + 3) * 1000) == 0)
+	bool graceful = poll(&p, 1, (BOX_PROC_STOP_GRACE_SEC + 3) * 1000) > 0;
+	if (!graceful) {
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		poll(&p, 1, 5000);
+	}
 	close(pidfd);
+	return graceful;
 }
 
-/* A keeper killed outright (SIGKILL, OOM) left its process unmanaged: kill it by its cgroup. */
+/* A keeper that did not end on its own left its process unmanaged: kill it by its cgroup. */
 static void kill_orphan(struct lb_box *box, const char *session_id,
-			const struct lb_box_proc_info *info, pid_t keeper, uint64_t kstart)
+			const struct lb_box_proc_info *info)
 {
 	struct lb_box_session s;
-	if (!info->running || !info->cgroup[0] || keeper_alive(keeper, kstart, NULL))
+	if (!info->running || !info->cgroup[0])
 		return;
 	if (box_record_read(box, session_id, &s, NULL) < 0)
 		return;
@@ -112,8 +121,8 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 		return -1;
 	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
-	terminate(keeper, kstart);
-	kill_orphan(box, session_id, &info, keeper, kstart);
+	if (!terminate(keeper, kstart))
+		kill_orphan(box, session_id, &info);
 	lb_box_proc_info_free(&info);
 	unlink(json);
 	return 0;
@@ -182,8 +191,8 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	pid_t keeper;
 	uint64_t kstart;
 	if (box_proc_record_read(json, &old, &keeper, &kstart, NULL) == 0) {
-		terminate(keeper, kstart); /* replace, no conflict (§3.6) */
-		kill_orphan(box, session_id, &old, keeper, kstart);
+		if (!terminate(keeper, kstart)) /* replace, no conflict (§3.6) */
+			kill_orphan(box, session_id, &old);
 		lb_box_proc_info_free(&old);
 		unlink(json);
 	}
