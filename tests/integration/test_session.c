@@ -435,13 +435,14 @@ LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
 	rm_session("s3");
 }
 
+// exec-* cgroups below the sandbox's own (its first cgroup directory, from its state).
 static int count_exec_cgroups(const char *sandbox)
 {
-	bool v2;
-	const char *base = lbt_cgroup_dir("pids", &v2);
-	if (!base)
-		base = lbt_cgroup_dir("", &v2);
-	char *dir = lbt_strdupf("%s/lbbox-%s", base, sandbox);
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(), sandbox);
+	json_t *st = json_load_file(state, 0, NULL);
+	cr_assert_not_null(st, "no %s", state);
+	const char *dir = json_string_value(json_array_get(json_object_get(st, "cgroups"), 0));
+	cr_assert_not_null(dir);
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	int n = 0;
@@ -449,7 +450,8 @@ static int count_exec_cgroups(const char *sandbox)
 		n += strncmp(e->d_name, "exec-", 5) == 0;
 	if (d)
 		closedir(d);
-	free(dir);
+	json_decref(st);
+	free(state);
 	return n;
 }
 
