@@ -107,8 +107,11 @@ static int make_pipes(struct capture *c, int child[2], struct lb_err **err)
 {
 	for (int i = 0; i < 2; i++) {
 		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0)
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			if (i == 1) /* the first pipe's read end goes with capture_close */
+				close(child[0]);
 			return lb_err_set(err, errno, "pipe");
+		}
 		c->fd[i] = p[0];
 		child[i] = p[1];
 		fcntl(p[0], F_SETFL, O_NONBLOCK);

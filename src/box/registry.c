@@ -91,7 +91,10 @@ int box_flock(const char *dir, const char *name, int op, int *fd, struct lb_err 
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	/* exec.lock exists from the session's creation on: never re-created by a late exec or
+	 * reap racing a delete (the delete's rm -rf would then find a file it did not expect) */
+	int create = strcmp(name, "exec.lock") != 0 ? O_CREAT : 0;
+	int f = open(path, O_RDWR | create | O_CLOEXEC, 0600);
 	if (f < 0)
 		return lb_err_set(err, errno, "open %s", path);
 	while (flock(f, op) < 0) {

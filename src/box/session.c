@@ -118,13 +118,14 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 	out->owner = strdup(box->owner);
 	out->created_ns = out->last_used_ns = box_realtime_ns();
 	out->alive = true;
+	/* exec.lock first (mtime = last used): execs open it, never create it */
+	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
 	if (!out->session_id || !out->owner || box_spec_copy(bs, &out->spec, err) < 0 ||
+	    lb_write_fileat(AT_FDCWD, path, "", 0, O_CREAT, 0600, err) < 0 ||
 	    box_record_write(sdir, out, err) < 0) {
 		lb_sandbox_destroy(&box->paths, out->sandbox, NULL);
 		return lb_err_set(err, ENOMEM, "session record");
 	}
-	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
-	lb_write_fileat(AT_FDCWD, path, "", 0, O_CREAT, 0600, NULL); /* mtime = last used */
 	creating_path(sdir, path, sizeof(path));
 	unlink(path);
 	return 0;

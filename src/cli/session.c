@@ -270,10 +270,12 @@ static int session_gc(struct cli_globals *g, struct lb_box *box, int argc, char 
 	_cleanup_err_ struct lb_err *err = NULL;
 	uint64_t ttl;
 	size_t removed = 0;
-	if (argc == 3 && !strcmp(argv[1], "--ttl") && lb_parse_u64(argv[2], &ttl, NULL) == 0)
+	if (argc == 3 && !strcmp(argv[1], "--ttl") && lb_parse_u64(argv[2], &ttl, NULL) == 0 &&
+	    ttl > 0)
 		box->limits.session_ttl_sec = (int64_t)ttl;
 	else if (argc != 1)
-		return cli_error("usage: lbbox session gc [--ttl SECONDS]"), LB_EXIT_SETUP;
+		return cli_error("usage: lbbox session gc [--ttl SECONDS] (SECONDS >= 1)"),
+		       LB_EXIT_SETUP;
 	if (lb_box_session_reap(box, 0, &removed, &err) < 0)
 		return cli_box_error(err);
 	printf("%zu\n", removed);

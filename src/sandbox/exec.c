@@ -268,7 +268,7 @@ static int finish_spawn(struct spawn *s, pid_t mid, int sync_w, int err_r, int p
 int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct lb_proc *p,
 		     int *setup_exit, struct lb_err **err)
 {
-	int syncp[2] = {-1, -1}, errp[2], pidp[2];
+	int syncp[2] = {-1, -1}, errp[2] = {-1, -1}, pidp[2] = {-1, -1};
 	*setup_exit = LB_EXIT_SETUP;
 	*p = (struct lb_proc){.pidfd = -1};
 	if (!o->argv || !o->argv[0])
@@ -284,6 +284,11 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(pidp, O_CLOEXEC) < 0 ||
 	    (cgfd < 0 && pipe2(syncp, O_CLOEXEC) < 0)) {
 		lb_err_set(err, errno, "pipe");
+		int *all[] = {errp, pidp, syncp};
+		for (size_t i = 0; i < 3; i++)
+			for (int k = 0; k < 2; k++)
+				if (all[i][k] >= 0)
+					close(all[i][k]);
 		lb_proc_release(p);
 		return -1;
 	}
@@ -302,6 +307,9 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 		close(syncp[1]);
 	close(errp[0]), close(pidp[0]);
 	if (r < 0) {
+		/* the command may be running already (only its pidfd failed): kill before waiting
+		 */
+		lb_proc_kill(p, NULL);
 		if (p->pid > 0)
 			waitpid(p->pid, NULL, 0);
 		lb_proc_release(p);

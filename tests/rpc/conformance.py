@@ -423,7 +423,7 @@ def main():
             traceback.print_exc()
         finally:
             subprocess.run([LBBOX, "--runroot", os.path.join(tmp, "run"), "--root",
-                            os.path.join(tmp, "root"), "session", "gc", "--ttl", "0"],
+                            os.path.join(tmp, "root"), "session", "gc", "--ttl", "1"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             shutil.rmtree(tmp, ignore_errors=True)
     print("[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: 0"
