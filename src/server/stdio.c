@@ -59,7 +59,8 @@ static pid_t start_job(struct server *s, json_t *seq_id, const char *fence, int6
 		       int *fd)
 {
 	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	/* replies are bounded by the busy check; background work must not overflow the table */
+	if (s->n_jobs >= sizeof(s->jobs) / sizeof(s->jobs[0]) || pipe2(p, O_CLOEXEC) < 0)
 		return -1;
 	pid_t pid = fork();
 	if (pid != 0) {
