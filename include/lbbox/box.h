@@ -47,7 +47,7 @@ struct lb_box_session {
 	char *owner;
 	struct lb_box_spec spec; /* session fields only (cmd, env, workdir unused) */
 	uint64_t created_ns, last_used_ns;
-	bool alive;
+	bool alive; /* set by lb_box_session_list (and get-or-create); false elsewhere */
 };
 void lb_box_session_free(struct lb_box_session *s);
 

@@ -23,8 +23,10 @@
 /* registry.c */
 void box_session_key(const char *id, char key[BOX_KEY_MAX]);
 void box_session_dir(const struct lb_box *box, const char *id, char *out, size_t len);
-/* Opens (creating) dir/name and flocks it with op (LOCK_EX, LOCK_SH, | LOCK_NB); fd in *fd. */
-int box_flock(const char *dir, const char *name, int op, int *fd, struct lb_err **err);
+/* Opens dir/name (creating it when create) and flocks it with op (LOCK_EX, LOCK_SH, | LOCK_NB);
+ * fd in *fd. exec.lock is never created this way: it exists from the session's creation on, so
+ * a late exec or reap racing a delete cannot leave a file behind for the delete's rm -rf. */
+int box_flock(const char *dir, const char *name, int op, bool create, int *fd, struct lb_err **err);
 /* The global lock of RUNROOT/box (created on first use). */
 int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err);
 int box_record_read(const struct lb_box *box, const char *id, struct lb_box_session *out,
@@ -38,7 +40,11 @@ int box_record_read_dir(const struct lb_box *box, const char *key, struct lb_box
 int box_record_write(const char *sdir, const struct lb_box_session *s, struct lb_err **err);
 /* Sets last_used to now (mtime of exec.lock). */
 void box_touch(const char *sdir);
-size_t box_count_sessions(const struct lb_box *box);
+/* Calls fn for every session directory (key = its name under sessions/, sdir = its path),
+ * records or not: being created, deleted, or live. */
+typedef void (*box_session_fn)(struct lb_box *box, const char *key, const char *sdir, void *ctx);
+void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx);
+size_t box_count_sessions(struct lb_box *box);
 
 /* session.c */
 uint64_t box_realtime_ns(void);

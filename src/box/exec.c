@@ -241,7 +241,7 @@ static int lock_session(struct lb_box *box, const char *id, const char *sdir, in
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
 	if (access(sdir, F_OK) < 0)
 		return lb_err_box(err, LB_BOX_ENOTFOUND, "session %s not found", id);
-	if (box_flock(sdir, "exec.lock", LOCK_EX, fd, err) < 0)
+	if (box_flock(sdir, "exec.lock", LOCK_EX, false, fd, err) < 0)
 		return lb_err_reclass(err, LB_BOX_ENOTFOUND, "session %s not found", id);
 	if (fstat(*fd, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
 	    access(del, F_OK) == 0) {

@@ -117,7 +117,7 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 		return -1;
 	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
 	_cleanup_close_ int plock = -1;
-	if (box_flock(sdir, "procs.lock", LOCK_EX, &plock, err) < 0)
+	if (box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, err) < 0)
 		return -1;
 	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
@@ -150,20 +150,15 @@ size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id)
 	return box_procs_running(sdir, NULL);
 }
 
+static void add_running(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	*(size_t *)ctx += box_procs_running(sdir, NULL);
+}
+
 size_t lb_box_proc_count_running(struct lb_box *box)
 {
-	char path[4200];
 	size_t n = 0;
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char sdir[4400];
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
-		n += box_procs_running(sdir, NULL);
-	}
+	box_each_session(box, add_running, &n);
 	return n;
 }
 
@@ -178,7 +173,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	box_proc_paths(sdir, spec->process_id, json, NULL, sizeof(json));
 	/* one start or stop at a time per session: no duplicates, no unlink of a new record */
 	_cleanup_close_ int plock = -1;
-	if (box_flock(sdir, "procs.lock", LOCK_EX, &plock, err) < 0 ||
+	if (box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, err) < 0 ||
 	    session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
 	size_t running =

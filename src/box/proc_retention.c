@@ -2,7 +2,6 @@
  * Retention of exited managed processes (§3.5): records stay completed_process_retention_sec
  * (300 s) and at most max_completed_processes (256) across the runtime, oldest dropped first.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,22 +45,17 @@ static int cmp_exited(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0; /* newest first */
 }
 
+static void note_session(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	box_each_proc(sdir, note_exited, ctx);
+}
+
 void box_procs_prune(struct lb_box *box)
 {
-	char path[4200];
 	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
 	uint64_t now = box_realtime_ns();
 	struct prune_ctx p = {.cutoff = now > keep ? now - keep : 0};
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char sdir[4400];
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
-		box_each_proc(sdir, note_exited, &p);
-	}
+	box_each_session(box, note_session, &p);
 	if (p.n)
 		qsort(p.v, p.n, sizeof(*p.v), cmp_exited);
 	for (size_t i = 0; i < p.n; i++) {

@@ -5,7 +5,6 @@
  * and the CLI's own sessions (no owner) never are. An instance is alive while it holds the
  * flock of RUNROOT/box/instances/<id>.lock.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,7 +25,7 @@ int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
 	snprintf(name, sizeof(name), "%s.lock", box->owner);
 	if (lb_mkdir_p(dir, 0700, err) < 0)
 		return -1;
-	return box_flock(dir, name, LOCK_EX | LOCK_NB, fd, err);
+	return box_flock(dir, name, LOCK_EX | LOCK_NB, true, fd, err);
 }
 
 static bool owner_alive(const struct lb_box *box, const char *owner)
@@ -54,37 +53,39 @@ static bool expired(const struct lb_box *box, const struct lb_box_session *s, co
 		return false;
 	if (s->last_used_ns + ttl >= now_ns)
 		return false;
-	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, lock, NULL) < 0)
+	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, false, lock, NULL) < 0)
 		return false; /* an exec is running */
 	return !box_procs_any_running(sdir);
 }
 
+struct reap_ctx {
+	uint64_t now_ns;
+	size_t removed;
+};
+
+static void reap_one(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	struct reap_ctx *r = ctx;
+	struct lb_box_session s;
+	if (box_record_read_dir(box, key, &s, NULL) < 0) {
+		/* a delete that was interrupted: finish it */
+		if (box_record_read_file(box, key, "deleting.json", &s, NULL) == 0) {
+			r->removed += box_session_drop(box, s.session_id, NULL) == 0;
+			lb_box_session_free(&s);
+		}
+		return;
+	}
+	_cleanup_close_ int lock = -1;
+	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock))
+		r->removed += box_session_drop(box, s.session_id, NULL) == 0;
+	lb_box_session_free(&s);
+}
+
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
 {
-	char path[4200];
-	*removed = 0;
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char sdir[4400];
-		struct lb_box_session s;
-		if (de->d_name[0] == '.')
-			continue;
-		if (box_record_read_dir(box, de->d_name, &s, NULL) < 0) {
-			/* a delete that was interrupted: finish it */
-			if (box_record_read_file(box, de->d_name, "deleting.json", &s, NULL) == 0) {
-				*removed += box_session_drop(box, s.session_id, NULL) == 0;
-				lb_box_session_free(&s);
-			}
-			continue;
-		}
-		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
-		_cleanup_close_ int lock = -1;
-		if (!owner_alive(box, s.owner) || expired(box, &s, sdir, now_ns, &lock))
-			*removed += box_session_drop(box, s.session_id, NULL) == 0;
-		lb_box_session_free(&s);
-	}
+	struct reap_ctx r = {.now_ns = now_ns};
+	box_each_session(box, reap_one, &r);
+	*removed = r.removed;
 }
 
 int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err)
@@ -96,21 +97,20 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 	return 0;
 }
 
+static void drop_if_owned(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	struct lb_box_session s;
+	if (box_record_read_dir(box, key, &s, NULL) < 0)
+		return;
+	if (!strcmp(s.owner, box->owner))
+		box_session_drop(box, s.session_id, NULL);
+	lb_box_session_free(&s);
+}
+
 void lb_box_drop_owned(struct lb_box *box)
 {
-	char path[4200];
 	_cleanup_close_ int lock = -1;
 	if (!box->owner[0] || box_global_lock(box, &lock, NULL) < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		struct lb_box_session s;
-		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
-			continue;
-		if (!strcmp(s.owner, box->owner))
-			box_session_drop(box, s.session_id, NULL);
-		lb_box_session_free(&s);
-	}
+	box_each_session(box, drop_if_owned, NULL);
 }

@@ -87,14 +87,11 @@ void lb_box_session_workspace(const struct lb_box *box, const char *id, char *ou
 	snprintf(out, len, "%s/workspace", sdir);
 }
 
-int box_flock(const char *dir, const char *name, int op, int *fd, struct lb_err **err)
+int box_flock(const char *dir, const char *name, int op, bool create, int *fd, struct lb_err **err)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	/* exec.lock exists from the session's creation on: never re-created by a late exec or
-	 * reap racing a delete (the delete's rm -rf would then find a file it did not expect) */
-	int create = strcmp(name, "exec.lock") != 0 ? O_CREAT : 0;
-	int f = open(path, O_RDWR | create | O_CLOEXEC, 0600);
+	int f = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC, 0600);
 	if (f < 0)
 		return lb_err_set(err, errno, "open %s", path);
 	while (flock(f, op) < 0) {
@@ -114,7 +111,7 @@ int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err)
 	snprintf(sessions, sizeof(sessions), "%s/sessions", box->dir);
 	if (lb_mkdir_p(sessions, 0700, err) < 0)
 		return -1;
-	return box_flock(box->dir, "lock", LOCK_EX, fd, err);
+	return box_flock(box->dir, "lock", LOCK_EX, true, fd, err);
 }
 
 void box_touch(const char *sdir)
@@ -175,7 +172,6 @@ int box_record_read_file(const struct lb_box *box, const char *key, const char *
 		return -1;
 	}
 	out->last_used_ns = mtime_ns(sdir, "exec.lock");
-	out->alive = lb_sandbox_is_alive(&box->paths, out->sandbox);
 	return 0;
 }
 
@@ -211,16 +207,30 @@ int box_record_write(const char *sdir, const struct lb_box_session *s, struct lb
 	return lb_write_file_atomic(path, text, strlen(text), 0600, err);
 }
 
-size_t box_count_sessions(const struct lb_box *box)
+void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx)
 {
 	char path[4200];
-	size_t n = 0;
 	snprintf(path, sizeof(path), "%s/sessions", box->dir);
 	_cleanup_closedir_ DIR *d = opendir(path);
 	struct dirent *de;
-	while (d && (de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
+	while (d && (de = readdir(d))) {
+		char sdir[4400];
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);
+		fn(box, de->d_name, sdir, ctx);
+	}
+}
+
+static void count_one(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	(*(size_t *)ctx)++;
+}
+
+size_t box_count_sessions(struct lb_box *box)
+{
+	size_t n = 0;
+	box_each_session(box, count_one, &n);
 	return n;
 }
 

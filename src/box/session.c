@@ -4,7 +4,6 @@
  * RUNROOT/box/lock, so two lbbox processes never build or remove the same session at once;
  * execs only take their session's exec.lock.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -55,7 +54,7 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
 	_cleanup_close_ int plock = -1; /* no managed process starts from now on */
-	box_flock(sdir, "procs.lock", LOCK_EX, &plock, NULL);
+	box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, NULL);
 	box_procs_terminate_all(box, sdir);
 	int r = 0;
 	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
@@ -182,6 +181,7 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 			lb_box_session_free(&cur);
 			return -1;
 		}
+		cur.alive = lb_sandbox_is_alive(&box->paths, cur.sandbox);
 		if (lb_box_extra_mounts_equal(&cur.spec, bs) && cur.alive) {
 			box_touch(sdir);
 			cur.last_used_ns = box_realtime_ns();
@@ -264,32 +264,43 @@ static int cmp_session(const void *a, const void *b)
 		      ((const struct lb_box_session *)b)->session_id);
 }
 
+struct list_ctx {
+	struct lb_box_session *v;
+	size_t n;
+	bool oom;
+};
+
+static void list_one(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	struct list_ctx *l = ctx;
+	struct lb_box_session s;
+	if (l->oom || box_record_read_dir(box, key, &s, NULL) < 0)
+		return;
+	struct lb_box_session *nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+	if (!nv) {
+		lb_box_session_free(&s);
+		l->oom = true;
+		return;
+	}
+	l->v = nv;
+	l->v[l->n++] = s;
+}
+
 int lb_box_session_list(struct lb_box *box, struct lb_box_session **out, size_t *n,
 			struct lb_err **err)
 {
-	char path[4200];
-	struct lb_box_session *v = NULL;
-	size_t len = 0;
-	snprintf(path, sizeof(path), "%s/sessions", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		struct lb_box_session s;
-		if (de->d_name[0] == '.' || box_record_read_dir(box, de->d_name, &s, NULL) < 0)
-			continue;
-		struct lb_box_session *nv = realloc(v, (len + 1) * sizeof(*v));
-		if (!nv) {
-			lb_box_session_free(&s);
-			lb_box_session_list_free(v, len);
-			return lb_err_set(err, ENOMEM, "list sessions");
-		}
-		v = nv;
-		v[len++] = s;
+	struct list_ctx l = {0};
+	box_each_session(box, list_one, &l);
+	if (l.oom) {
+		lb_box_session_list_free(l.v, l.n);
+		return lb_err_set(err, ENOMEM, "list sessions");
 	}
-	if (len)
-		qsort(v, len, sizeof(*v), cmp_session);
-	*out = v;
-	*n = len;
+	for (size_t i = 0; i < l.n; i++) /* ls says which are running */
+		l.v[i].alive = lb_sandbox_is_alive(&box->paths, l.v[i].sandbox);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_session);
+	*out = l.v;
+	*n = l.n;
 	return 0;
 }
 
