@@ -996,3 +996,28 @@ void lbt_teardown(void)
 	umount_under_base();
 	nftw(H.base, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
+
+/* ---- JSON and sessions ----------------------------------------------------------------------- */
+
+json_t *lbt_json(const char *text)
+{
+	json_error_t e;
+	json_t *j = json_loads(text, 0, &e);
+	cr_assert_not_null(j, "not JSON (%s): %s", e.text, text);
+	return j;
+}
+
+const char *lbt_json_str(json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	cr_assert_not_null(s, "no string %s in the JSON", key);
+	return s;
+}
+
+void lbt_session_rm(const char *name)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "rm", name, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}

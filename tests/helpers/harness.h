@@ -11,6 +11,7 @@
 #define LBBOX_TEST_HARNESS_H
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -95,6 +96,12 @@ const char *lbt_last_line(const char *s, char *buf, size_t len);
 char *lbt_chomp(char *s);
 double lbt_now(void);
 int lbt_system(const char *const *argv); // fork+exec, returns exit status
+
+// JSON printed by lbbox (fails the test when it is not JSON); a string member that must exist.
+json_t *lbt_json(const char *text);
+const char *lbt_json_str(json_t *j, const char *key);
+// lbbox session rm NAME, which must succeed.
+void lbt_session_rm(const char *name);
 
 // Assertions with the full lbbox output in the message.
 #define LBT_ASSERT_EXIT(o, code)                                                                   \

@@ -13,14 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	cr_assert_not_null(j, "not JSON (%s): %s", e.text, text);
-	return j;
-}
-
 static void create(const char *name, const char *extra)
 {
 	struct lb_run_out o;
@@ -47,7 +39,7 @@ static json_t *proc_json(const char *verb, const char *session, const char *id, 
 	struct lb_run_out o;
 	lbt_runv(&o, args);
 	LBT_ASSERT_EXIT(o, 0);
-	json_t *j = parse(o.out);
+	json_t *j = lbt_json(o.out);
 	lbt_out_free(&o);
 	return j;
 }
@@ -72,14 +64,6 @@ static json_t *wait_status(const char *session, const char *id, const char *want
 	return j;
 }
 
-static void rm_session(const char *name)
-{
-	struct lb_run_out o;
-	lbt_run(&o, "session", "rm", name, NULL);
-	LBT_ASSERT_EXIT(o, 0);
-	lbt_out_free(&o);
-}
-
 LBT_SUITE(proc);
 
 LBT_TEST(proc, loop_is_running_and_queryable)
@@ -97,7 +81,7 @@ LBT_TEST(proc, loop_is_running_and_queryable)
 	j = proc_json("inspect", "s1", "loop", NULL);
 	cr_assert_str_eq(status(j), "running");
 	json_decref(j);
-	rm_session("s1"); // terminates it: the host check below finds no keeper or process
+	lbt_session_rm("s1"); // terminates it: the host check below finds no keeper or process
 }
 
 LBT_TEST(proc, exited_with_its_code)
@@ -114,7 +98,7 @@ LBT_TEST(proc, exited_with_its_code)
 	j = wait_status("s1", "bad", "exited");
 	cr_assert_eq(json_integer_value(json_object_get(j, "exit_code")), 7);
 	json_decref(j);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, cat_echoes_through_attach_and_survives_detach)
@@ -145,7 +129,7 @@ LBT_TEST(proc, cat_echoes_through_attach_and_survives_detach)
 	lbt_run(&o, "proc", "inspect", "s1", "cat", NULL);
 	lbt_assert_error_line(&o, 125, "BoxManagedProcessNotFoundError");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, attach_to_exited_is_a_conflict)
@@ -159,7 +143,7 @@ LBT_TEST(proc, attach_to_exited_is_a_conflict)
 			      "BoxManagedProcessConflictError: managed process x in session s1 is "
 			      "not running");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, stop_ignoring_sigterm_kills_after_grace)
@@ -177,7 +161,7 @@ LBT_TEST(proc, stop_ignoring_sigterm_kills_after_grace)
 	double took = lbt_now() - t0;
 	cr_assert(took >= 4.5, "SIGKILL came before the 5 s grace (%.1f s)", took);
 	cr_assert_eq(lbt_count_procs_with_arg("987652"), 0, "its whole cgroup is killed");
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, session_shows_processes_only_once_there_are_any)
@@ -185,18 +169,18 @@ LBT_TEST(proc, session_shows_processes_only_once_there_are_any)
 	create("s1", NULL);
 	struct lb_run_out o;
 	lbt_run(&o, "session", "inspect", "s1", NULL);
-	json_t *s = parse(o.out);
+	json_t *s = lbt_json(o.out);
 	cr_assert_null(json_object_get(s, "managed_processes"));
 	json_decref(s);
 	lbt_out_free(&o);
 	json_decref(proc_json("start", "s1", "default", "--", "sleep", "1000", NULL));
 	lbt_run(&o, "session", "inspect", "s1", NULL);
-	s = parse(o.out);
+	s = lbt_json(o.out);
 	cr_assert_not_null(json_object_get(json_object_get(s, "managed_processes"), "default"));
 	cr_assert_not_null(json_object_get(s, "managed_process"));
 	json_decref(s);
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, stderr_preview_keeps_the_last_4000_characters)
@@ -223,7 +207,7 @@ LBT_TEST(proc, stderr_preview_keeps_the_last_4000_characters)
 	cr_assert_null(strstr(p, "line 000"), "the oldest lines were dropped");
 	cr_assert(strncmp(p, "line ", 5) == 0, "trimmed at a chunk boundary: %.40s", p);
 	json_decref(j);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, reaper_skips_persistent_and_busy_sessions)
@@ -243,8 +227,8 @@ LBT_TEST(proc, reaper_skips_persistent_and_busy_sessions)
 	cr_assert_not_null(strstr(o.out, "keep"));
 	cr_assert_not_null(strstr(o.out, "busy"));
 	lbt_out_free(&o);
-	rm_session("keep");
-	rm_session("busy");
+	lbt_session_rm("keep");
+	lbt_session_rm("busy");
 }
 
 LBT_TEST(proc, workspace_quota_caps_files_and_is_checked_after_exec)
@@ -302,8 +286,8 @@ LBT_TEST(proc, orphans_of_dead_instances_are_removed)
 	unlink(lock);
 	rmdir(dir);
 	free(lock), free(dir), free(box);
-	rm_session("live");
-	rm_session("mine");
+	lbt_session_rm("live");
+	lbt_session_rm("mine");
 }
 
 LBT_TEST(proc, idle_session_pid1_is_lbbox_init_and_closed)
@@ -315,7 +299,7 @@ LBT_TEST(proc, idle_session_pid1_is_lbbox_init_and_closed)
 		NULL);
 	LBT_ASSERT_OUT(o, "lbbox-init closed\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, restart_replaces_the_running_process)
@@ -328,7 +312,7 @@ LBT_TEST(proc, restart_replaces_the_running_process)
 	cr_assert_str_eq(status(j), "running");
 	json_decref(j);
 	cr_assert_eq(lbt_wait_procs_with_arg("987653", 0, 10), 0, "the old process was replaced");
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(proc, completed_records_are_bounded)
@@ -344,7 +328,7 @@ LBT_TEST(proc, completed_records_are_bounded)
 	lbt_assert_error_line(&o, 125, "BoxManagedProcessNotFoundError");
 	lbt_out_free(&o);
 	unsetenv("LBBOX_BOX_MAX_COMPLETED");
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // A delete killed half-way (its managed process ignores SIGTERM, so it is still in the grace
@@ -384,7 +368,7 @@ LBT_TEST(proc, concurrent_starts_of_one_id_leave_one_process)
 		lbt_out_free(&o);
 	}
 	cr_assert_eq(lbt_wait_procs_with_arg("987656", 1, 10), 1);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // A keeper killed outright leaves its process unmanaged: stop still kills it (by its cgroup).
@@ -416,5 +400,5 @@ LBT_TEST(proc, stop_after_the_keeper_died_kills_the_process)
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	cr_assert_eq(lbt_wait_procs_with_arg("987657", 0, 5), 0, "the orphaned process was killed");
-	rm_session("s1");
+	lbt_session_rm("s1");
 }

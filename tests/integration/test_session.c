@@ -12,21 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static json_t *parse(const char *text)
-{
-	json_error_t e;
-	json_t *j = json_loads(text, 0, &e);
-	cr_assert_not_null(j, "not JSON (%s): %s", e.text, text);
-	return j;
-}
-
-static const char *jstr(json_t *j, const char *key)
-{
-	const char *s = json_string_value(json_object_get(j, key));
-	cr_assert_not_null(s, "no string %s in %s", key, json_dumps(j, 0));
-	return s;
-}
-
 // lbbox session create NAME --rootfs <busybox> OPTS... ; returns the session JSON.
 static json_t *create(const char *name, ...)
 {
@@ -42,17 +27,9 @@ static json_t *create(const char *name, ...)
 	struct lb_run_out o;
 	lbt_runv(&o, args);
 	LBT_ASSERT_EXIT(o, 0);
-	json_t *j = parse(o.out);
+	json_t *j = lbt_json(o.out);
 	lbt_out_free(&o);
 	return j;
-}
-
-static void rm_session(const char *name)
-{
-	struct lb_run_out o;
-	lbt_run(&o, "session", "rm", name, NULL);
-	LBT_ASSERT_EXIT(o, 0);
-	lbt_out_free(&o);
 }
 
 static void sh(struct lb_run_out *o, const char *session, const char *script)
@@ -74,14 +51,14 @@ LBT_TEST(session, exec_returns_stdout_stderr_and_exit_code)
 	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c", "printf '  a\\n\\n'",
 		NULL);
 	LBT_ASSERT_EXIT(o, 0);
-	json_t *r = parse(o.out);
-	cr_assert_str_eq(jstr(r, "status"), "completed");
-	cr_assert_str_eq(jstr(r, "stdout"), "a", "stdout is stripped as LangBot does");
+	json_t *r = lbt_json(o.out);
+	cr_assert_str_eq(lbt_json_str(r, "status"), "completed");
+	cr_assert_str_eq(lbt_json_str(r, "stdout"), "a", "stdout is stripped as LangBot does");
 	cr_assert_eq(json_integer_value(json_object_get(r, "exit_code")), 0);
 	cr_assert(json_is_integer(json_object_get(r, "duration_ms")));
 	json_decref(r);
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, files_persist_between_execs_in_workspace_and_tmp)
@@ -95,7 +72,7 @@ LBT_TEST(session, files_persist_between_execs_in_workspace_and_tmp)
 	sh(&o, "s1", "cat /workspace/a /tmp/b");
 	LBT_ASSERT_OUT(o, "one\ntwo\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, host_workspace_is_mounted_and_workdir_applies)
@@ -104,7 +81,7 @@ LBT_TEST(session, host_workspace_is_mounted_and_workdir_applies)
 	char *ws = lbt_mkdir_work("ws");
 	char *vol = lbt_strdupf("%s:/workspace", ws);
 	json_t *s = create("s1", "-v", vol, NULL);
-	cr_assert_str_eq(jstr(s, "host_path"), ws);
+	cr_assert_str_eq(lbt_json_str(s, "host_path"), ws);
 	json_decref(s);
 	lbt_run(&o, "session", "exec", "s1", "-w", "/workspace/sub dir", "--", "sh", "-c",
 		"pwd; echo x > f", NULL);
@@ -114,7 +91,7 @@ LBT_TEST(session, host_workspace_is_mounted_and_workdir_applies)
 	char *content = lbt_read_file(f);
 	cr_assert_str_eq(content, "x\n");
 	free(content), free(f), free(vol), free(ws);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, each_exec_has_its_own_cgroup)
@@ -124,7 +101,7 @@ LBT_TEST(session, each_exec_has_its_own_cgroup)
 	sh(&o, "s1", "grep -c exec- /proc/self/cgroup >/dev/null && echo yes");
 	LBT_ASSERT_OUT(o, "yes\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, timeout_kills_the_tree_and_destroys_the_session)
@@ -137,10 +114,10 @@ LBT_TEST(session, timeout_kills_the_tree_and_destroys_the_session)
 	lbt_run(&o, "session", "exec", "s1", "--timeout", "1", "--json", "--", "sh", "-c",
 		"sleep 987651 & setsid sleep 987651 & sleep 987651", NULL);
 	LBT_ASSERT_EXIT(o, 124);
-	json_t *r = parse(o.out);
-	cr_assert_str_eq(jstr(r, "status"), "timed_out");
+	json_t *r = lbt_json(o.out);
+	cr_assert_str_eq(lbt_json_str(r, "status"), "timed_out");
 	cr_assert(json_is_null(json_object_get(r, "exit_code")));
-	cr_assert_str_eq(jstr(r, "stderr"), "Command timed out after 1 seconds.");
+	cr_assert_str_eq(lbt_json_str(r, "stderr"), "Command timed out after 1 seconds.");
 	json_decref(r);
 	lbt_out_free(&o);
 	cr_assert_eq(lbt_count_procs_with_arg("987651"), 0, "a process of the exec survived");
@@ -152,7 +129,7 @@ LBT_TEST(session, timeout_kills_the_tree_and_destroys_the_session)
 	sh(&o, "s1", "cat /tmp/mark 2>/dev/null || echo fresh");
 	LBT_ASSERT_OUT(o, "fresh\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, network_off_reaches_nothing_outside)
@@ -164,7 +141,7 @@ LBT_TEST(session, network_off_reaches_nothing_outside)
 	LBT_ASSERT_OUT(o, "ENETUNREACH\n");
 	lbt_out_free(&o);
 	free(cmd);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, reuse_and_conflict_on_resource_fields)
@@ -172,7 +149,8 @@ LBT_TEST(session, reuse_and_conflict_on_resource_fields)
 	struct lb_run_out o;
 	json_t *a = create("s1", NULL);
 	json_t *b = create("s1", NULL);
-	cr_assert_str_eq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"));
+	cr_assert_str_eq(lbt_json_str(a, "backend_session_id"),
+			 lbt_json_str(b, "backend_session_id"));
 	json_decref(a), json_decref(b);
 	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "-v", lbt_probe_vol(),
 		"--memory", "256m", NULL);
@@ -184,7 +162,7 @@ LBT_TEST(session, reuse_and_conflict_on_resource_fields)
 		"--cpus", "2", NULL);
 	lbt_assert_error_line(&o, 125, "already exists with cpus=1.0");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, changed_extra_mounts_recreate_the_session)
@@ -193,11 +171,12 @@ LBT_TEST(session, changed_extra_mounts_recreate_the_session)
 	char *v1 = lbt_strdupf("%s:/data", d1), *v2 = lbt_strdupf("%s:/data", d2);
 	json_t *a = create("s1", "-v", v1, NULL);
 	json_t *b = create("s1", "-v", v2, NULL);
-	cr_assert_str_neq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"),
+	cr_assert_str_neq(lbt_json_str(a, "backend_session_id"),
+			  lbt_json_str(b, "backend_session_id"),
 			  "a changed extra mount must recreate the sandbox");
 	json_decref(a), json_decref(b);
 	free(d1), free(d2), free(v1), free(v2);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, capacity_limits)
@@ -224,8 +203,8 @@ LBT_TEST(session, capacity_limits)
 	lbt_out_free(&o);
 	unsetenv("LBBOX_BOX_MAX_SESSIONS");
 	unsetenv("LBBOX_BOX_MAX_PROCESSES");
-	rm_session("s1");
-	rm_session("s2");
+	lbt_session_rm("s1");
+	lbt_session_rm("s2");
 }
 
 LBT_TEST(session, bad_input_names_the_error_class)
@@ -249,34 +228,35 @@ LBT_TEST(session, bad_input_names_the_error_class)
 	lbt_run(&o, "session", "rm", "nope", NULL);
 	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, profile_locks_fields)
 {
 	json_t *s = create("s1", "--profile", "offline_readonly", "--network", "on", NULL);
-	cr_assert_str_eq(jstr(s, "network"), "off", "offline_readonly locks network");
+	cr_assert_str_eq(lbt_json_str(s, "network"), "off", "offline_readonly locks network");
 	cr_assert_eq(json_integer_value(json_object_get(s, "memory_mb")), 256);
-	cr_assert_str_eq(jstr(s, "host_path_mode"), "ro");
+	cr_assert_str_eq(lbt_json_str(s, "host_path_mode"), "ro");
 	json_decref(s);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, dead_session_is_recreated)
 {
 	json_t *a = create("s1", NULL);
 	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(),
-				  jstr(a, "backend_session_id") + strlen("lbbox-"));
+				  lbt_json_str(a, "backend_session_id") + strlen("lbbox-"));
 	json_t *st = json_load_file(state, 0, NULL);
 	cr_assert_not_null(st);
 	kill((pid_t)json_integer_value(json_object_get(st, "pid")), SIGKILL);
 	json_decref(st);
 	usleep(200000);
 	json_t *b = create("s1", NULL);
-	cr_assert_str_neq(jstr(a, "backend_session_id"), jstr(b, "backend_session_id"));
+	cr_assert_str_neq(lbt_json_str(a, "backend_session_id"),
+			  lbt_json_str(b, "backend_session_id"));
 	json_decref(a), json_decref(b);
 	free(state);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, execs_of_one_session_run_one_at_a_time)
@@ -295,7 +275,7 @@ LBT_TEST(session, execs_of_one_session_run_one_at_a_time)
 	sh(&o, "s1", "cat log");
 	LBT_ASSERT_OUT(o, "start\nend\nstart\nend\nstart\nend\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, output_is_capped_decoded_and_truncated_as_langbot)
@@ -306,12 +286,13 @@ LBT_TEST(session, output_is_capped_decoded_and_truncated_as_langbot)
 	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c",
 		"head -c 2097157 /dev/zero | tr '\\0' a; printf '\\377x' >&2", NULL);
 	LBT_ASSERT_EXIT(o, 0);
-	json_t *r = parse(o.out);
-	const char *out = jstr(r, "stdout");
+	json_t *r = lbt_json(o.out);
+	const char *out = lbt_json_str(r, "stdout");
 	const char *notice = "\n... [raw output clipped at 1048576 bytes, 1048581 bytes discarded]";
 	cr_assert_eq(strlen(out), 1048576 + strlen(notice));
 	cr_assert_str_eq(out + 1048576, notice);
-	cr_assert_str_eq(jstr(r, "stderr"), "\xef\xbf\xbdx", "invalid UTF-8 becomes U+FFFD");
+	cr_assert_str_eq(lbt_json_str(r, "stderr"), "\xef\xbf\xbdx",
+			 "invalid UTF-8 becomes U+FFFD");
 	json_decref(r);
 	lbt_out_free(&o);
 	// --output-limit: LangBot's head/tail truncation with the notice in the middle
@@ -322,7 +303,7 @@ LBT_TEST(session, output_is_capped_decoded_and_truncated_as_langbot)
 	cr_assert_not_null(strstr(o.out, "\n\n... [6039 characters truncated] ...\n\n"), "%.80s",
 			   o.out + 2370);
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, host_paths_outside_allowed_roots_are_refused)
@@ -343,7 +324,7 @@ LBT_TEST(session, host_paths_outside_allowed_roots_are_refused)
 	lbt_out_free(&o);
 	unsetenv("LBBOX_BOX_ALLOWED_ROOTS");
 	free(allowed), free(other), free(bad), free(want), free(good);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 LBT_TEST(session, exec_has_the_sandbox_privileges)
@@ -355,7 +336,7 @@ LBT_TEST(session, exec_has_the_sandbox_privileges)
 	LBT_ASSERT_OUT(
 	    o, "CapEff: 00000000000004fb\nCapBnd: 00000000000004fb\nNoNewPrivs: 1\nSeccomp: 2\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // kill 0 in an exec reaches only the exec's own process group, never lbbox's; kill 1 from
@@ -366,14 +347,14 @@ LBT_TEST(session, exec_is_its_own_process_group_and_cannot_end_the_session)
 	json_decref(create("s1", NULL));
 	lbt_run(&o, "session", "exec", "s1", "--json", "--", "sh", "-c",
 		"kill -TERM 1; kill -TERM 0", NULL);
-	json_t *r = parse(o.out); // lbbox itself survived to report
+	json_t *r = lbt_json(o.out); // lbbox itself survived to report
 	cr_assert_eq(json_integer_value(json_object_get(r, "exit_code")), 143);
 	json_decref(r);
 	lbt_out_free(&o);
 	sh(&o, "s1", "echo still here");
 	LBT_ASSERT_OUT(o, "still here\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // While an exec is being set up it still holds host objects (cgroup directories, locks, pid 1's
@@ -401,7 +382,7 @@ LBT_TEST(session, sandbox_cannot_reach_an_exec_in_setup)
 	}
 	LBT_ASSERT_OUT(o, "scanned\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // A tree deeper than PATH_MAX on the host, built inside the workspace, still goes with the
@@ -416,7 +397,7 @@ LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
 	   "i=$((i+1)); done; mkdir $(printf '%050d' 0) && echo deep");
 	LBT_ASSERT_OUT(o, "deep\n");
 	lbt_out_free(&o);
-	rm_session("s1");
+	lbt_session_rm("s1");
 	char *vol = lbt_strdupf("%s:/workspace", lbt_runroot());
 	lbt_run(&o, "session", "create", "s2", "--rootfs", lbt_rootfs(), "-v", vol, NULL);
 	lbt_assert_error_line(&o, 125, "overlaps lbbox's own state");
@@ -424,7 +405,7 @@ LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
 	free(vol);
 	json_t *a = create("s3", NULL);
 	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(),
-				  jstr(a, "backend_session_id") + strlen("lbbox-"));
+				  lbt_json_str(a, "backend_session_id") + strlen("lbbox-"));
 	json_t *st = json_load_file(state, 0, NULL);
 	kill((pid_t)json_integer_value(json_object_get(st, "pid")), SIGKILL);
 	json_decref(st), json_decref(a), free(state);
@@ -432,7 +413,7 @@ LBT_TEST(session, deep_trees_own_state_and_dead_sessions)
 	sh(&o, "s3", "true");
 	lbt_assert_error_line(&o, 125, "BoxError: session s3 is not running");
 	lbt_out_free(&o);
-	rm_session("s3");
+	lbt_session_rm("s3");
 }
 
 // exec-* cgroups below the sandbox's own (its first cgroup directory, from its state).
@@ -461,7 +442,7 @@ LBT_TEST(session, exec_cgroups_of_background_processes_are_swept)
 {
 	struct lb_run_out o;
 	json_t *s = create("s1", NULL);
-	const char *sandbox = jstr(s, "backend_session_id") + strlen("lbbox-");
+	const char *sandbox = lbt_json_str(s, "backend_session_id") + strlen("lbbox-");
 	lbt_add_marker("987658");
 	sh(&o, "s1", "sleep 987658 > /dev/null 2>&1 & echo $! > /tmp/bg");
 	LBT_ASSERT_EXIT(o, 0);
@@ -475,7 +456,7 @@ LBT_TEST(session, exec_cgroups_of_background_processes_are_swept)
 	lbt_out_free(&o);
 	cr_assert_eq(count_exec_cgroups(sandbox), 0, "the empty exec cgroup was removed");
 	json_decref(s);
-	rm_session("s1");
+	lbt_session_rm("s1");
 }
 
 // Creates run outside the global lock: concurrent creates of one id end in one sandbox, of
@@ -491,8 +472,8 @@ LBT_TEST(session, concurrent_creates)
 	for (int i = 0; i < 6; i++) {
 		lbt_wait(&p[i], &o, 60);
 		LBT_ASSERT_EXIT(o, 0);
-		json_t *j = parse(o.out);
-		backend[i] = strdup(jstr(j, "backend_session_id"));
+		json_t *j = lbt_json(o.out);
+		backend[i] = strdup(lbt_json_str(j, "backend_session_id"));
 		json_decref(j);
 		lbt_out_free(&o);
 	}
@@ -505,5 +486,5 @@ LBT_TEST(session, concurrent_creates)
 	lbt_run(&o, "session", "ls", NULL);
 	cr_assert_eq(lbt_count_lines(o.out), 5, "%s", o.out); // header + 4 sessions
 	lbt_out_free(&o);
-	rm_session("same"), rm_session("a"), rm_session("b"), rm_session("c");
+	lbt_session_rm("same"), lbt_session_rm("a"), lbt_session_rm("b"), lbt_session_rm("c");
 }
