@@ -29,7 +29,11 @@ struct lb_child_ctx {
 	int status_fd;		    /* init -> parent: the command's raw wait status */
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
+	int alive_fd; /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
 };
+
+/* In a sandbox's state directory: flocked by pid 1 for its whole life (gc.c). */
+#define LB_ALIVE_LOCK "alive.lock"
 
 /* A setup failure reported by the child: the exit code lbbox should use, and one line. */
 struct lb_child_msg {

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,11 +38,22 @@ static bool remove_cgroups(char **cgroups)
 }
 
 /* Returns true when a collected sandbox had network "on" (its address lease is left to free). */
+/* Its pid 1 holds the alive lock while it lives: no need to read the state. */
+static bool lock_held(const char *statedir)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/" LB_ALIVE_LOCK, statedir);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
 static bool collect_one(const char *statedir, bool *collected)
 {
 	bool net_on = false;
 	struct lb_state st;
 	struct stat sb;
+	if (lock_held(statedir))
+		return false;
 	if (lb_state_read(statedir, &st, NULL) < 0) {
 		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS)
 			lb_rm_rf(statedir, NULL);

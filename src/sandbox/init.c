@@ -110,10 +110,14 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	if (ctx->init_fd >= 0) {
 		static char *const argv[] = {"lbbox-init", NULL}, *const envp[] = {NULL};
 		syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+		fcntl(ctx->alive_fd, F_SETFD, 0); /* the one lbbox-init keeps */
 		syscall(SYS_execveat, ctx->init_fd, "", argv, envp, AT_EMPTY_PATH);
 	}
-	/* no lbbox-init: stay as we are, but close-on-exec is not enough to drop lbbox's locks */
-	syscall(SYS_close_range, 3U, ~0U, 0U);
+	/* no lbbox-init: stay as we are, but close-on-exec is not enough to drop lbbox's locks
+	 * (other than the alive lock) */
+	if (ctx->alive_fd > 3)
+		syscall(SYS_close_range, 3U, (unsigned)ctx->alive_fd - 1, 0U);
+	syscall(SYS_close_range, (unsigned)ctx->alive_fd + 1, ~0U, 0U);
 	sigset_t set;
 	sigfillset(&set);
 	for (;;) {

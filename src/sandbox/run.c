@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -41,6 +42,7 @@ struct run {
 	const char *runroot;
 	struct lb_net_handle net; /* network "on" only */
 	int init_fd;		  /* session: lbbox-init, opened before the clone */
+	int alive_fd;		  /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
 };
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -74,6 +76,7 @@ static void run_release(struct run *r)
 	close_fd(&r->err_r);
 	close_fd(&r->status_r);
 	close_fd(&r->init_fd);
+	close_fd(&r->alive_fd);
 	if (r->ppid)
 		prctl(PR_SET_PDEATHSIG, 0);
 	if (r->mask_set)
@@ -100,6 +103,13 @@ static int make_statedir(struct run *r, const struct lb_paths *paths, struct lb_
 	if (mkdir(r->statedir, 0700) < 0)
 		return lb_err_set(err, errno, "create state directory %s", r->statedir);
 	r->statedir_made = true;
+	/* held from now on by lbbox, then by pid 1 for as long as it lives: the GC skips a sandbox
+	 * whose lock is held without parsing its state */
+	char lock[4200];
+	snprintf(lock, sizeof(lock), "%s/" LB_ALIVE_LOCK, r->statedir);
+	r->alive_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (r->alive_fd < 0 || flock(r->alive_fd, LOCK_EX) < 0)
+		return lb_err_set(err, errno, "lock %s", lock);
 	return 0;
 }
 
@@ -214,6 +224,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .status_fd = status[1],
 		    .lease = &r->net.lease,
 		    .init_fd = r->init_fd,
+		    .alive_fd = r->alive_fd,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -337,6 +348,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 			.err_r = -1,
 			.status_r = -1,
 			.init_fd = -1,
+			.alive_fd = -1,
 			.spec = spec,
 			.runroot = paths->runroot};
 	uint64_t start = lb_now_ns();
@@ -385,6 +397,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 			.err_r = -1,
 			.status_r = -1,
 			.init_fd = open_init(),
+			.alive_fd = -1,
 			.spec = spec,
 			.runroot = paths->runroot};
 	int setup_exit;
