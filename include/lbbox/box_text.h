@@ -32,6 +32,10 @@ int lb_box_capture_text_len(const struct lb_box_capture *c, char **out, size_t *
 			    struct lb_err **err);
 void lb_box_capture_free(struct lb_box_capture *c);
 
+/* bytes.decode("utf-8", "replace"): malloc'ed, NUL-terminated (the text itself may hold NULs),
+ * *out_len bytes; NULL on ENOMEM. */
+char *lb_box_utf8_replace(const void *data, size_t n, size_t *out_len);
+
 /* §5.5: truncation to limit characters (code points) with the head/tail notice; *truncated says
  * whether anything was cut. Input and output valid UTF-8. */
 int lb_box_truncate(const char *text, size_t limit_chars, char **out, bool *truncated,

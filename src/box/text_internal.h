@@ -9,9 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* bytes.decode("utf-8", "replace"): malloc'ed, NUL-terminated (the text itself may hold NULs),
- * *out_len bytes; NULL on ENOMEM. */
-char *lb_box_utf8_replace(const void *data, size_t n, size_t *out_len);
+#include "lbbox/box_text.h"
 
 /* Next code point of valid UTF-8 at *pos (advanced); the input is trusted. */
 uint32_t lb_box_utf8_next(const char *s, size_t len, size_t *pos);

@@ -78,7 +78,18 @@ static bool token_ok(const char *t)
 	return true;
 }
 
-static int parse_args(int argc, char **argv, bool *stdio_mode)
+/* A TCP port 1..65535 (0 for serve's "any free port", tests use it). */
+static int parse_port(const char *v, int *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (!*v || *end || n < 0 || n > 65535)
+		return cli_error("invalid port '%s'", v), -1;
+	*out = (int)n;
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, bool *stdio_mode, struct server *s)
 {
 	static const struct option opts[] = {{"ws-control-port", required_argument, NULL, 'p'},
 					     {"host", required_argument, NULL, 'H'},
@@ -90,12 +101,42 @@ static int parse_args(int argc, char **argv, bool *stdio_mode)
 	while ((c = getopt_long(argc, argv, "+s", opts, NULL)) != -1) {
 		if (c == 's')
 			*stdio_mode = true;
-		else if (c != 'p' && c != 'H')
+		else if (c == 'p') {
+			if (parse_port(optarg, &s->port) < 0)
+				return -1;
+		} else if (c == 'H')
+			s->host = optarg;
+		else
 			return cli_error("unknown option '%s' (lbbox box -s --ws-control-port PORT "
 					 "[--host HOST])",
 					 argv[optind - 1]),
 			       -1;
 	}
+	return 0;
+}
+
+/* --listen HOST:PORT */
+static int parse_serve_args(int argc, char **argv, struct server *s, char *host, size_t len)
+{
+	static const struct option opts[] = {{"listen", required_argument, NULL, 'l'}, {0}};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		const char *colon = c == 'l' ? strrchr(optarg, ':') : NULL;
+		if (c != 'l')
+			return cli_error("unknown option '%s' (lbbox serve --listen HOST:PORT)",
+					 argv[optind - 1]),
+			       -1;
+		if (!colon || colon == optarg || (size_t)(colon - optarg) >= len)
+			return cli_error("--listen wants HOST:PORT, got '%s'", optarg), -1;
+		snprintf(host, len, "%.*s", (int)(colon - optarg), optarg);
+		if (parse_port(colon + 1, &s->port) < 0)
+			return -1;
+		s->host = host;
+	}
+	if (optind < argc)
+		return cli_error("unexpected argument '%s'", argv[optind]), -1;
 	return 0;
 }
 
@@ -137,45 +178,91 @@ static int start(struct server *s, struct cli_globals *g, struct images *im)
 	return load_env_config(s);
 }
 
-int cli_box(struct cli_globals *g, int argc, char **argv)
+static struct server *server_new(void)
 {
-	bool stdio_mode = false;
-	const char *trusted = getenv("LANGBOT_BOX_TRUSTED_INSTANCE_UUID");
-	const char *token = getenv("LANGBOT_BOX_CONTROL_TOKEN");
-	const char *pull = getenv("LBBOX_BOX_PULL");
-	struct images im = {.g = g,
-			    .aliases = getenv("LBBOX_BOX_IMAGE_ALIASES"),
-			    .pull = !pull || strcmp(pull, "0") != 0};
-	if (parse_args(argc, argv, &stdio_mode) < 0)
-		return 1;
-	if (!stdio_mode)
-		return cli_error("lbbox box without -s (WebSocket control) is not implemented yet; "
-				 "use lbbox box -s"),
-		       1;
-	if (!trusted || !*trusted)
-		return cli_error(
-			   "LANGBOT_BOX_TRUSTED_INSTANCE_UUID is required for stdio Box control"),
-		       1;
-	_cleanup_err_ struct lb_err *err = NULL;
-	if (cli_reexec_sealed(g->argv, &err) < 0)
-		return cli_error("%s", err->msg), 1;
-	if (token && *token && !token_ok(token))
-		return cli_error("LANGBOT_BOX_CONTROL_TOKEN must be at least 32 characters without "
-				 "whitespace"),
-		       1;
 	struct server *s = calloc(1, sizeof(*s));
 	if (!s)
-		return 1;
-	s->in_fd = 0, s->out_fd = 1, s->instance_lock = -1;
-	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted);
-	int code = 1;
-	if (start(s, g, &im) == 0)
-		code = server_run_stdio(s);
+		return NULL;
+	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
+	s->in_fd = s->out_fd = s->instance_lock = -1;
+	s->port = 5410;
+	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
+	return s;
+}
+
+static void server_delete(struct server *s)
+{
 	if (s->instance_lock >= 0)
 		close(s->instance_lock);
 	json_decref(s->config);
 	json_decref(s->features);
 	lb_box_fini(&s->box);
 	free(s);
+}
+
+/* The environment both modes read (§6.8, §7.2). */
+static int server_env(struct server *s)
+{
+	const char *trusted = getenv("LANGBOT_BOX_TRUSTED_INSTANCE_UUID");
+	const char *token = getenv("LANGBOT_BOX_CONTROL_TOKEN");
+	if (token && *token && (!token_ok(token) || strlen(token) >= sizeof(s->token)))
+		return cli_error("LANGBOT_BOX_CONTROL_TOKEN must be at least 32 characters without "
+				 "whitespace"),
+		       -1;
+	snprintf(s->token, sizeof(s->token), "%s", token ? token : "");
+	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted ? trusted : "");
+	return 0;
+}
+
+static int serve(struct cli_globals *g, struct server *s)
+{
+	const char *pull = getenv("LBBOX_BOX_PULL");
+	struct images im = {.g = g,
+			    .aliases = getenv("LBBOX_BOX_IMAGE_ALIASES"),
+			    .pull = !pull || strcmp(pull, "0") != 0};
+	_cleanup_err_ struct lb_err *err = NULL;
+	if (server_env(s) < 0)
+		return 1;
+	if (cli_reexec_sealed(g->argv, &err) < 0)
+		return cli_error("%s", err->msg), 1;
+	return start(s, g, &im) == 0 ? server_run(s) : 1;
+}
+
+int cli_box(struct cli_globals *g, int argc, char **argv)
+{
+	bool stdio_mode = false;
+	const char *trusted = getenv("LANGBOT_BOX_TRUSTED_INSTANCE_UUID");
+	struct server *s = server_new();
+	int code = 1;
+	if (!s || parse_args(argc, argv, &stdio_mode, s) < 0)
+		goto out;
+	if (!stdio_mode) {
+		/* §7.1: LangBot connects to ws://HOST:PORT/rpc/ws itself */
+		s->listen_required = true;
+	} else if (!trusted || !*trusted) {
+		cli_error("LANGBOT_BOX_TRUSTED_INSTANCE_UUID is required for stdio Box control");
+		goto out;
+	} else {
+		s->in_fd = 0, s->out_fd = 1;
+	}
+	code = serve(g, s);
+out:
+	if (s)
+		server_delete(s);
+	return code;
+}
+
+/* lbbox serve --listen HOST:PORT: the runtime for LangBot's box.runtime.endpoint. */
+int cli_serve(struct cli_globals *g, int argc, char **argv)
+{
+	char host[256];
+	struct server *s = server_new();
+	int code = 1;
+	if (s && parse_serve_args(argc, argv, s, host, sizeof(host)) == 0) {
+		s->listen_required = true;
+		code = serve(g, s);
+	}
+	if (s)
+		server_delete(s);
 	return code;
 }

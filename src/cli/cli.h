@@ -39,6 +39,7 @@ int cli_proc(struct cli_globals *g, int argc, char **argv);
 int cli_reexec_sealed(char **argv, struct lb_err **err);
 /* lbbox box -s: LangBot's Box runtime over stdio (box.c). */
 int cli_box(struct cli_globals *g, int argc, char **argv);
+int cli_serve(struct cli_globals *g, int argc, char **argv);
 /* Prints one JSON value on a line. */
 void cli_print_json(json_t *j);
 

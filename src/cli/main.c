@@ -36,6 +36,7 @@ static void usage(FILE *f)
 	    "  session create|exec|ls|inspect|rm|gc   long-lived sandboxes (LangBot Box sessions)\n"
 	    "  proc start|attach|ls|inspect|stop      managed processes in a session\n"
 	    "  box -s --ws-control-port PORT      LangBot's Box runtime over stdio (as `lbp box -s`)\n"
+	    "  serve --listen HOST:PORT          the same runtime over WebSocket (ws://HOST:PORT/rpc/ws)\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
 	    "  info                              what this host really gives a sandbox (JSON)\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
@@ -100,6 +101,8 @@ int main(int argc, char **argv)
 		return cli_info(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "box") == 0)
 		return cli_box(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "serve") == 0)
+		return cli_serve(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "proc") == 0)
 		return cli_proc(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "network") == 0)

@@ -191,7 +191,7 @@ static int do_stop_proc(struct server *s, json_t *data, const struct lb_rpc_cont
 }
 
 /* available: a session with LangBot's default limits can really be built on this host. */
-static json_t *backend_info(const struct server *s)
+json_t *server_backend_info(const struct server *s)
 {
 	return json_pack("{s:s, s:b}", "name", "lbbox", "available",
 			 lb_host_can_run_box(s->features));
@@ -221,10 +221,10 @@ static int do_status(struct server *s, json_t *data, const struct lb_rpc_context
 		procs += lb_box_session_running_procs(&s->box, v[i].session_id);
 	}
 	lb_box_session_list_free(v, n);
-	*out = json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", backend_info(s), "active_sessions",
-			 (json_int_t)active, "managed_processes", (json_int_t)procs,
-			 "session_ttl_sec", (json_int_t)s->box.limits.session_ttl_sec, "limits",
-			 limits_json(&s->box.limits));
+	*out = json_pack(
+	    "{s:o, s:I, s:I, s:I, s:o}", "backend", server_backend_info(s), "active_sessions",
+	    (json_int_t)active, "managed_processes", (json_int_t)procs, "session_ttl_sec",
+	    (json_int_t)s->box.limits.session_ttl_sec, "limits", limits_json(&s->box.limits));
 	return 0;
 }
 
@@ -312,10 +312,10 @@ json_t *server_inline_action(struct server *s, const char *action, json_t *data,
 	if (!strcmp(action, "__ping"))
 		return lb_rpc_reply_ok(seq_id, json_object());
 	if (!strcmp(action, "box_get_backend_info"))
-		return lb_rpc_reply_ok(seq_id, backend_info(s));
+		return lb_rpc_reply_ok(seq_id, server_backend_info(s));
 	if (!strcmp(action, "box_health")) {
 		/* beyond LangBot: which isolation this host really gives */
-		json_t *info = backend_info(s);
+		json_t *info = server_backend_info(s);
 		json_object_set(info, "features", s->features);
 		return lb_rpc_reply_ok(seq_id, info);
 	}

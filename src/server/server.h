@@ -1,8 +1,14 @@
-/* The Box runtime server (`lbbox box -s`): LangBot's RPC on top of the box layer. */
+/*
+ * The Box runtime server (`lbbox box -s`, `lbbox serve`): LangBot's RPC on top of the box layer.
+ * One thread, one libwebsockets event loop: stdin, the signalfd, the actions' reply pipes and the
+ * relays' keeper sockets are adopted as raw descriptors beside the HTTP/WebSocket listener, so
+ * nothing blocks the loop and forking an action is safe.
+ */
 #ifndef LBBOX_SERVER_H
 #define LBBOX_SERVER_H
 
 #include <jansson.h>
+#include <libwebsockets.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -11,6 +17,8 @@
 #include "lbbox/rpc.h"
 
 #define SERVER_MAX_FENCES 1024
+#define SERVER_MAX_JOBS	  (LB_RPC_MAX_INFLIGHT * 4 + 8)
+#define SERVER_MAX_MSG	  (16u << 20) /* §6.2 / §6.3: a message is at most 16 MiB */
 
 /* The highest placement generation seen per instance + Workspace (§6.7). */
 struct fence {
@@ -18,13 +26,51 @@ struct fence {
 	int64_t generation;
 };
 
-/* An action running in a forked child; its reply comes back through fd. */
+struct server;
+
+/* A descriptor the loop watches (adopted as an lws raw file); the callbacks get it back. */
+struct fdwatch {
+	int (*on_read)(struct fdwatch *w);     /* < 0: close it */
+	int (*on_writable)(struct fdwatch *w); /* < 0: close it */
+	void (*on_close)(struct fdwatch *w);   /* lws closed the descriptor */
+	struct lws *wsi;
+	struct server *s;
+};
+
+/* An outgoing WebSocket message, sent in fragments. */
+struct wsmsg {
+	struct wsmsg *next;
+	size_t len, off;
+	unsigned char *buf; /* LWS_PRE bytes of headroom, then the text */
+};
+
+struct wsq {
+	struct wsmsg *head, *tail;
+	size_t bytes;
+};
+
+/* A control connection: the stdio pipe or one /rpc/ws client. Replies find it by id. */
+struct peer {
+	struct peer *next;
+	uint64_t id;
+	struct server *s;
+	struct lws *wsi; /* NULL for stdio */
+	struct wsq out;
+	char *in; /* the WebSocket message being received */
+	size_t in_len, in_frags;
+	bool in_bad; /* oversized: the rest of the message is dropped, then it closes */
+	size_t inflight;
+};
+
+/* An action running in a forked child; its reply comes back through its pipe. */
 struct job {
+	struct fdwatch w;
 	pid_t pid;
-	int fd;
+	uint64_t peer; /* 0 = background work, no reply */
 	char *buf;
 	size_t len, cap;
 	json_t *seq_id;
+	const char *action;
 	char fence[80]; /* tenant actions: the namespace and generation they ran under */
 	int64_t generation;
 	bool wait_on_shutdown; /* creates, deletes, starts, stops: let them finish */
@@ -38,22 +84,74 @@ struct server_images {
 
 struct server {
 	struct lb_box box;
-	char trusted[256]; /* the trusted LangBot instance, "" = legacy peer (no context) */
+	char trusted[256]; /* the trusted LangBot instance, "" = none yet */
+	char token[256];   /* LANGBOT_BOX_CONTROL_TOKEN, "" = no auth on HTTP */
 	json_t *config;	   /* LANGBOT_BOX_CONFIG merged with box_init payloads */
 	json_t *features;  /* lb_host_features() at start */
 	struct server_images images;
 	struct fence fences[SERVER_MAX_FENCES];
 	size_t n_fences;
-	struct job jobs[LB_RPC_MAX_INFLIGHT + 8];
+	struct job *jobs[SERVER_MAX_JOBS];
 	size_t n_jobs;
-	int in_fd, out_fd;
+	struct peer *peers;
+	uint64_t next_peer;
+	size_t relays;
+	/* transport */
+	int in_fd, out_fd; /* stdio mode; -1 in serve mode */
+	const char *host;  /* HTTP listener; NULL = all addresses */
+	int port;	   /* 0 = no listener */
+	bool listen_required;
+	int ping_sec;
+	lws_retry_bo_t retry; /* lws pings idle WebSockets by this policy */
+	struct lws_context *lws;
+	struct lws_vhost *fds_vh, *http_vh;
+	lws_sorted_usec_list_t reap_timer;
 	int instance_lock;
-	bool shutting_down;
+	bool stop, shutting_down;
 };
 
-/* stdio.c: serves the peer on in_fd/out_fd until EOF or SIGTERM, then drops every session it
- * owns. Returns the process exit status. */
-int server_run_stdio(struct server *s);
+/* loop.c: serves until stdin EOF (stdio mode) or SIGTERM, then drops every session it owns.
+ * Returns the process exit status. */
+int server_run(struct server *s);
+/* A request from a peer: answered inline or run in a forked job. */
+void server_handle(struct server *s, struct peer *p, json_t *msg);
+/* Watch fd (the loop owns and closes it from now on); -1 when it cannot. */
+int server_watch(struct server *s, struct fdwatch *w, int fd);
+void server_unwatch(struct fdwatch *w);
+struct fence *server_fence(struct server *s, const char *ns);
+
+/* peer.c: control connections. */
+struct peer *peer_new(struct server *s, struct lws *wsi);
+struct peer *peer_find(struct server *s, uint64_t id);
+void peer_free(struct peer *p);
+void peer_send(struct peer *p, json_t *reply); /* takes the reply */
+/* wsq: queue a text message (copied); write the next fragment when writable (< 0: error). */
+int wsq_push(struct wsq *q, const char *text, size_t len);
+int wsq_write(struct wsq *q, struct lws *wsi);
+void wsq_clear(struct wsq *q);
+
+/* http.c: the listener (HTTP endpoints, /rpc/ws, the relay). */
+int server_http_start(struct server *s, struct lb_err **err);
+/* A whole HTTP answer to an upgrade request (1: answered, -1: hang up). */
+int server_http_reject(struct lws *wsi, unsigned status, const char *ctype, const char *body);
+json_t *server_resources(struct server *s);
+
+/* auth.c: §6.8 / §6.9 handshake checks. */
+bool auth_token_ok(struct server *s, struct lws *wsi);
+/* The instance header: true when absent-and-allowed or trusted (pins it when pin is set). */
+bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, size_t len);
+/* The relay's context headers -> the physical session id it may open; 1 = legacy (no
+ * headers), 0 = checked, -1 = refused. */
+int auth_relay_context(struct server *s, struct lws *wsi, const char *instance, const char *session,
+		       struct lb_rpc_context *ctx);
+
+/* relay.c: the managed-process relay (§6.9). */
+struct relay;
+/* The upgrade request for path: 1 = answered (400/401 written), 0 = accept, -1 = hang up. */
+int relay_check(struct server *s, struct lws *wsi, const char *path);
+int relay_callback(struct server *s, struct lws *wsi, enum lws_callback_reasons reason, void **slot,
+		   void *in, size_t len);
+bool relay_path(const char *path);
 
 /* actions.c: runs one request in the current (child) process; returns the whole reply. */
 json_t *server_run_action(struct server *s, const char *action, json_t *data,
@@ -65,6 +163,7 @@ bool server_is_tenant_action(const char *action);
 /* True when the action exists at all. */
 bool server_has_action(const char *action);
 bool server_action_waits_on_shutdown(const char *action);
+json_t *server_backend_info(const struct server *s);
 
 /* config.c: box_init / LANGBOT_BOX_CONFIG (§3.1). */
 int server_apply_config(struct server *s, json_t *update, struct lb_err **err);
