@@ -186,6 +186,7 @@ static struct server *server_new(void)
 	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
 	s->in_fd = s->out_fd = s->instance_lock = -1;
 	s->port = 5410;
+	s->max_file_bytes = 20971520; /* §3.1's default */
 	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
 	return s;
 }

@@ -197,13 +197,13 @@ json_t *server_backend_info(const struct server *s)
 			 lb_host_can_run_box(s->features));
 }
 
-static json_t *limits_json(const struct lb_box_limits *l)
+static json_t *limits_json(const struct lb_box_limits *l, int64_t max_file_bytes)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "max_sessions", (json_int_t)l->max_sessions,
 			 "max_managed_processes", (json_int_t)l->max_managed_processes,
 			 "max_completed_processes", (json_int_t)l->max_completed_processes,
 			 "max_admission_records", (json_int_t)100000, "max_rpc_file_bytes",
-			 (json_int_t)20971520);
+			 (json_int_t)max_file_bytes);
 }
 
 /* §3.7, with the real count of running managed processes (0.5.5 always reports 0). */
@@ -221,10 +221,11 @@ static int do_status(struct server *s, json_t *data, const struct lb_rpc_context
 		procs += lb_box_session_running_procs(&s->box, v[i].session_id);
 	}
 	lb_box_session_list_free(v, n);
-	*out = json_pack(
-	    "{s:o, s:I, s:I, s:I, s:o}", "backend", server_backend_info(s), "active_sessions",
-	    (json_int_t)active, "managed_processes", (json_int_t)procs, "session_ttl_sec",
-	    (json_int_t)s->box.limits.session_ttl_sec, "limits", limits_json(&s->box.limits));
+	*out =
+	    json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", server_backend_info(s),
+		      "active_sessions", (json_int_t)active, "managed_processes", (json_int_t)procs,
+		      "session_ttl_sec", (json_int_t)s->box.limits.session_ttl_sec, "limits",
+		      limits_json(&s->box.limits, s->max_file_bytes));
 	return 0;
 }
 
@@ -254,6 +255,7 @@ static const struct {
 };
 
 static const char *const inline_actions[] = {"__ping",
+					     "__file_chunk",
 					     "box_init",
 					     "box_health",
 					     "box_get_backend_info",
@@ -311,6 +313,8 @@ json_t *server_inline_action(struct server *s, const char *action, json_t *data,
 	struct lb_err *err = NULL;
 	if (!strcmp(action, "__ping"))
 		return lb_rpc_reply_ok(seq_id, json_object());
+	if (!strcmp(action, "__file_chunk"))
+		return server_file_chunk(s, data, seq_id);
 	if (!strcmp(action, "box_get_backend_info"))
 		return lb_rpc_reply_ok(seq_id, server_backend_info(s));
 	if (!strcmp(action, "box_health")) {

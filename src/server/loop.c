@@ -412,6 +412,11 @@ static void shutdown_deadline(lws_sorted_usec_list_t *sul)
 		kill(s->jobs[i]->pid, SIGKILL);
 }
 
+static void wake(lws_sorted_usec_list_t *sul)
+{
+	(void)sul; /* only ends lws_service()'s wait */
+}
+
 static size_t websockets(struct server *s)
 {
 	size_t n = s->relays;
@@ -436,9 +441,11 @@ static void shutdown_all(struct server *s)
 	}
 	uint64_t until = lb_now_ns() + SHUTDOWN_SOCKET_MS * 1000000ull;
 	lws_sul_schedule(s->lws, 0, &s->reap_timer, shutdown_deadline, SHUTDOWN_JOBS_US);
+	lws_sul_schedule(s->lws, 0, &s->wake_timer, wake, SHUTDOWN_SOCKET_MS * 1000ll);
 	while ((s->n_jobs || websockets(s)) && (s->n_jobs || lb_now_ns() < until))
 		lws_service(s->lws, 0);
 	lws_sul_cancel(&s->reap_timer);
+	lws_sul_cancel(&s->wake_timer);
 	server_drop_owned(s);
 }
 

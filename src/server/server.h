@@ -28,6 +28,12 @@ struct fence {
 
 struct server;
 
+#define SERVER_MAX_TRANSFERS 128 /* §6.6: __file_chunk uploads in progress */
+struct file_transfer {
+	char key[256];
+	size_t received;
+};
+
 /* A descriptor the loop watches (adopted as an lws raw file); the callbacks get it back. */
 struct fdwatch {
 	int (*on_read)(struct fdwatch *w);     /* < 0: close it */
@@ -94,6 +100,9 @@ struct server {
 	struct job *jobs[SERVER_MAX_JOBS];
 	size_t n_jobs;
 	struct peer *peers;
+	struct file_transfer transfers[SERVER_MAX_TRANSFERS];
+	size_t n_transfers;
+	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
 	uint64_t next_peer;
 	size_t relays;
 	/* transport */
@@ -105,7 +114,7 @@ struct server {
 	lws_retry_bo_t retry; /* lws pings idle WebSockets by this policy */
 	struct lws_context *lws;
 	struct lws_vhost *fds_vh, *http_vh;
-	lws_sorted_usec_list_t reap_timer;
+	lws_sorted_usec_list_t reap_timer, wake_timer;
 	int instance_lock;
 	bool stop, shutting_down;
 };
@@ -164,6 +173,9 @@ bool server_is_tenant_action(const char *action);
 bool server_has_action(const char *action);
 bool server_action_waits_on_shutdown(const char *action);
 json_t *server_backend_info(const struct server *s);
+
+/* files.c: __file_chunk (§6.6). */
+json_t *server_file_chunk(struct server *s, json_t *data, json_t *seq_id);
 
 /* config.c: box_init / LANGBOT_BOX_CONFIG (§3.1). */
 int server_apply_config(struct server *s, json_t *update, struct lb_err **err);
