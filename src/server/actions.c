@@ -240,19 +240,42 @@ static int do_shutdown(struct server *s, json_t *data, const struct lb_rpc_conte
 static const struct {
 	const char *name;
 	action_fn fn;
-	bool tenant, waits;
+	bool tenant, waits, sandbox; /* sandbox: builds one, so needs a usable backend */
 } actions[] = {
-    {"box_exec", do_exec, true, false},
-    {"box_create_session", do_create, true, true},
-    {"box_get_session", do_get_session, true, false},
-    {"box_get_sessions", do_get_sessions, true, false},
-    {"box_delete_session", do_delete, true, true},
-    {"box_start_managed_process", do_start_proc, true, true},
-    {"box_get_managed_process", do_get_proc, true, false},
-    {"box_stop_managed_process", do_stop_proc, true, true},
-    {"box_status", do_status, true, false},
-    {"box_shutdown", do_shutdown, false, true},
+    {"box_exec", do_exec, true, false, true},
+    {"box_create_session", do_create, true, true, true},
+    {"box_get_session", do_get_session, true, false, false},
+    {"box_get_sessions", do_get_sessions, true, false, false},
+    {"box_delete_session", do_delete, true, true, false},
+    {"box_start_managed_process", do_start_proc, true, true, true},
+    {"box_get_managed_process", do_get_proc, true, false, false},
+    {"box_stop_managed_process", do_stop_proc, true, true, false},
+    {"box_status", do_status, true, false, false},
+    {"box_shutdown", do_shutdown, false, true, false},
 };
+
+/* §3.2: no backend -> BoxBackendUnavailableError, naming what this host lacks. */
+static int backend_usable(const struct server *s, struct lb_err **err)
+{
+	const json_t *f = s->features, *cg = json_object_get(f, "cgroups");
+	char missing[256] = "";
+	size_t n = 0;
+	static const char *const ctl[] = {"memory", "pids", "cpu"};
+	if (lb_host_can_run_box(f))
+		return 0;
+	if (!json_is_true(json_object_get(f, "namespaces")))
+		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
+				      ", namespaces (root needed)");
+	for (size_t i = 0; i < 3 && n < sizeof(missing); i++)
+		if (!json_is_true(json_object_get(cg, ctl[i])))
+			n += (size_t)snprintf(missing + n, sizeof(missing) - n,
+					      ", a writable %s cgroup", ctl[i]);
+	return lb_err_box(
+	    err, LB_BOX_EUNAVAILABLE,
+	    "LangBot Box backend unavailable. lbbox cannot isolate a sandbox with its "
+	    "limits on this host (missing: %s); see /readyz or box_health",
+	    n > 2 ? missing + 2 : "unknown");
+}
 
 static const char *const inline_actions[] = {"__ping",
 					     "__file_chunk",
@@ -298,7 +321,8 @@ json_t *server_run_action(struct server *s, const char *action, json_t *data,
 	struct lb_err *err = NULL;
 	json_t *out = NULL;
 	int i = find(action);
-	if (i < 0 || actions[i].fn(s, data, ctx, &out, &err) < 0) {
+	if (i < 0 || (actions[i].sandbox && backend_usable(s, &err) < 0) ||
+	    actions[i].fn(s, data, ctx, &out, &err) < 0) {
 		json_t *reply = lb_rpc_reply_err(seq_id, err, LB_BOX_EBOX);
 		lb_err_free(&err);
 		return reply;
