@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""bench_rpc.py LBBOX ROOT RUNROOT [N] — LangBot's Box RPC over stdio, measured from a client.
+"""bench_rpc.py LBBOX ROOT RUNROOT [N] — LangBot's Box RPC, measured from a client.
 
-box_exec of `true` on an existing session (N runs: median, p90), 20 box_execs at once on 20
-sessions (wall time), and the memory of the server with 64 idle sessions (its own RSS, and the
-sessions' pid 1s). Prints markdown. Run by scripts/bench.sh; a benchmark, not a test.
+Over stdio: box_exec of `true` on an existing session (N runs: median, p90), 20 box_execs at
+once on 20 sessions (wall time), and the memory of the server with 64 idle sessions (its own
+RSS, and the sessions' pid 1s). Over `lbbox serve` + /rpc/ws: box_exec of `true` (N runs).
+Prints markdown. Run by scripts/bench.sh; a benchmark, not a test.
 """
 import json
 import os
@@ -16,9 +17,12 @@ lbbox, root, runroot = sys.argv[1:4]
 n = int(sys.argv[4]) if len(sys.argv) > 4 else 200
 env = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="bench",
            LBBOX_BOX_IMAGE_ALIASES="rockchin/langbot-sandbox:latest=busybox", LBBOX_BOX_PULL="0")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "rpc"))
+import wsclient  # noqa: E402  (the tests' RFC 6455 client)
+
 p = subprocess.Popen([lbbox, "--root", root, "--runroot", runroot, "box", "-s",
-                      "--ws-control-port", "5410"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                     env=env)
+                      "--ws-control-port", "0", "--host", "127.0.0.1"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, env=env)
 ctx = {"instance_uuid": "bench", "workspace_uuid": "w", "placement_generation": 1}
 replies, cv, seq = {}, threading.Condition(), [0]
 
@@ -97,6 +101,37 @@ for d in os.listdir(runroot):
         inits.append(kib(json.load(open(st))["pid"], "VmRSS"))
 p.stdin.close()
 p.wait(30)
+
+
+def ws_bench():
+    """box_exec over `lbbox serve` + /rpc/ws, one request at a time."""
+    srv = subprocess.Popen([lbbox, "--root", root, "--runroot", runroot, "serve", "--listen",
+                            "127.0.0.1:0"], stderr=subprocess.PIPE, env=env)
+    port = None
+    for line in srv.stderr:
+        if b"listening on" in line:
+            port = int(line.split(b":")[-1])
+            break
+    ws = wsclient.connect("127.0.0.1", port, "/rpc/ws", headers={"X-LangBot-Instance-Id": "bench"})
+
+    def call(i, action, data):
+        ws.send_text(json.dumps({"seq_id": i, "action": action, "data": data, "context": ctx}))
+        r = json.loads(ws.recv_msg(300)[1])
+        assert r["seq_id"] == i and r["code"] == 0, r
+    call(1, "box_create_session", spec("w0"))
+    out = []
+    for i in range(n + 10):
+        t0 = time.perf_counter()
+        call(i + 2, "box_exec", spec("w0", "true"))
+        if i >= 10:
+            out.append((time.perf_counter() - t0) * 1000)
+    ws.close()
+    srv.terminate()
+    srv.wait(30)
+    return stats(out)
+
+
+ws_med, ws_p90 = ws_bench()
 print("\nBox RPC over stdio (%d box_exec of `true` on one session):\n" % n)
 print("| case | value |\n| --- | ---: |")
 print("| box_exec median | %.2f ms |" % med)
@@ -104,3 +139,5 @@ print("| box_exec p90 | %.2f ms |" % p90)
 print("| 20 box_exec at once on 20 sessions (wall) | %.1f ms |" % wall)
 print("| server RSS with %d idle sessions | %d KiB |" % (len(inits), server_rss))
 print("| the sessions' pid 1s, RSS each (mean) | %d KiB |" % (sum(inits) // max(1, len(inits))))
+print("| box_exec over `lbbox serve` + /rpc/ws, median | %.2f ms |" % ws_med)
+print("| box_exec over `lbbox serve` + /rpc/ws, p90 | %.2f ms |" % ws_p90)
