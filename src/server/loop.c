@@ -140,8 +140,8 @@ static int job_read(struct fdwatch *w)
 {
 	struct job *j = (struct job *)w;
 	for (;;) {
-		if (j->len + 65536 > j->cap) {
-			size_t cap = (j->cap + 65536) * 2;
+		if (j->cap - j->len < 4096) { /* most replies are small: grow as needed */
+			size_t cap = j->cap ? j->cap * 2 : 16384;
 			char *p = realloc(j->buf, cap);
 			if (!p)
 				return -1;
