@@ -141,13 +141,17 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n);
 int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
 		     struct lb_err **err);
 /* A stream socket to the running process: bytes written go to its stdin, its stdout comes back.
- * One client at a time (a second waits). BoxManagedProcessConflictError when not running. */
-int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
-		       struct lb_err **err);
+ * One client at a time (a second waits in the keeper's short queue; nonblock: a non-blocking
+ * socket, and a full queue fails with EAGAIN instead of waiting). BoxManagedProcessConflictError
+ * when not running. */
+int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool nonblock, int *fd, struct lb_err **err);
 /* Running managed processes of one session. */
 size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
 /* Running managed processes of the whole runtime. */
 size_t lb_box_proc_count_running(struct lb_box *box);
+/* Sessions, running and exited managed processes, read without pruning anything. */
+void lb_box_count(struct lb_box *box, size_t *sessions, size_t *running, size_t *exited);
 
 /* ---- JSON as LangBot sees it ------------------------------------------------------------------
  */

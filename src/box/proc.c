@@ -162,6 +162,30 @@ size_t lb_box_proc_count_running(struct lb_box *box)
 	return n;
 }
 
+struct proc_counts {
+	size_t sessions, running, exited;
+};
+
+static void count_proc(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+		       uint64_t kstart, void *ctx)
+{
+	struct proc_counts *c = ctx;
+	info->running ? c->running++ : c->exited++;
+}
+
+static void count_session(struct lb_box *box, const char *key, const char *sdir, void *ctx)
+{
+	((struct proc_counts *)ctx)->sessions++;
+	box_each_proc(sdir, count_proc, ctx);
+}
+
+void lb_box_count(struct lb_box *box, size_t *sessions, size_t *running, size_t *exited)
+{
+	struct proc_counts c = {0};
+	box_each_session(box, count_session, &c);
+	*sessions = c.sessions, *running = c.running, *exited = c.exited;
+}
+
 int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		      const struct lb_box_proc_spec *spec, struct lb_box_proc_info *out,
 		      struct lb_err **err)
@@ -348,8 +372,8 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n)
 	free(v);
 }
 
-int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
-		       struct lb_err **err)
+int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool nonblock, int *fd, struct lb_err **err)
 {
 	char sdir[4200], json[4400], sock[4400];
 	struct lb_box_proc_info info;
@@ -376,7 +400,7 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 				  session_id);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd,
 		 strrchr(sock, '/') + 1);
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 		if (s >= 0)

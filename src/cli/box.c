@@ -186,6 +186,9 @@ static struct server *server_new(void)
 	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
 	s->in_fd = s->out_fd = s->instance_lock = -1;
 	s->port = 5410;
+	/* LangBot reaches the relay at 127.0.0.1 in stdio mode (§7.1); wider is asked for with
+	 * --host */
+	s->host = "127.0.0.1";
 	s->max_file_bytes = 20971520; /* §3.1's default */
 	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
 	return s;
@@ -201,6 +204,11 @@ static void server_delete(struct server *s)
 	free(s);
 }
 
+static bool loopback(const char *host)
+{
+	return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+}
+
 /* The environment both modes read (§6.8, §7.2). */
 static int server_env(struct server *s)
 {
@@ -212,6 +220,14 @@ static int server_env(struct server *s)
 		       -1;
 	snprintf(s->token, sizeof(s->token), "%s", token ? token : "");
 	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted ? trusted : "");
+	/* /rpc/ws runs commands as root: without a token only this host may reach it */
+	if (!s->token[0] && s->in_fd < 0 && !loopback(s->host))
+		return cli_error(
+			   "refusing to serve /rpc/ws on %s without LANGBOT_BOX_CONTROL_TOKEN "
+			   "(anyone reaching the port could run commands); set a token or "
+			   "listen on 127.0.0.1",
+			   s->host),
+		       -1;
 	return 0;
 }
 

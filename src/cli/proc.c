@@ -111,7 +111,7 @@ static int proc_attach(struct lb_box *box, int argc, char **argv)
 	_cleanup_close_ int sock = -1;
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
-	if (lb_box_proc_attach(box, argv[1], argv[2], &sock, &err) < 0)
+	if (lb_box_proc_attach(box, argv[1], argv[2], false, &sock, &err) < 0)
 		return cli_box_error(err);
 	return relay(sock) < 0 ? 1 : 0;
 }

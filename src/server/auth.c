@@ -111,7 +111,7 @@ int auth_relay_context(struct server *s, struct lws *wsi, const char *instance, 
 	char *dash = strrchr(ns, '-');
 	if (dash)
 		*dash = '\0';
-	struct fence *f = server_fence(s, ns);
+	struct fence *f = server_fence(s, ns, false);
 	size_t pl = strlen(ctx->prefix);
 	if (!f || f->generation != ctx->generation || strncmp(session, ctx->prefix, pl) != 0 ||
 	    session[pl] != '-')

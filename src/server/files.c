@@ -17,6 +17,8 @@
 #include "lbbox/util.h"
 #include "server/server.h"
 
+#define TRANSFER_IDLE_NS (600ull * 1000 * 1000 * 1000)
+
 /* ^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$ */
 static bool key_valid(const char *k)
 {
@@ -45,16 +47,26 @@ static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, s
 	return 0;
 }
 
+/* The upload of key; create (chunk 0): a new one, or the same key restarted from zero. Uploads
+ * idle for TRANSFER_IDLE_NS are forgotten, so abandoned ones do not hold the 128 slots. */
 static struct file_transfer *transfer(struct server *s, const char *key, bool create)
 {
-	for (size_t i = 0; i < s->n_transfers; i++)
+	uint64_t now = lb_now_ns();
+	struct file_transfer *t = NULL;
+	for (size_t i = s->n_transfers; i-- > 0;)
+		if (now - s->transfers[i].touched > TRANSFER_IDLE_NS)
+			s->transfers[i] = s->transfers[--s->n_transfers];
+	for (size_t i = 0; i < s->n_transfers && !t; i++)
 		if (!strcmp(s->transfers[i].key, key))
-			return &s->transfers[i];
-	if (!create || s->n_transfers == SERVER_MAX_TRANSFERS)
-		return NULL;
-	struct file_transfer *t = &s->transfers[s->n_transfers++];
-	*t = (struct file_transfer){0};
-	snprintf(t->key, sizeof(t->key), "%s", key);
+			t = &s->transfers[i];
+	if (!t && create && s->n_transfers < SERVER_MAX_TRANSFERS) {
+		t = &s->transfers[s->n_transfers++];
+		snprintf(t->key, sizeof(t->key), "%s", key);
+	}
+	if (t && create)
+		t->received = 0;
+	if (t)
+		t->touched = now;
 	return t;
 }
 
@@ -67,7 +79,9 @@ static void transfer_end(struct server *s, struct file_transfer *t)
 static int decode(const char *b64, unsigned char **out, size_t *len, struct lb_err **err)
 {
 	size_t n = strlen(b64);
-	if (n % 4)
+	size_t body =
+	    strspn(b64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+	if (n % 4 || n - body > 2 || strspn(b64 + body, "=") != n - body)
 		return lb_err_box(err, "ValueError", "chunk_base64 is not valid base64");
 	unsigned char *buf = malloc(n / 4 * 3 + 1);
 	if (!buf)

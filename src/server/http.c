@@ -10,9 +10,13 @@
 
 #include "lbbox/cleanup.h"
 #include "lbbox/features.h"
+#include "lbbox/util.h"
 #include "server/server.h"
 
 #define MAX_FRAGMENTS 4096 /* §6.3 */
+/* Replies queued for a client that does not read: stop reading its requests above this. */
+#define PEER_OUT_HIGH (64u << 20)
+#define PEER_OUT_LOW  (16u << 20)
 
 int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
 		       size_t len);
@@ -77,35 +81,30 @@ static size_t count_jobs(struct server *s, const char *action, bool background)
 	return n;
 }
 
-/* §6.9's resources: what this runtime holds right now. */
+/* §6.9's resources: what this runtime holds. Counting reads every session's records, so an
+ * unauthenticated health probe gets a copy at most a second old rather than a fresh walk. */
 json_t *server_resources(struct server *s)
 {
-	struct lb_box_session *v = NULL;
-	size_t n = 0, running = 0, exited = 0, peers = 0;
-	if (lb_box_session_list(&s->box, &v, &n, NULL) < 0)
-		n = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct lb_box_proc_info *pv = NULL;
-		size_t pn = 0;
-		if (lb_box_proc_list(&s->box, v[i].session_id, &pv, &pn, NULL) < 0)
-			continue;
-		for (size_t k = 0; k < pn; k++)
-			pv[k].running ? running++ : exited++;
-		lb_box_proc_list_free(pv, pn);
-	}
-	lb_box_session_list_free(v, n);
+	size_t sessions, running, exited, peers = 0;
+	uint64_t now = lb_now_ns();
+	if (s->resources && now - s->resources_at < 1000000000ull)
+		return json_deep_copy(s->resources);
+	lb_box_count(&s->box, &sessions, &running, &exited);
 	for (struct peer *p = s->peers; p; p = p->next)
 		peers++;
 	size_t actions = s->n_jobs - count_jobs(s, NULL, true);
-	return json_pack(
+	json_decref(s->resources);
+	s->resources = json_pack(
 	    "{s:{s:I, s:I, s:I}, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I}", "event_loop",
 	    "connections", (json_int_t)peers, "relays", (json_int_t)s->relays, "jobs",
 	    (json_int_t)s->n_jobs, "blocking_executor", "in_flight", (json_int_t)actions,
-	    "max_per_connection", (json_int_t)LB_RPC_MAX_INFLIGHT, "sessions", (json_int_t)n,
+	    "max_per_connection", (json_int_t)LB_RPC_MAX_INFLIGHT, "sessions", (json_int_t)sessions,
 	    "managed_processes", (json_int_t)running, "completed_processes", (json_int_t)exited,
 	    "creating_session_tasks", (json_int_t)count_jobs(s, "box_create_session", false),
 	    "closing_session_tasks", (json_int_t)count_jobs(s, "box_delete_session", false),
 	    "background_tasks", (json_int_t)count_jobs(s, NULL, true));
+	s->resources_at = now;
+	return json_deep_copy(s->resources);
 }
 
 /* §3.7, plus the features this host really gives (beyond LangBot). */
@@ -152,6 +151,9 @@ static int confirm_upgrade(struct server *s, struct lws *wsi)
 	if (s->shutting_down)
 		return server_http_reject(wsi, 503, "text/plain; charset=utf-8",
 					  "Box runtime shutting down");
+	/* in stdio mode LangBot never uses /rpc/ws: only with a token is it a second way in */
+	if (!strcmp(uri, "/rpc/ws") && s->in_fd >= 0 && !s->token[0])
+		return unauthorized(wsi);
 	if (!strcmp(uri, "/rpc/ws"))
 		return auth_token_ok(s, wsi) &&
 			       auth_instance_ok(s, wsi, true, instance, sizeof(instance))
@@ -190,6 +192,29 @@ static int rpc_receive(struct peer *p, struct lws *wsi, const void *in, size_t l
 	if (json_is_object(msg)) /* anything else is ignored (§6.4) */
 		server_handle(p->s, p, msg);
 	json_decref(msg);
+	if (p->out.bytes > PEER_OUT_HIGH && !p->paused) { /* a client that does not read */
+		lws_rx_flow_control(wsi, 0);
+		p->paused = true;
+	}
+	return 0;
+}
+
+static int rpc_writable(struct server *s, struct peer *p, struct lws *wsi)
+{
+	if (s->shutting_down && !p->out.head) {
+		static const char why[] = "Box runtime shutting down";
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why,
+				 sizeof(why) - 1);
+		return -1;
+	}
+	if (wsq_write(&p->out, wsi) < 0)
+		return -1;
+	if (p->paused && p->out.bytes < PEER_OUT_LOW) {
+		lws_rx_flow_control(wsi, 1);
+		p->paused = false;
+	}
+	if (!p->out.head && s->shutting_down)
+		lws_callback_on_writable(wsi); /* for the close */
 	return 0;
 }
 
@@ -203,13 +228,7 @@ static int rpc_callback(struct server *s, struct lws *wsi, enum lws_callback_rea
 	case LWS_CALLBACK_RECEIVE:
 		return c->peer ? rpc_receive(c->peer, wsi, in, len) : -1;
 	case LWS_CALLBACK_SERVER_WRITEABLE:
-		if (s->shutting_down && (!c->peer || !c->peer->out.head)) {
-			static const char why[] = "Box runtime shutting down";
-			lws_close_reason(wsi, LWS_CLOSE_STATUS_GOINGAWAY, (unsigned char *)why,
-					 sizeof(why) - 1);
-			return -1;
-		}
-		return c->peer ? wsq_write(&c->peer->out, wsi) : 0;
+		return c->peer ? rpc_writable(s, c->peer, wsi) : -1;
 	case LWS_CALLBACK_CLOSED:
 		if (c->peer)
 			peer_free(c->peer); /* its running jobs' replies go nowhere */
@@ -270,8 +289,7 @@ int server_http_start(struct server *s, struct lb_err **err)
 {
 	struct lws_context_creation_info info = {0};
 	lws_set_log_level(LLL_ERR, log_line);
-	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_VALIDATE_UTF8 |
-		       LWS_SERVER_OPTION_DISABLE_IPV6;
+	info.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_VALIDATE_UTF8;
 	info.user = s;
 	info.max_http_header_data = 8192;
 	info.port = CONTEXT_PORT_NO_LISTEN_SERVER;
@@ -289,7 +307,9 @@ int server_http_start(struct server *s, struct lb_err **err)
 				    .secs_since_valid_hangup = (uint16_t)(s->ping_sec * 2 + 10)};
 	info.vhost_name = "http";
 	info.port = s->port;
-	info.iface = s->host && strcmp(s->host, "0.0.0.0") != 0 ? s->host : NULL;
+	info.iface = s->host;
+	if (s->host && !strchr(s->host, ':'))
+		info.options |= LWS_SERVER_OPTION_DISABLE_IPV6; /* an IPv4 address: IPv4 only */
 	info.retry_and_idle_policy = &s->retry;
 	s->http_vh = lws_create_vhost(s->lws, &info);
 	if (!s->http_vh) {

@@ -30,10 +30,12 @@ int server_watch(struct server *s, struct fdwatch *w, int fd)
 {
 	lws_sock_file_fd_type u = {.filefd = fd};
 	w->s = s;
+	w->fd = fd;
 	w->wsi =
 	    lws_adopt_descriptor_vhost(s->fds_vh, LWS_ADOPT_RAW_FILE_DESC, u, "lbbox-fd", NULL);
 	if (!w->wsi) {
 		close(fd);
+		w->fd = -1;
 		return -1;
 	}
 	lws_set_opaque_user_data(w->wsi, w);
@@ -73,12 +75,12 @@ int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 	}
 }
 
-struct fence *server_fence(struct server *s, const char *key)
+struct fence *server_fence(struct server *s, const char *key, bool create)
 {
 	for (size_t i = 0; i < s->n_fences; i++)
 		if (!strcmp(s->fences[i].key, key))
 			return &s->fences[i];
-	if (s->n_fences == SERVER_MAX_FENCES)
+	if (!create || s->n_fences == SERVER_MAX_FENCES)
 		return NULL;
 	struct fence *f = &s->fences[s->n_fences++];
 	snprintf(f->key, sizeof(f->key), "%s", key);
@@ -111,11 +113,14 @@ static void job_free(struct job *j)
 }
 
 /* The reply of a finished job, unless the Workspace moved on meanwhile (§6.7). */
+static int job_read(struct fdwatch *w);
+
 static void job_done(struct fdwatch *w)
 {
 	struct job *j = (struct job *)w;
 	struct server *s = w->s;
 	int status;
+	job_read(w); /* what is left in the pipe */
 	while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
@@ -123,7 +128,7 @@ static void job_done(struct fdwatch *w)
 		p->inflight--;
 	if (p && j->seq_id) {
 		json_t *reply = j->buf ? json_loadb(j->buf, j->len, 0, NULL) : NULL;
-		struct fence *f = j->fence[0] ? server_fence(s, j->fence) : NULL;
+		struct fence *f = j->fence[0] ? server_fence(s, j->fence, false) : NULL;
 		if (f && f->generation > j->generation) {
 			json_decref(reply);
 			reply = lb_rpc_reply_error(j->seq_id, "PermissionError",
@@ -147,7 +152,7 @@ static int job_read(struct fdwatch *w)
 				return -1;
 			j->buf = p, j->cap = cap;
 		}
-		ssize_t n = read(lws_get_socket_fd(w->wsi), j->buf + j->len, j->cap - j->len);
+		ssize_t n = read(w->fd, j->buf + j->len, j->cap - j->len);
 		if (n > 0) {
 			j->len += (size_t)n;
 			continue;
@@ -166,7 +171,7 @@ static void close_sockets(void)
 	struct dirent *e;
 	struct stat st;
 	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d) &&
+		if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d) &&
 		    fstat(atoi(e->d_name), &st) == 0 && S_ISSOCK(st.st_mode))
 			close(atoi(e->d_name));
 }
@@ -268,13 +273,18 @@ static int check_context(struct server *s, struct peer *p, json_t *msg, const ch
 		return 0;
 	char ns[80];
 	namespace_of(ctx, ns, sizeof(ns));
-	struct fence *f = server_fence(s, ns);
-	if (f && ctx->generation < f->generation) {
+	struct fence *f = server_fence(s, ns, true);
+	if (!f) { /* never skip the fence: a full table refuses new Workspaces */
+		peer_send(p, lb_rpc_reply_error(seq_id, LB_BOX_ECAPACITY,
+						"Box placement fence capacity reached"));
+		return -1;
+	}
+	if (ctx->generation < f->generation) {
 		peer_send(p, lb_rpc_reply_error(seq_id, "PermissionError",
 						"Stale Box placement generation"));
 		return -1;
 	}
-	if (f && ctx->generation > f->generation) {
+	if (ctx->generation > f->generation) {
 		bool had = f->generation >= 0;
 		f->generation = ctx->generation;
 		if (had)
@@ -354,7 +364,7 @@ static int stdio_read(struct fdwatch *w)
 {
 	struct stdio_in *in = (struct stdio_in *)w;
 	char buf[65536];
-	ssize_t got = read(lws_get_socket_fd(w->wsi), buf, sizeof(buf));
+	ssize_t got = read(w->fd, buf, sizeof(buf));
 	if (got < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;
 	/* EOF, or a framing violation: the connection is over, and so is the runtime */
@@ -374,7 +384,7 @@ static void stdio_closed(struct fdwatch *w)
 static int signal_read(struct fdwatch *w)
 {
 	struct signalfd_siginfo si; /* SIGTERM, SIGINT, SIGHUP: consumed, so not delivered */
-	if (read(lws_get_socket_fd(w->wsi), &si, sizeof(si)) == sizeof(si))
+	if (read(w->fd, &si, sizeof(si)) == sizeof(si))
 		w->s->stop = true;
 	return 0;
 }
@@ -467,8 +477,9 @@ int server_run(struct server *s)
 		goto out;
 	}
 	if (s->in_fd >= 0) {
+		/* read only when poll says readable: stdin stays blocking, it may share its open
+		 * file with stdout, whose writes must never see EAGAIN */
 		in.peer = peer_new(s, NULL);
-		fcntl(s->in_fd, F_SETFL, fcntl(s->in_fd, F_GETFL) | O_NONBLOCK);
 		if (!in.peer || server_watch(s, &in.w, s->in_fd) < 0)
 			s->stop = true;
 	}
@@ -485,6 +496,7 @@ out:
 	s->lws = NULL;
 	while (s->peers)
 		peer_free(s->peers);
+	json_decref(s->resources);
 	lb_rpc_reader_free(&in.r);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;

@@ -23,15 +23,20 @@
 struct relay {
 	struct fdwatch w; /* the keeper socket */
 	struct lws *ws;	  /* NULL once the client left */
-	struct wsq out;	  /* stdout lines for the client */
-	char *line;	  /* a stdout line without its "\n" yet */
+	struct server *s;
+	char sid[512], pid[512];
+	lws_sorted_usec_list_t retry; /* the keeper's queue was full: attach again soon */
+	struct wsq out;		      /* stdout lines for the client */
+	char *line;		      /* a stdout line without its "\n" yet */
 	size_t line_len;
 	char *pend; /* client messages (+ "\n") not yet taken by the keeper */
 	size_t pend_len, pend_off;
 	char *in; /* the WebSocket message being received */
 	size_t in_len;
-	bool eof, keeper_paused, ws_paused;
+	bool eof, failed, keeper_paused, ws_paused;
 };
+
+#define ATTACH_RETRY_US 100000
 
 /* /v1/sessions/{session}/managed-process/{process}/ws, or .../managed-process/ws = "default". */
 static bool parse_path(const char *path, char *sid, size_t slen, char *pid, size_t plen)
@@ -116,18 +121,9 @@ static void push_line(struct relay *r, const char *p, size_t n)
 		lws_callback_on_writable(r->ws);
 }
 
-static int keeper_read(struct fdwatch *w)
+/* Stdout bytes: every complete line becomes a message; a partial one waits for its newline. */
+static int feed(struct relay *r, const char *buf, size_t n)
 {
-	struct relay *r = (struct relay *)w;
-	char buf[65536];
-	ssize_t n = read(lws_get_socket_fd(w->wsi), buf, sizeof(buf));
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	if (n == 0) { /* the process exited (or the keeper went): the rest, then close */
-		push_line(r, r->line, r->line_len);
-		r->line_len = 0;
-		return -1;
-	}
 	const char *p = buf, *end = buf + n, *nl;
 	while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
 		if (r->line_len) {
@@ -142,7 +138,7 @@ static int keeper_read(struct fdwatch *w)
 		}
 		p = nl + 1;
 	}
-	if (p < end) { /* a partial line: kept until its newline (a message is ≤ 16 MiB) */
+	if (p < end) { /* a message is at most 16 MiB: a longer line goes out in pieces */
 		char *l = realloc(r->line, r->line_len + (size_t)(end - p));
 		if (!l)
 			return -1;
@@ -153,6 +149,20 @@ static int keeper_read(struct fdwatch *w)
 			r->line_len = 0;
 		}
 	}
+	return 0;
+}
+
+static int keeper_read(struct fdwatch *w)
+{
+	struct relay *r = (struct relay *)w;
+	char buf[65536];
+	ssize_t n = read(w->fd, buf, sizeof(buf));
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (n == 0) /* the process exited (or the keeper went): keeper_closed sends the rest */
+		return -1;
+	if (feed(r, buf, (size_t)n) < 0)
+		return -1;
 	if (r->out.bytes > RELAY_HIGH && !r->keeper_paused) {
 		lws_rx_flow_control(w->wsi, 0);
 		r->keeper_paused = true;
@@ -164,8 +174,7 @@ static int keeper_writable(struct fdwatch *w)
 {
 	struct relay *r = (struct relay *)w;
 	while (r->pend_off < r->pend_len) {
-		ssize_t n = write(lws_get_socket_fd(w->wsi), r->pend + r->pend_off,
-				  r->pend_len - r->pend_off);
+		ssize_t n = write(w->fd, r->pend + r->pend_off, r->pend_len - r->pend_off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
@@ -185,9 +194,18 @@ static int keeper_writable(struct fdwatch *w)
 	return 0;
 }
 
+/* Also after a hang-up seen while reading was paused: what the socket still holds is read here
+ * (the descriptor is open until this returns), then the last partial line. */
 static void keeper_closed(struct fdwatch *w)
 {
 	struct relay *r = (struct relay *)w;
+	char buf[65536];
+	ssize_t n;
+	fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK);
+	while ((n = read(w->fd, buf, sizeof(buf))) > 0 && feed(r, buf, (size_t)n) == 0)
+		;
+	push_line(r, r->line, r->line_len);
+	r->line_len = 0;
 	if (!r->ws) {
 		relay_free(w->s, r);
 		return;
@@ -196,34 +214,56 @@ static void keeper_closed(struct fdwatch *w)
 	lws_callback_on_writable(r->ws);
 }
 
-static int attach(struct server *s, struct lws *wsi, struct relay **slot)
+static void retry_attach(lws_sorted_usec_list_t *sul);
+
+/* Connects to the keeper without blocking the loop: a full queue (another client attached and
+ * more waiting) is retried on a timer; the client waits, as LangBot's second client does. */
+static void try_attach(struct relay *r)
 {
-	char uri[1024], sid[512], pid[512];
 	_cleanup_err_ struct lb_err *err = NULL;
 	int fd;
-	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
-	    !parse_path(uri, sid, sizeof(sid), pid, sizeof(pid)))
-		return -1;
-	if (lb_box_proc_attach(&s->box, sid, pid, &fd, &err) < 0) {
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION,
-				 (unsigned char *)err->msg, strnlen(err->msg, 120));
-		return -1;
-	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	struct relay *r = calloc(1, sizeof(*r));
-	if (!r) {
-		close(fd);
-		return -1;
+	if (lb_box_proc_attach(&r->s->box, r->sid, r->pid, true, &fd, &err) < 0) {
+		if (err->errnum == EAGAIN) {
+			lws_sul_schedule(r->s->lws, 0, &r->retry, retry_attach, ATTACH_RETRY_US);
+			return;
+		}
+		r->failed = true; /* not running any more: closed from the writable callback */
+		lws_callback_on_writable(r->ws);
+		return;
 	}
 	r->w = (struct fdwatch){
 	    .on_read = keeper_read, .on_writable = keeper_writable, .on_close = keeper_closed};
+	if (server_watch(r->s, &r->w, fd) < 0) {
+		r->failed = true;
+		lws_callback_on_writable(r->ws);
+		return;
+	}
+	if (r->pend_len)
+		lws_callback_on_writable(r->w.wsi);
+}
+
+static void retry_attach(lws_sorted_usec_list_t *sul)
+{
+	try_attach(lws_container_of(sul, struct relay, retry));
+}
+
+static int attach(struct server *s, struct lws *wsi, struct relay **slot)
+{
+	char uri[1024];
+	struct relay *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -1;
+	r->s = s;
 	r->ws = wsi;
-	s->relays++;
-	if (server_watch(s, &r->w, fd) < 0) {
-		relay_free(s, r);
+	r->w.fd = -1;
+	if (lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
+	    !parse_path(uri, r->sid, sizeof(r->sid), r->pid, sizeof(r->pid))) {
+		free(r);
 		return -1;
 	}
+	s->relays++;
 	*slot = r;
+	try_attach(r);
 	return 0;
 }
 
@@ -253,11 +293,17 @@ static int client_message(struct relay *r, struct lws *wsi, const void *in, size
 		lws_rx_flow_control(wsi, 0);
 		r->ws_paused = true;
 	}
-	return r->w.wsi ? keeper_writable(&r->w) : 0;
+	return r->w.wsi ? keeper_writable(&r->w) : 0; /* else sent once attached */
 }
 
 static int client_writable(struct server *s, struct relay *r, struct lws *wsi)
 {
+	if (r->failed) {
+		static const char why[] = "managed process is not running";
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_UNEXPECTED_CONDITION, (unsigned char *)why,
+				 sizeof(why) - 1);
+		return -1;
+	}
 	if (r->out.head && !s->shutting_down) {
 		if (wsq_write(&r->out, wsi) < 0)
 			return -1;
@@ -265,6 +311,8 @@ static int client_writable(struct server *s, struct relay *r, struct lws *wsi)
 			lws_rx_flow_control(r->w.wsi, 1);
 			r->keeper_paused = false;
 		}
+		if (!r->out.head && r->eof)
+			lws_callback_on_writable(wsi); /* for the close */
 		return 0;
 	}
 	if (s->shutting_down) {
@@ -294,6 +342,7 @@ int relay_callback(struct server *s, struct lws *wsi, enum lws_callback_reasons 
 	case LWS_CALLBACK_CLOSED:
 		/* the client left: detach from the keeper, the process keeps running */
 		*slot = NULL;
+		lws_sul_cancel(&r->retry);
 		server_unwatch(&r->w);
 		relay_free(s, r);
 		return 0;

@@ -32,14 +32,16 @@ struct server;
 struct file_transfer {
 	char key[256];
 	size_t received;
+	uint64_t touched; /* lb_now_ns() of its last chunk */
 };
 
 /* A descriptor the loop watches (adopted as an lws raw file); the callbacks get it back. */
 struct fdwatch {
 	int (*on_read)(struct fdwatch *w);     /* < 0: close it */
 	int (*on_writable)(struct fdwatch *w); /* < 0: close it */
-	void (*on_close)(struct fdwatch *w);   /* lws closed the descriptor */
+	void (*on_close)(struct fdwatch *w);   /* lws is about to close the descriptor */
 	struct lws *wsi;
+	int fd;
 	struct server *s;
 };
 
@@ -64,8 +66,8 @@ struct peer {
 	struct wsq out;
 	char *in; /* the WebSocket message being received */
 	size_t in_len, in_frags;
-	bool in_bad; /* oversized: the rest of the message is dropped, then it closes */
 	size_t inflight;
+	bool paused; /* its requests are not read while too many replies wait for it */
 };
 
 /* An action running in a forked child; its reply comes back through its pipe. */
@@ -105,6 +107,8 @@ struct server {
 	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
 	uint64_t next_peer;
 	size_t relays;
+	json_t *resources; /* /healthz's counts, recomputed at most once a second */
+	uint64_t resources_at;
 	/* transport */
 	int in_fd, out_fd; /* stdio mode; -1 in serve mode */
 	const char *host;  /* HTTP listener; NULL = all addresses */
@@ -127,7 +131,8 @@ void server_handle(struct server *s, struct peer *p, json_t *msg);
 /* Watch fd (the loop owns and closes it from now on); -1 when it cannot. */
 int server_watch(struct server *s, struct fdwatch *w, int fd);
 void server_unwatch(struct fdwatch *w);
-struct fence *server_fence(struct server *s, const char *ns);
+/* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
+struct fence *server_fence(struct server *s, const char *ns, bool create);
 
 /* peer.c: control connections. */
 struct peer *peer_new(struct server *s, struct lws *wsi);
