@@ -97,10 +97,12 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 	return 0;
 }
 
+/* Also a delete of an owned session that was interrupted (its record moved to deleting.json). */
 static void drop_if_owned(struct lb_box *box, const char *key, const char *sdir, void *ctx)
 {
 	struct lb_box_session s;
-	if (box_record_read_dir(box, key, &s, NULL) < 0)
+	if (box_record_read_dir(box, key, &s, NULL) < 0 &&
+	    box_record_read_file(box, key, "deleting.json", &s, NULL) < 0)
 		return;
 	if (!strcmp(s.owner, box->owner))
 		box_session_drop(box, s.session_id, NULL);

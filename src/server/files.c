@@ -38,8 +38,6 @@ static bool key_valid(const char *k)
 static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, struct lb_err **err)
 {
 	json_t *v = json_object_get(data, key);
-	if (!v)
-		return lb_err_box(err, "KeyError", "'%s'", key);
 	if (!json_is_integer(v) || json_integer_value(v) < min)
 		return lb_err_box(err, "ValueError", "%s must be an integer >= %lld", key,
 				  (long long)min);
@@ -131,12 +129,16 @@ static int store(const char *key, int64_t index, int64_t length, struct file_tra
 
 static int write_chunk(struct server *s, json_t *data, struct lb_err **err)
 {
-	const char *key = json_string_value(json_object_get(data, "file_key"));
-	const char *b64 = json_string_value(json_object_get(data, "chunk_base64"));
 	int64_t length, index, amount;
+	static const char *const keys[] = {"file_key", "file_length", "chunk_base64", "chunk_index",
+					   "chunk_amount"};
+	for (size_t i = 0; i < 5; i++) /* as the SDK's handler indexes the payload */
+		if (!json_object_get(data, keys[i]))
+			return lb_err_box(err, "KeyError", "'%s'", keys[i]);
+	const char *key = json_string_value(json_object_get(data, "file_key"));
 	if (!key || !key_valid(key))
 		return lb_err_box(err, "ValueError", "invalid file_key");
-	if (!b64)
+	if (!json_is_string(json_object_get(data, "chunk_base64")))
 		return lb_err_box(err, "ValueError", "chunk_base64 must be a string");
 	if (int_field(data, "file_length", 0, &length, err) < 0 ||
 	    int_field(data, "chunk_index", 0, &index, err) < 0 ||

@@ -13,7 +13,6 @@
 #include "lbbox/util.h"
 #include "server/server.h"
 
-#define MAX_FRAGMENTS 4096 /* §6.3 */
 /* Replies queued for a client that does not read: stop reading its requests above this. */
 #define PEER_OUT_HIGH (64u << 20)
 #define PEER_OUT_LOW  (16u << 20)
@@ -173,10 +172,7 @@ static int rpc_receive(struct peer *p, struct lws *wsi, const void *in, size_t l
 				 sizeof(why) - 1);
 		return -1;
 	}
-	if (lws_is_first_fragment(wsi) && !p->in_len)
-		p->in_frags = 0;
-	p->in_frags++;
-	if (p->in_len + len > SERVER_MAX_MSG || p->in_frags > MAX_FRAGMENTS) {
+	if (p->in_len + len > SERVER_MAX_MSG) { /* §6.3: 16 MiB, the memory bound that matters */
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
 		return -1;
 	}
@@ -311,7 +307,9 @@ int server_http_start(struct server *s, struct lb_err **err)
 	if (s->host && !strchr(s->host, ':'))
 		info.options |= LWS_SERVER_OPTION_DISABLE_IPV6; /* an IPv4 address: IPv4 only */
 	info.retry_and_idle_policy = &s->retry;
+	lws_set_log_level(0, log_line); /* a port in use is reported below, in one line */
 	s->http_vh = lws_create_vhost(s->lws, &info);
+	lws_set_log_level(LLL_ERR, log_line);
 	if (!s->http_vh) {
 		if (s->listen_required)
 			return lb_err_set(err, 0, "cannot listen on %s:%d (in use?)",

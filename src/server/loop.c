@@ -198,8 +198,9 @@ static pid_t start_job(struct server *s, struct peer *p, json_t *seq_id, const c
 				  .seq_id = json_incref(seq_id),
 				  .action = action,
 				  .generation = gen,
+				  /* background work deletes sessions: let it finish too */
 				  .wait_on_shutdown =
-				      action && server_action_waits_on_shutdown(action)};
+				      !action || server_action_waits_on_shutdown(action)};
 		snprintf(j->fence, sizeof(j->fence), "%s", fence ? fence : "");
 		s->jobs[s->n_jobs++] = j;
 		if (p)

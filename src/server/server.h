@@ -65,7 +65,7 @@ struct peer {
 	struct lws *wsi; /* NULL for stdio */
 	struct wsq out;
 	char *in; /* the WebSocket message being received */
-	size_t in_len, in_frags;
+	size_t in_len;
 	size_t inflight;
 	bool paused; /* its requests are not read while too many replies wait for it */
 };
