@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""Conformance of `lbbox box -s` with LangBot's Box RPC over stdio (spec §3, §6).
+"""Conformance of lbbox with LangBot's Box RPC over stdio and WebSocket (spec §3, §6).
 
-Speaks the wire protocol with the standard library only (no SDK: spec §10): starts lbbox as
-LangBot does (argv `box -s --ws-control-port N`, LANGBOT_BOX_* environment), sends JSON lines
-(chunked above 16 KiB as the SDK does), and checks replies, error classes, chunking, concurrency,
-tenancy, the seed scenarios and the clean exit. Prints a Criterion-style Synthesis line.
+Speaks the wire protocol with the standard library only (no SDK: spec §10):
+- stdio: starts `lbbox box -s --ws-control-port N --host 127.0.0.1` as LangBot does (LANGBOT_BOX_*
+  environment), sends JSON lines (chunked above 16 KiB as the SDK does) and checks replies, error
+  classes, chunking, concurrency, tenancy, the seed scenarios and the clean exit;
+- WebSocket: the same tests against `lbbox serve --listen 127.0.0.1:N` over `GET /rpc/ws`
+  (one JSON per text message, large ones fragmented), plus the HTTP side of both modes: /healthz,
+  /readyz, the control token and instance headers (§6.8) and the managed-process relay (§6.9).
+After every test the server is ended (stdin EOF or SIGTERM) and nothing may be left: no session
+directory, no cgroup, no process. Prints Criterion-style [PASS]/[FAIL] lines and a Synthesis line.
 
-usage: conformance.py LBBOX_BIN BUSYBOX_ROOTFS   (as root; a private runroot is used)
+usage: conformance.py LBBOX_BIN BUSYBOX_ROOTFS   (as root; private roots and free ports are used)
+       LBBOX_RPC_FILTER='http_*::relay*' runs only the tests whose label matches (fnmatch).
 """
+import base64
+import fnmatch
 import glob
+import hashlib
 import json
 import os
-import select
+import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,11 +31,19 @@ import threading
 import time
 import traceback
 
-LBBOX = os.path.abspath(sys.argv[1])
-ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import wsclient  # noqa: E402
+from wsclient import HandshakeError  # noqa: E402
+
+LBBOX = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2]) \
+    if len(sys.argv) > 2 or os.environ.get("LBBOX_TEST_ROOTFS") else None
 CHUNK = 16384
+WS_FRAGMENT = 16384  # our client sends messages over 64 KiB as fragments of this size
 IMAGE = "rockchin/langbot-sandbox:latest"
 CTX = {"instance_uuid": "inst-1", "workspace_uuid": "ws-1", "placement_generation": 1}
+TOKEN = "lbbox-test-token-" + "0123456789abcdef" * 3  # >= 32 chars, no whitespace
+HOST = "127.0.0.1"
 
 
 def spec(session_id, cmd="", **kw):
@@ -38,80 +56,89 @@ def spec(session_id, cmd="", **kw):
     return s
 
 
-class Box:
-    """One `lbbox box -s` child and a JSON-lines client for it (replies matched by seq_id)."""
+def namespace(instance, workspace):
+    """§6.7: "ws-" + sha256(instance + "\\0" + workspace)[:24]."""
+    return "ws-" + hashlib.sha256((instance + "\0" + workspace).encode()).hexdigest()[:24]
 
-    def __init__(self, tmp, env=None):
-        self.runroot = os.path.join(tmp, "run")
-        self.root = os.path.join(tmp, "root")
-        os.makedirs(os.path.join(self.root, "images"), exist_ok=True)
-        link = os.path.join(self.root, "images", "busybox")
-        if not os.path.exists(link):
-            os.makedirs(link)
-            os.symlink(ROOTFS, os.path.join(link, "rootfs"))
-        e = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="inst-1",
-                 LBBOX_BOX_IMAGE_ALIASES=IMAGE + "=busybox", LBBOX_BOX_PULL="0")
-        e.update(env or {})
-        self.p = subprocess.Popen([LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
-                                   "-s", "--ws-control-port", "5410"], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+
+def physical(logical, ctx=CTX):
+    """The physical session id of a (simple, already sanitised) logical id."""
+    return "%s-g%d-%s" % (namespace(ctx["instance_uuid"], ctx["workspace_uuid"]),
+                          ctx["placement_generation"], logical)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind((HOST, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def poll(fn, timeout=5.0, step=0.05):
+    """fn() until it is truthy or timeout; returns its last value."""
+    deadline = time.time() + timeout
+    while True:
+        v = fn()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(step)
+
+
+def collect_ids(obj, ids):
+    """Every backend_session_id "lbbox-<id>" in a reply (for the cgroup check)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "backend_session_id" and isinstance(v, str) and v.startswith("lbbox-"):
+                if v[6:18] not in ids:
+                    ids.append(v[6:18])
+            else:
+                collect_ids(v, ids)
+    elif isinstance(obj, list):
+        for v in obj:
+            collect_ids(v, ids)
+
+
+# -- RPC clients ---------------------------------------------------------------------------------
+class Rpc:
+    """Request/reply correlation by seq_id. Subclasses provide send_message(text) and a reader
+    that calls _deliver(message) for each reply and _die(reason) when the connection ends."""
+
+    def _init_rpc(self, ids):
         self.seq = 1000
         self.replies = {}
-        self.lines = []  # every raw line received
+        self.lines = []  # every raw line (stdio) or text message (WebSocket) received
         self.cv = threading.Condition()
-        self.wlock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        self.dead = None
+        self.ids = ids
 
-    def _read(self):
-        chunk = None
-        for raw in self.p.stdout:
-            line = raw.decode("utf-8")  # strict: the runtime must send valid UTF-8
-            with self.cv:
-                self.lines.append(line)
-            m = json.loads(line)
-            if m.get("type") == "chunk_start":
-                chunk = []
-                continue
-            if m.get("type") == "chunk_data":
-                assert m["offset"] == sum(len(c.encode()) for c in chunk), "bad offset"
-                chunk.append(m["data"])
-                continue
-            if m.get("type") == "chunk_end":
-                m = json.loads("".join(chunk))
-                chunk = None
-            with self.cv:
-                self.replies[m["seq_id"]] = m
-                self.cv.notify_all()
+    def _deliver(self, m):
+        if not isinstance(m, dict) or "seq_id" not in m:
+            return
+        collect_ids(m, self.ids)
+        with self.cv:
+            self.replies[m["seq_id"]] = m
+            self.cv.notify_all()
 
-    def send_raw(self, text):
-        with self.wlock:
-            self.p.stdin.write(text.encode())
-            self.p.stdin.flush()
+    def _die(self, reason):
+        with self.cv:
+            if self.dead is None:
+                self.dead = reason
+            self.cv.notify_all()
 
     def send(self, action, data, context=CTX):
         self.seq += 1
         m = {"seq_id": self.seq, "action": action, "data": data}
         if context is not None:
             m["context"] = context
-        text = json.dumps(m)
-        b = text.encode()
-        if len(b) <= CHUNK:
-            self.send_raw(text + "\n")
-        else:  # the SDK's chunking: pieces on character boundaries, byte offsets
-            out, off = [json.dumps({"type": "chunk_start", "total_size": len(b)})], 0
-            while off < len(b):
-                piece = b[off:off + CHUNK].decode("utf-8", "ignore")
-                out.append(json.dumps({"type": "chunk_data", "data": piece, "offset": off}))
-                off += len(piece.encode())
-            out.append(json.dumps({"type": "chunk_end"}))
-            self.send_raw("\n".join(out) + "\n")
+        self.send_json(json.dumps(m))
         return self.seq
 
     def wait(self, seq, timeout=60):
         with self.cv:
-            ok = self.cv.wait_for(lambda: seq in self.replies, timeout)
-            assert ok, "no reply to %d" % seq
+            self.cv.wait_for(lambda: seq in self.replies or self.dead is not None, timeout)
+            assert seq in self.replies, "no reply to %d (connection: %s)" % (
+                seq, self.dead or "open")
             return self.replies.pop(seq)
 
     def call(self, action, data, context=CTX, timeout=60):
@@ -130,7 +157,263 @@ class Box:
         assert r["message"].startswith(prefix), (r["message"], prefix)
         return r["message"]
 
+
+class WsRpc(Rpc):
+    """The RPC over one /rpc/ws WebSocket (one JSON per text message, §6.3)."""
+
+    def __init__(self, ws, ids):
+        self._init_rpc(ids)
+        self.ws = ws
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        try:
+            while True:
+                ev = self.ws.recv(None, pings=False)
+                if ev[0] == "close":
+                    self._die(ev)
+                    return
+                if ev[0] == "binary":
+                    self._die(("error", "the server sent a binary message"))
+                    return
+                with self.cv:
+                    self.lines.append(ev[1])
+                try:
+                    m = json.loads(ev[1])
+                except ValueError:
+                    self._die(("error", "the server sent invalid JSON %r" % ev[1][:200]))
+                    return
+                self._deliver(m)
+        except Exception as e:  # protocol violations, socket errors
+            self._die(("error", "%s: %s" % (type(e).__name__, e)))
+
+    def send_json(self, text):
+        self.send_message(text)
+        return json.loads(text)["seq_id"]
+
+    def send_message(self, text):
+        """One text message, fragmented above 64 KiB as the Python client does (§6.3)."""
+        self.ws.send_text(text, WS_FRAGMENT if len(text.encode()) > 65536 else None)
+
+    def close(self, timeout=5):
+        """Close handshake; returns the server's close event (None if it never answered)."""
+        if self.dead is None:
+            try:
+                self.ws.send_frame(wsclient.OP_CLOSE, b"\x03\xe8")
+                self.ws.close_sent = True
+            except OSError:
+                pass
+            self.reader.join(timeout)
+        self.ws.abort()
+        self.reader.join(1)
+        return self.dead if self.dead and self.dead[0] == "close" else None
+
+    def wait_closed(self, timeout=5):
+        with self.cv:
+            self.cv.wait_for(lambda: self.dead is not None, timeout)
+            return self.dead
+
+
+def prepare_root(root):
+    """An lbbox root whose image "busybox" is the test rootfs."""
+    os.makedirs(os.path.join(root, "images"), exist_ok=True)
+    link = os.path.join(root, "images", "busybox")
+    if not os.path.exists(link):
+        os.makedirs(link)
+        os.symlink(ROOTFS, os.path.join(link, "rootfs"))
+
+
+class Server:
+    """One lbbox process (stdio `box -s` or `serve`) with its private root, runroot and port."""
+
+    kind = None
+
+    def _setup(self, tmp, env, token, trusted, port):
+        self.tmp = tmp
+        self.runroot = os.path.join(tmp, "run")
+        self.root = os.path.join(tmp, "root")
+        prepare_root(self.root)
+        e = dict(os.environ, LBBOX_BOX_IMAGE_ALIASES=IMAGE + "=busybox", LBBOX_BOX_PULL="0")
+        for k in ("LANGBOT_BOX_CONTROL_TOKEN", "LANGBOT_BOX_TRUSTED_INSTANCE_UUID",
+                  "LBBOX_BOX_WS_PING_SEC", "LANGBOT_BOX_CONFIG"):
+            e.pop(k, None)
+        if trusted is not None:
+            e["LANGBOT_BOX_TRUSTED_INSTANCE_UUID"] = trusted
+        if token is not None:
+            e["LANGBOT_BOX_CONTROL_TOKEN"] = token
+        for k, v in (env or {}).items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = v
+        self.env = e
+        self.token = token
+        self.trusted = trusted
+        self.host = HOST
+        self.port = port or free_port()
+        self.ids = []
+        self.stderr_lines = []
+        self.sockets = []  # every WebSocket opened to this server (aborted at the end)
+        self.conns = []  # every WsRpc opened to this server
+        self.exited_ok = False  # the test ended the server itself and checked its exit
+
+    def _start_stderr(self):
+        def drain():
+            for raw in self.p.stderr:
+                self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+
+        threading.Thread(target=drain, daemon=True).start()
+
+    def stderr_text(self):
+        return "\n".join(self.stderr_lines)
+
+    # -- HTTP / WebSocket side -----------------------------------------------------------------
+    def http_get(self, path, headers=None):
+        self.wait_http()
+        return wsclient.http_get(self.host, self.port, path, headers)
+
+    def wait_http(self, timeout=5):
+        """Until the HTTP side accepts connections."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                s = socket.create_connection((self.host, self.port), timeout=1)
+                s.close()
+                return
+            except OSError:
+                assert self.p.poll() is None, "lbbox exited (%s): %s" % (
+                    self.p.returncode, self.stderr_text())
+                assert time.time() < deadline, "nothing listens on %s:%d after %d s" % (
+                    self.host, self.port, timeout)
+                time.sleep(0.05)
+
+    def ws(self, path, headers=None, subprotocols=None):
+        self.wait_http()
+        ws = wsclient.connect(self.host, self.port, path, headers, subprotocols)
+        self.sockets.append(ws)
+        return ws
+
+    def refused(self, path, headers=None, subprotocols=None):
+        """The HandshakeError of an upgrade the server must refuse."""
+        self.wait_http()
+        try:
+            ws = wsclient.connect(self.host, self.port, path, headers, subprotocols)
+        except HandshakeError as e:
+            return e
+        ws.abort()
+        raise AssertionError("GET %s %r was upgraded" % (path, headers))
+
+    def auth_headers(self, instance="inst-1", token=True):
+        h = {}
+        if token is True:
+            token = self.token
+        if token:
+            h["X-LangBot-Box-Control-Token"] = token
+        if instance:
+            h["X-LangBot-Instance-Id"] = instance
+        return h
+
+    def connect_rpc(self, headers=None):
+        """A new /rpc/ws RPC connection (default headers: the instance, the token if any)."""
+        ws = self.ws("/rpc/ws", self.auth_headers() if headers is None else headers)
+        c = WsRpc(ws, self.ids)
+        self.conns.append(c)
+        return c
+
+    def relay_headers(self, ctx=CTX, token=True):
+        h = self.auth_headers(ctx["instance_uuid"], token)
+        h["X-LangBot-Workspace-Id"] = ctx["workspace_uuid"]
+        h["X-LangBot-Placement-Generation"] = str(ctx["placement_generation"])
+        return h
+
+    def relay(self, logical, pid="default", ctx=CTX, headers=None):
+        """Attach to a managed process as LangBot 0.5 does (physical id, headers, mcp)."""
+        ws = self.ws(relay_path(physical(logical, ctx), pid),
+                     self.relay_headers(ctx) if headers is None else headers, ["mcp"])
+        assert ws.subprotocol == "mcp", "relay answered subprotocol %r" % ws.subprotocol
+        return ws
+
+    def kill(self):
+        for ws in self.sockets:
+            ws.abort()
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def relay_path(physical_id, pid="default"):
+    if pid is None:  # the legacy route: process "default"
+        return "/v1/sessions/%s/managed-process/ws" % physical_id
+    return "/v1/sessions/%s/managed-process/%s/ws" % (physical_id, pid)
+
+
+class Box(Server, Rpc):
+    """One `lbbox box -s` child and a JSON-lines client for it (replies matched by seq_id).
+    Its HTTP side (health, /rpc/ws, relay) listens on 127.0.0.1:<a free port>."""
+
+    kind = "stdio"
+
+    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=()):
+        self._setup(tmp, env, token, trusted, port)
+        self._init_rpc(self.ids)
+        # prefix: e.g. setpriv, to run the runtime as another user
+        self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
+                                   "-s", "--ws-control-port", str(self.port), "--host", self.host],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=self.env)
+        self.wlock = threading.Lock()
+        self._start_stderr()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        chunk = None
+        try:
+            for raw in self.p.stdout:
+                line = raw.decode("utf-8")  # strict: the runtime must send valid UTF-8
+                with self.cv:
+                    self.lines.append(line)
+                m = json.loads(line)
+                if m.get("type") == "chunk_start":
+                    chunk = []
+                    continue
+                if m.get("type") == "chunk_data":
+                    assert m["offset"] == sum(len(c.encode()) for c in chunk), "bad offset"
+                    chunk.append(m["data"])
+                    continue
+                if m.get("type") == "chunk_end":
+                    m = json.loads("".join(chunk))
+                    chunk = None
+                self._deliver(m)
+            self._die("EOF on stdout")
+        except Exception as e:
+            self._die("reader: %s: %s" % (type(e).__name__, e))
+
+    def send_raw(self, text):
+        with self.wlock:
+            self.p.stdin.write(text.encode())
+            self.p.stdin.flush()
+
+    def send_message(self, text):
+        self.send_raw(text + "\n")
+
+    def send_json(self, text):
+        b = text.encode()
+        if len(b) <= CHUNK:
+            self.send_raw(text + "\n")
+        else:  # the SDK's chunking: pieces on character boundaries, byte offsets
+            out, off = [json.dumps({"type": "chunk_start", "total_size": len(b)})], 0
+            while off < len(b):
+                piece = b[off:off + CHUNK].decode("utf-8", "ignore")
+                out.append(json.dumps({"type": "chunk_data", "data": piece, "offset": off}))
+                off += len(piece.encode())
+            out.append(json.dumps({"type": "chunk_end"}))
+            self.send_raw("\n".join(out) + "\n")
+        return json.loads(text)["seq_id"]
+
     def close(self, timeout=10):
+        """stdin EOF: the runtime drops every session and exits. (rc, seconds it took)"""
         if self.p.poll() is None:
             self.p.stdin.close()
         t0 = time.time()
@@ -138,12 +421,117 @@ class Box:
         return rc, time.time() - t0
 
 
-TESTS = []
+class WsBox(Server):
+    """One `lbbox serve --listen 127.0.0.1:PORT` and an RPC connection to its /rpc/ws; offers the
+    same send/wait/call/ok/err/lines API as Box (delegated to that connection)."""
+
+    kind = "serve"
+
+    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, connect=True,
+                 listen_host=HOST):
+        self._setup(tmp, env, token, trusted, port)
+        self.p = subprocess.Popen([LBBOX, "--root", self.root, "--runroot", self.runroot, "serve",
+                                   "--listen", "%s:%d" % (listen_host, self.port)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=self.env)
+        self._start_stderr()
+        threading.Thread(target=lambda: self.p.stdout.read(), daemon=True).start()
+        self.rpc = self.connect_rpc() if connect else None
+
+    def __getattr__(self, name):  # send, wait, call, ok, err, send_message, lines, replies
+        if name in ("send", "wait", "call", "ok", "err", "send_message", "send_json", "lines",
+                    "replies", "seq", "dead"):
+            return getattr(self.__dict__["rpc"], name)
+        raise AttributeError(name)
+
+    def close(self, timeout=10):
+        """Closes its connections, then SIGTERM: exit 0 after dropping every session."""
+        for c in self.conns:
+            c.close(2)
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        t0 = time.time()
+        rc = self.p.wait(timeout)
+        return rc, time.time() - t0
 
 
-def test(fn):
-    TESTS.append(fn)
-    return fn
+# -- cleanliness ---------------------------------------------------------------------------------
+def leftover_processes(tmp):
+    """Processes whose command line names this test's directory."""
+    left = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if tmp in cmd and int(d[6:]) != os.getpid():
+            left.append("%s: %s" % (d[6:], cmd))
+    return left
+
+
+def check_clean(box):
+    left = [d for d in glob.glob(os.path.join(box.runroot, "*")) if not d.endswith("/box")]
+    left += glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    assert not left, "left behind: %s" % left
+    cgs = glob.glob("/sys/fs/cgroup/*/lbbox-*") + glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*")
+    ours = [c for c in cgs if any(c.endswith(i) for i in box.ids)]
+    assert not ours, "cgroups left: %s" % ours
+    poll(lambda: not leftover_processes(box.tmp), 2.0)  # (processes just exiting)
+    procs = leftover_processes(box.tmp)
+    assert not procs, "processes left: %s" % procs
+
+
+class Harness:
+    """The servers of one test; finish() ends each (EOF / SIGTERM) and checks it left nothing."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.servers = []
+
+    def start(self, kind, **kw):
+        cls = Box if kind == "stdio" else WsBox
+        s = cls(self.tmp, **kw)
+        self.servers.append(s)
+        return s
+
+    def finish(self):
+        for s in self.servers:
+            if not s.exited_ok:
+                assert s.p.poll() is None, "lbbox died during the test (status %s)" % (
+                    s.p.returncode,)
+                rc, took = s.close()
+                assert rc == 0, "exit status %d" % rc
+                assert took < 5, "exit took %.1f s" % took
+            for ws in s.sockets:
+                ws.abort()
+            check_clean(s)
+
+    def kill(self):
+        for s in self.servers:
+            s.kill()
+
+    def stderr_tails(self):
+        out = []
+        for s in self.servers:
+            if s.stderr_lines:
+                out.append("--- lbbox %s stderr (last 30 lines) ---\n%s" % (
+                    s.kind, "\n".join(s.stderr_lines[-30:])))
+        return "\n".join(out)
+
+
+# -- tests over both RPC transports (b: a Box or a WsBox) ----------------------------------------
+def registry():
+    """A list of test functions and the decorator that adds to it."""
+    fns = []
+
+    def add(fn):
+        fns.append(fn)
+        return fn
+    return fns, add
+
+
+TESTS, test = registry()
 
 
 @test
@@ -221,6 +609,7 @@ def managed_processes(b):
         "env": {"B": "2", "A": "1"}}})
     assert info["status"] == "running" and info["env_keys"] == ["A", "B"], info
     assert info["exit_code"] is None and info["exited_at"] is None, info
+    assert info["attached"] is False, info
     b.ok("box_start_managed_process", {"session_id": "m1", "spec": {
         "process_id": "done", "command": "sh", "args": ["-c", "echo done && exit 0"]}})
     for _ in range(100):
@@ -266,6 +655,8 @@ def error_classes(b):
 
 @test
 def chunking_both_ways(b):
+    """stdio: SDK chunking both ways, no line over 64 KiB. WebSocket: no chunk protocol, a 200 KB
+    request sent as one fragmented message, a 1 MiB reply as one message (§6.2, §6.3)."""
     big = "x" * 200000
     r = b.ok("box_exec", spec("k1", "printf %s " + big + " | wc -c"))
     assert r["stdout"] == "200000", r
@@ -273,9 +664,21 @@ def chunking_both_ways(b):
     r = b.ok("box_exec", spec("k1", "head -c 1048576 /dev/zero | tr '\\0' y"))
     assert r["stdout"] == "y" * 1048576
     new = b.lines[n:]
-    assert any('"chunk_start"' in l for l in new), "a 1 MiB reply must be chunked"
-    assert max(len(l.encode()) for l in new) < 65536, "a line reached 64 KiB"
+    if b.kind == "stdio":
+        assert any('"chunk_start"' in l for l in new), "a 1 MiB reply must be chunked"
+        assert max(len(l.encode()) for l in new) < 65536, "a line reached 64 KiB"
+    else:
+        assert len(new) == 1 and '"chunk_start"' not in new[0], \
+            "WebSocket replies are not chunked: %d messages" % len(new)
+    seq = b.send_json(max_message(999))  # exactly 16 MiB: the limit, inclusive
+    assert b.wait(seq, 60)["code"] == 0
     b.ok("box_delete_session", {"session_id": "k1"})
+
+
+def max_message(seq, size=16 * 1024 * 1024):
+    """A __ping request of exactly `size` bytes."""
+    m = json.dumps({"seq_id": seq, "action": "__ping", "data": {"pad": ""}})
+    return m.replace('"pad": ""', '"pad": "%s"' % ("z" * (size - len(m))))
 
 
 @test
@@ -293,6 +696,8 @@ def concurrent_execs_with_pings(b):
 
 @test
 def tenancy_and_generation_fence(b):
+    assert namespace("inst-1", "ws-1") == "ws-9d14934957e7ea8dcfa33291"
+    assert namespace("instance-a", "workspace-a") == "ws-695136eeae1cb9b6af4a8226"  # §6.7
     b.ok("box_create_session", spec("person_test user!"))
     legacy = b.ok("box_get_sessions", {}, None)["sessions"]
     assert [s["session_id"] for s in legacy] == \
@@ -321,107 +726,783 @@ def legacy_ids_are_verbatim(b):
 
 @test
 def bad_lines_are_ignored(b):
-    b.send_raw("not json\n{broken\n[1, 2]\n\n")
+    """Malformed JSON and non-objects are ignored without a reply; the connection stays."""
+    n = len(b.lines)
+    if b.kind == "stdio":
+        b.send_raw("not json\n{broken\n[1, 2]\n\n")
+    else:
+        for m in ("not json", "{broken", "[1, 2]", "", "42", '"text"', "null", "{" * 100):
+            b.send_message(m)
     assert b.ok("__ping", {}, None) == {}
+    assert len(b.lines) == n + 1, "answers to ignored messages: %r" % b.lines[n:]
 
 
 @test
 def wrong_shapes_get_errors_not_crashes(b):
-    b.send_raw(json.dumps({"seq_id": 1, "action": "box_exec", "data": [1, 2]}) + "\n")
+    b.send_message(json.dumps({"seq_id": 1, "action": "box_exec", "data": [1, 2]}))
     r = b.wait(1)
     assert r["code"] == 1 and r["message"].startswith("ValueError: data must be an object"), r
     b.err("box_exec", spec(5, "true"), "BoxValidationError: ")  # session_id not a string
     b.err("box_get_managed_process", {"session_id": "nope", "process_id": 3},
           "BoxSessionNotFoundError: ")
-    with b.wlock:  # a line that is not UTF-8 is dropped, the connection stays
-        b.p.stdin.write(b'{"seq_id": 2, "action": "__ping", "data": {"x": "\xff"}}\n')
-        b.p.stdin.flush()
-    assert b.ok("__ping", {}, None) == {}, "alive after an invalid line"
-    assert 2 not in b.replies, "the invalid line was answered"
+    if b.kind == "stdio":  # (a WebSocket text message is UTF-8 by construction)
+        with b.wlock:  # a line that is not UTF-8 is dropped, the connection stays
+            b.p.stdin.write(b'{"seq_id": 2, "action": "__ping", "data": {"x": "\xff"}}\n')
+            b.p.stdin.flush()
+        assert b.ok("__ping", {}, None) == {}, "alive after an invalid line"
+        assert 2 not in b.replies, "the invalid line was answered"
 
 
-def chunk_violation_closes(tmp):
-    box = Box(tmp)
+@test
+def shutdown_during_generation_cleanup(b):
+    """A newer generation makes the runtime remove the older one's sessions in the background;
+    ending the runtime right then must still leave nothing behind."""
+    for i in range(3):
+        b.ok("box_create_session", spec("old%d" % i))
+        b.ok("box_start_managed_process", {"session_id": "old%d" % i, "spec": {
+            "command": "sh", "args": ["-c", "while true; do sleep 1; done"]}})
+    b.ok("box_get_sessions", {}, dict(CTX, placement_generation=2))
+
+
+@test
+def eof_and_sigterm_drop_every_session(b):
+    """Persistent session + managed process: stdin EOF (stdio) or SIGTERM (serve) drops it all."""
+    b.ok("box_create_session", spec("keep", persistent=True))
+    b.ok("box_start_managed_process", {"session_id": "keep", "spec": {"command": "cat"}})
+
+
+# -- stdio-only tests (h: Harness) ---------------------------------------------------------------
+STDIO_ONLY, stdio_only = registry()
+
+
+@stdio_only
+def sigterm_exit(h):
+    box = h.start("stdio")
+    box.ok("box_create_session", spec("s1"))
+    box.p.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    rc = box.p.wait(10)
+    box.exited_ok = True
+    assert rc == 0, rc
+    assert time.time() - t0 < 5, "SIGTERM exit took %.1f s" % (time.time() - t0)
+    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+
+
+@stdio_only
+def chunk_violation_closes(h):
+    box = h.start("stdio")
     box.ok("box_create_session", spec("v1"))
     box.send_raw(json.dumps({"type": "chunk_start", "total_size": 10}) + "\n" +
                  json.dumps({"type": "chunk_data", "data": "{}", "offset": 5}) + "\n")
     rc = box.p.wait(10)  # the connection is over: the runtime cleans up and exits
+    box.exited_ok = True
     assert rc == 0, rc
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
 
 
-def disconnect_mid_exec_cleans_up(tmp):
-    box = Box(tmp)
+@stdio_only
+def disconnect_mid_exec_cleans_up(h):
+    box = h.start("stdio")
     box.ok("box_create_session", spec("d1"))
     box.send("box_exec", spec("d1", "sleep 987659"))
     time.sleep(0.5)
     box.p.stdin.close()  # the client vanishes while the exec runs
     rc = box.p.wait(10)
+    box.exited_ok = True
     assert rc == 0, rc
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
     left = subprocess.run(["pgrep", "-f", "sleep 987659"], capture_output=True).stdout
     assert not left, "the exec's process survived: %s" % left
 
 
-def check_clean(box):
-    left = [d for d in glob.glob(os.path.join(box.runroot, "*")) if not d.endswith("/box")]
-    left += glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
-    assert not left, "left behind: %s" % left
-    cgs = glob.glob("/sys/fs/cgroup/*/lbbox-*") + glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*")
-    ours = [c for c in cgs if any(c.endswith(i) for i in box.ids)]
-    assert not ours, "cgroups left: %s" % ours
-
-
-def run_one(fn, tmp):
-    box = Box(tmp)
-    box.ids = []
+@stdio_only
+def stdio_port_taken_only_warns(h):
+    """The HTTP port is taken: a warning on stderr, stdio keeps working (§7.2)."""
+    occ = socket.socket()
+    occ.bind((HOST, 0))
+    occ.listen(1)
     try:
-        fn(box)
-        for l in box.lines:
-            if '"backend_session_id": "lbbox-' in l:
-                box.ids += [l.split('"backend_session_id": "lbbox-')[1][:12]]
-        rc, took = box.close()
-        assert rc == 0, "exit status %d" % rc
-        assert took < 5, "exit took %.1f s" % took
-        check_clean(box)
+        box = h.start("stdio", port=occ.getsockname()[1])
+        assert box.ok("__ping", {}, None) == {}
+        r = box.ok("box_exec", spec("w1", "echo still"))
+        assert r["stdout"] == "still", r
+        assert poll(lambda: str(box.port) in box.stderr_text(), 5), \
+            "no warning naming port %d on stderr: %r" % (box.port, box.stderr_text())
+        assert "listening on %s:%d" % (HOST, box.port) not in box.stderr_text()
+        assert box.p.poll() is None
+        box.ok("box_delete_session", {"session_id": "w1"})
     finally:
-        if box.p.poll() is None:
-            box.p.kill()
-            box.p.wait()
+        occ.close()
 
 
-@test
-def eof_and_sigterm_drop_every_session(b):
-    b.ok("box_create_session", spec("keep", persistent=True))
-    b.ok("box_start_managed_process", {"session_id": "keep", "spec": {"command": "cat"}})
+@stdio_only
+def file_chunk_uploads(h):
+    """__file_chunk (§6.6): base64 pieces into the storage dir (0700), checked key and sizes."""
+    store = os.path.join(h.tmp, "files")
+    box = h.start("stdio", env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store})
+    blob = os.urandom(40000)
+    parts = [blob[i:i + 16384] for i in range(0, len(blob), 16384)]
+
+    def chunk(key, i, data, amount=len(parts), length=len(blob)):
+        return {"file_key": key, "file_length": length, "chunk_index": i, "chunk_amount": amount,
+                "chunk_size": 16384, "chunk_base64": base64.b64encode(data).decode()}
+    for i, c in enumerate(parts):
+        assert box.ok("__file_chunk", chunk("ab12-x.zip", i, c), None) == {}
+    with open(os.path.join(store, "ab12-x.zip"), "rb") as f:
+        assert f.read() == blob, "the uploaded file differs"
+    assert os.stat(store).st_mode & 0o777 == 0o700, oct(os.stat(store).st_mode)
+    # chunk 0 again restarts the same key from zero
+    box.ok("__file_chunk", chunk("ab12-x.zip", 0, b"abc", amount=1, length=3), None)
+    with open(os.path.join(store, "ab12-x.zip"), "rb") as f:
+        assert f.read() == b"abc"
+    box.err("__file_chunk", chunk("../x", 0, b"a", 1, 1), "ValueError: invalid file_key", None)
+    box.err("__file_chunk", chunk(".hidden", 0, b"a", 1, 1), "ValueError: invalid file_key", None)
+    box.err("__file_chunk", chunk("big", 0, b"abcd", 1, 2), "ValueError: file big is longer", None)
+    assert not os.path.exists(os.path.join(store, "big")), "an oversized upload was kept"
+    box.err("__file_chunk", chunk("later", 1, b"a", 2, 2), "ValueError: no transfer in progress",
+            None)
+    bad = dict(chunk("b64", 0, b"a", 1, 1), chunk_base64="YQ==\n")
+    box.err("__file_chunk", bad, "ValueError: chunk_base64 is not valid base64", None)
+    box.err("__file_chunk", chunk("huge", 0, b"", 1, 30 * 1024 * 1024),
+            "ValueError: file exceeds max_rpc_file_bytes (20971520)", None)
+    box.err("__file_chunk", {"file_key": "k"}, "KeyError: 'file_length'", None)
 
 
-def sigterm_exit(tmp):
-    box = Box(tmp)
-    box.ok("box_create_session", spec("s1"))
-    box.p.send_signal(signal.SIGTERM)
-    rc = box.p.wait(10)
-    assert rc == 0, rc
-    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+@stdio_only
+def box_init_creates_default_workspace(h):
+    """§3.1: the default workspace is created under an allowed root, else BoxValidationError."""
+    box = h.start("stdio")
+    hr = os.path.join(h.tmp, "hr")
+    assert box.ok("box_init", {"local": {"host_root": hr}}, None) == {"initialized": True}
+    assert os.path.isdir(os.path.join(hr, "default")), "no default workspace"
+    box.ok("box_init", {"local": {"host_root": hr, "default_workspace": "ws/a"}}, None)
+    assert os.path.isdir(os.path.join(hr, "ws", "a"))
+    box.err("box_init", {"local": {"host_root": hr, "default_workspace": "../out"}},
+            "BoxValidationError: default workspace %s is outside the allowed mount roots"
+            % os.path.join(h.tmp, "out"), None)
+    assert not os.path.exists(os.path.join(h.tmp, "out"))
+    with open(os.path.join(hr, "file"), "w") as f:
+        f.write("x")
+    box.err("box_init", {"local": {"host_root": hr, "default_workspace": "file"}},
+            "BoxValidationError: default workspace %s/file is not a directory" % hr, None)
+
+
+@stdio_only
+def backend_unavailable_without_root(h):
+    """A host (here: a user) that cannot isolate a sandbox: available false, /readyz 503, and
+    sandbox actions answer BoxBackendUnavailableError naming what is missing (§3.2)."""
+    pw = pwd.getpwnam("nobody")
+    os.chmod(h.tmp, 0o711)
+    for d in ("run", "root"):  # the runtime's own directories belong to it
+        os.makedirs(os.path.join(h.tmp, d))
+        os.chown(os.path.join(h.tmp, d), pw.pw_uid, pw.pw_gid)
+    box = h.start("stdio", prefix=["setpriv", "--reuid", str(pw.pw_uid), "--regid",
+                                   str(pw.pw_gid), "--clear-groups"])
+    assert box.ok("box_get_backend_info", {}, None) == {"name": "lbbox", "available": False}
+    assert box.ok("box_health", {}, None)["features"]["namespaces"] is False
+    msg = box.err("box_exec", spec("u1", "true"), "BoxBackendUnavailableError: LangBot Box "
+                  "backend unavailable.")
+    assert "namespaces (root needed)" in msg and "writable memory cgroup" in msg, msg
+    box.err("box_create_session", spec("u1"), "BoxBackendUnavailableError: ")
+    assert box.ok("box_get_sessions", {})["sessions"] == []
+    status, body = wsclient.http_get(HOST, box.port, "/readyz")
+    ready = json.loads(body)
+    assert status == 503 and ready["ready"] is False, (status, body)
+    assert ready["checks"] == {"backend_available": False}, ready
+
+
+# -- HTTP side: health, /rpc/ws, relay (fn(h, kind); kind "stdio" or "serve") --------------------
+HTTP_TESTS = []
+
+
+def http_test(*kinds):
+    def deco(fn):
+        HTTP_TESTS.append((fn, kinds or ("stdio", "serve")))
+        return fn
+    return deco
+
+
+RESOURCE_KEYS = {"sessions", "managed_processes", "completed_processes", "creating_session_tasks",
+                 "closing_session_tasks", "background_tasks", "event_loop", "blocking_executor"}
+
+
+def check_resources(res):
+    assert set(res) >= RESOURCE_KEYS, "resources keys %s" % sorted(res)
+    for k in RESOURCE_KEYS - {"event_loop", "blocking_executor"}:
+        assert type(res[k]) is int and res[k] >= 0, (k, res[k])
+    assert isinstance(res["event_loop"], dict) and isinstance(res["blocking_executor"], dict), res
+
+
+def get_json(b, path, status=200):
+    code, body = b.http_get(path)
+    assert code == status, "GET %s: %d %r (expected %d)" % (path, code, body[:300], status)
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise AssertionError("GET %s: not JSON: %r" % (path, body[:300]))
+
+
+@http_test()
+def health_endpoints(h, kind):
+    """/healthz, /readyz need no auth (a token is configured here); unknown paths are 404."""
+    b = h.start(kind, token=TOKEN)
+    hz = get_json(b, "/healthz")
+    assert hz["live"] is True, hz
+    check_resources(hz["resources"])
+    assert hz["resources"]["sessions"] == 0, hz
+    rz = get_json(b, "/readyz")
+    assert rz["ready"] is True and rz["mode"] == "standard", rz
+    assert rz["backend"] == {"name": "lbbox", "available": True}, rz
+    assert rz["checks"] == {"backend_available": True}, rz
+    check_resources(rz["resources"])
+    assert rz["features"] == b.ok("box_health", {}, None)["features"], rz
+    for path in ("/nope", "/healthzz", "/rpc", "/v1/sessions"):
+        code, body = b.http_get(path)
+        assert code == 404, "GET %s: %d %r" % (path, code, body[:200])
+
+
+@http_test()
+def health_counts_sessions_and_processes(h, kind):
+    """/healthz and /readyz resources count the live sessions and running managed processes."""
+    b = h.start(kind)
+    b.ok("box_create_session", spec("h1"))
+    b.ok("box_create_session", spec("h2"))
+    b.ok("box_start_managed_process", {"session_id": "h1", "spec": {"command": "cat"}})
+    def counts(path, want):  # (the snapshot may be refreshed periodically: up to 3 s)
+        res = poll(lambda: (lambda r: r if (r["sessions"], r["managed_processes"]) == want
+                            else None)(get_json(b, path)["resources"]), 3)
+        assert res, "%s: %s, expected sessions, managed_processes = %s" % (
+            path, get_json(b, path)["resources"], want)
+
+    counts("/healthz", (2, 1))
+    counts("/readyz", (2, 1))
+    b.ok("box_delete_session", {"session_id": "h1"})
+    counts("/healthz", (1, 0))
+    b.ok("box_delete_session", {"session_id": "h2"})
+    counts("/readyz", (0, 0))
+
+
+@http_test()
+def rpc_ws_requires_token_and_instance(h, kind):
+    """§6.8 with a token: 401 `Unauthorized` unless token and trusted instance both match."""
+    b = h.start(kind, token=TOKEN)
+    wrong = TOKEN[:-1] + ("x" if TOKEN[-1] != "x" else "y")
+    for hdrs in ({},
+                 {"X-LangBot-Instance-Id": "inst-1"},
+                 b.auth_headers(instance=None),
+                 b.auth_headers(token="nope"),
+                 b.auth_headers(token=wrong),
+                 b.auth_headers(token=TOKEN + "x"),
+                 b.auth_headers(instance="inst-2"),
+                 b.auth_headers(instance="-inst-1"),
+                 b.auth_headers(instance="inst-1 ")):
+        e = b.refused("/rpc/ws", hdrs)
+        assert (e.status, e.body) == (401, "Unauthorized"), (hdrs, e.status, e.body)
+    c = b.connect_rpc(b.auth_headers())
+    assert c.ok("__ping", {}, None) == {}
+    r = c.ok("box_exec", spec("a1", "echo authed"))
+    assert r["stdout"] == "authed", r
+    c.ok("box_delete_session", {"session_id": "a1"})
+    assert b.ok("__ping", {}, None) == {}  # the first connection is unaffected
+
+
+@http_test()
+def rpc_ws_without_token_is_legacy(h, kind):
+    """No token: serve takes header-less /rpc/ws peers (0.4), but a present instance header must
+    match. stdio mode offers /rpc/ws only with a token (README: LangBot never uses it there)."""
+    b = h.start(kind)
+    if kind == "stdio":
+        for hdrs in ({}, {"X-LangBot-Instance-Id": "inst-1"}, b.auth_headers(token="x" * 40)):
+            e = b.refused("/rpc/ws", hdrs)
+            assert (e.status, e.body) == (401, "Unauthorized"), (hdrs, e.status, e.body)
+        assert b.ok("__ping", {}, None) == {}
+        return
+    c = b.connect_rpc({})
+    assert c.ok("__ping", {}, None) == {}
+    r = c.ok("box_exec", spec("person_1", "echo old"), None)
+    assert r["session_id"] == "person_1" and r["stdout"] == "old", r
+    c.ok("box_delete_session", {"session_id": "person_1"}, None)
+    c2 = b.connect_rpc({"X-LangBot-Instance-Id": "inst-1"})
+    assert c2.ok("__ping", {}, None) == {}
+    for inst in ("inst-2", "bad id!"):
+        e = b.refused("/rpc/ws", {"X-LangBot-Instance-Id": inst})
+        assert (e.status, e.body) == (401, "Unauthorized"), (inst, e.status, e.body)
+
+
+@http_test("serve")
+def serve_pins_first_instance(h, kind):
+    """serve without LANGBOT_BOX_TRUSTED_INSTANCE_UUID: the first authenticated connection pins
+    its instance; later ones with another instance get 401 (§6.8)."""
+    b = h.start(kind, token=TOKEN, trusted=None, connect=False)
+    a = b.connect_rpc(b.auth_headers(instance="inst-A"))
+    ctx_a = dict(CTX, instance_uuid="inst-A")
+    assert a.ok("__ping", {}, None) == {}
+    a.ok("box_create_session", spec("pin1"), ctx_a)
+    a.err("box_get_sessions", {}, "PermissionError: Box action context does not match", CTX)
+    e = b.refused("/rpc/ws", b.auth_headers(instance="inst-B"))
+    assert (e.status, e.body) == (401, "Unauthorized"), (e.status, e.body)
+    e = b.refused("/rpc/ws", b.auth_headers(instance="inst-A", token="nope"))
+    assert e.status == 401, e.status
+    a2 = b.connect_rpc(b.auth_headers(instance="inst-A"))
+    got = a2.ok("box_get_sessions", {}, ctx_a)["sessions"]
+    assert [s["session_id"] for s in got] == ["pin1"], got
+    a2.ok("box_delete_session", {"session_id": "pin1"}, ctx_a)
+
+
+@http_test("serve")
+def serve_listening_line_and_port_taken(h, kind):
+    b = h.start(kind)
+    line = "lbbox: listening on %s:%d" % (HOST, b.port)
+    assert poll(lambda: line in b.stderr_lines, 5), "no %r on stderr: %r" % (
+        line, b.stderr_lines)
+    occ = socket.socket()
+    occ.bind((HOST, 0))
+    occ.listen(1)
+    try:
+        sub = os.path.join(h.tmp, "taken")
+        prepare_root(os.path.join(sub, "root"))
+        os.makedirs(os.path.join(sub, "run"))
+        port = occ.getsockname()[1]
+        p = subprocess.run([LBBOX, "--root", os.path.join(sub, "root"), "--runroot",
+                            os.path.join(sub, "run"), "serve", "--listen",
+                            "%s:%d" % (HOST, port)], env=b.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+        err = [l for l in p.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
+        assert p.returncode != 0, "serve on a taken port exited 0"
+        assert len(err) == 1 and str(port) in err[0], \
+            "expected one error line naming port %d, got %r" % (port, err)
+        assert not glob.glob(os.path.join(sub, "run", "box", "sessions", "*"))
+    finally:
+        occ.close()
+
+
+@http_test("serve")
+def serve_non_loopback_needs_token(h, kind):
+    """README: without a control token serve listens only on loopback addresses."""
+    sub = os.path.join(h.tmp, "open")
+    prepare_root(os.path.join(sub, "root"))
+    os.makedirs(os.path.join(sub, "run"))
+    env = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="inst-1",
+               LBBOX_BOX_IMAGE_ALIASES=IMAGE + "=busybox", LBBOX_BOX_PULL="0")
+    env.pop("LANGBOT_BOX_CONTROL_TOKEN", None)
+    port = free_port()
+    p = subprocess.run([LBBOX, "--root", os.path.join(sub, "root"), "--runroot",
+                        os.path.join(sub, "run"), "serve", "--listen", "0.0.0.0:%d" % port],
+                       env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+    assert p.returncode != 0, "serve listened on 0.0.0.0 without a token"
+    assert b"token" in p.stderr.lower(), "no error about the token: %r" % p.stderr
+    b = h.start(kind, token=TOKEN, listen_host="0.0.0.0")  # with a token it is allowed
+    assert b.ok("__ping", {}, None) == {}
+
+
+@http_test("serve")
+def ws_binary_message_closes_connection(h, kind):
+    """§6.3: a binary message closes that connection; the server and its sessions stay."""
+    b = h.start(kind)
+    b.ok("box_create_session", spec("bin1"))
+    b.rpc.ws.send_binary(b'{"seq_id": 1, "action": "__ping", "data": {}}')
+    dead = b.rpc.wait_closed(5)
+    assert dead is not None, "the connection stayed open after a binary message"
+    assert dead[0] == "close", dead
+    assert 1 not in b.replies, "the binary message was answered"
+    c = b.connect_rpc()
+    assert c.ok("__ping", {}, None) == {}
+    assert c.ok("box_get_session", {"session_id": "bin1"})["session_id"] == "bin1"
+    c.ok("box_delete_session", {"session_id": "bin1"})
+
+
+@http_test("serve")
+def ws_message_size_limit(h, kind):
+    """/rpc/ws takes messages up to 16 MiB however they are framed (one frame, 16 KiB or 4 KiB
+    fragments); a bigger one ends that connection (1009), not the server (§6.3)."""
+    b = h.start(kind)
+    for i, frag in enumerate((None, 16384, 4096)):
+        c = b.connect_rpc()
+        c.ws.send_text(max_message(100 + i), frag)
+        r = c.wait(100 + i, 60)
+        assert r["code"] == 0 and r["data"] == {}, r
+        c.close()
+    c = b.connect_rpc()
+    try:
+        c.ws.send_text(max_message(200, 16 * 1024 * 1024 + 1), 65536)
+    except OSError:
+        pass  # the server may close while we still send
+    dead = c.wait_closed(10)
+    assert dead is not None, "a message over 16 MiB was accepted"
+    assert dead[0] == "close" and dead[1] in (1009, 1006), dead
+    assert 200 not in c.replies
+    assert b.connect_rpc().ok("__ping", {}, None) == {}
+
+
+@http_test("serve")
+def ws_disconnect_keeps_server_and_sessions(h, kind):
+    """The /rpc/ws client vanishes mid-exec: the server keeps running with its sessions; SIGTERM
+    then removes everything, the exec's process included."""
+    b = h.start(kind)
+    b.ok("box_create_session", spec("dc1", persistent=True))
+    b.ok("box_start_managed_process", {"session_id": "dc1", "spec": {"command": "cat"}})
+    b.send("box_exec", spec("dc2", "sleep 987658", timeout_sec=60))
+    time.sleep(0.5)
+    b.rpc.ws.abort()  # no close handshake
+    assert b.rpc.wait_closed(5) is not None
+    c = b.connect_rpc()
+    t0 = time.time()
+    assert c.ok("__ping", {}, None) == {}
+    assert time.time() - t0 < 1.0, "ping took %.2f s" % (time.time() - t0)
+    d = c.ok("box_get_session", {"session_id": "dc1"})
+    assert d["managed_process"]["status"] == "running", d
+    assert b.p.poll() is None
+    rc, took = b.close()
+    b.exited_ok = True
+    assert rc == 0 and took < 5, (rc, took)
+    left = subprocess.run(["pgrep", "-f", "sleep 987658"], capture_output=True).stdout
+    assert not left, "the exec's process survived: %s" % left
+
+
+def start_process(b, logical, pid, command, args=(), ctx=CTX):
+    info = b.ok("box_start_managed_process", {"session_id": logical, "spec": {
+        "process_id": pid, "command": command, "args": list(args)}}, ctx)
+    assert info["status"] == "running", info
+    return info
+
+
+def proc_info(b, logical, pid, ctx=CTX):
+    return b.ok("box_get_managed_process", {"session_id": logical, "process_id": pid}, ctx)
+
+
+def wait_attached(b, logical, pid, value, ctx=CTX):
+    d = poll(lambda: (lambda i: i if i["attached"] is value else None)(
+        proc_info(b, logical, pid, ctx)), 5)
+    assert d, "attached did not become %s: %s" % (value, proc_info(b, logical, pid, ctx))
+    return d
+
+
+@http_test()
+def relay_echo_detach_reattach(h, kind):
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r1"))
+    start_process(b, "r1", "cat1", "cat")
+    ws = b.relay("r1", "cat1")
+    wait_attached(b, "r1", "cat1", True)
+    ws.send_text('{"a":1}')
+    assert ws.recv_text(5) == '{"a":1}'
+    ws.send_text("héllo ✓")
+    assert ws.recv_text(5) == "héllo ✓"
+    big = "x" * 200000  # larger than the pipes: stdin writes and stdout reads must interleave
+    ws.send_text(big, fragment=WS_FRAGMENT)
+    got = ws.recv_text(10)
+    assert got == big, "200 KB line came back as %d chars" % len(got)
+    ws.send_binary(b"zzz")  # ignored
+    ws.send_text("after")
+    assert ws.recv_text(5) == "after"
+    assert ws.close() is not None, "no close answer from the relay"
+    d = wait_attached(b, "r1", "cat1", False)
+    assert d["status"] == "running", d
+    ws = b.relay("r1", "cat1")  # re-attach
+    wait_attached(b, "r1", "cat1", True)
+    ws.send_text('{"b":2}')
+    assert ws.recv_text(5) == '{"b":2}'
+    ws.abort()  # detach without a close handshake
+    d = wait_attached(b, "r1", "cat1", False)
+    assert d["status"] == "running", d
+    ws = b.relay("r1", "cat1")
+    ws.send_text("again")
+    assert ws.recv_text(5) == "again"
+    ws.close()
+    assert b.ok("box_stop_managed_process", {"session_id": "r1", "process_id": "cat1"}) == \
+        {"stopped": "cat1"}
+    b.ok("box_delete_session", {"session_id": "r1"})
+
+
+DUP = ('while read l; do case "$l" in split*) printf "%s" "$l"; sleep 0.3; '
+       'printf "%s\\n\\n" "-end";; *) printf "%s\\n%s-2\\n" "$l" "$l";; esac; done')
+
+
+@http_test()
+def relay_one_line_per_message(h, kind):
+    """stdout lines become one text message each, newline removed, empty lines skipped, partial
+    lines joined (§6.9)."""
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r2"))
+    start_process(b, "r2", "dup", "sh", ["-c", DUP])
+    ws = b.relay("r2", "dup")
+    ws.send_text("a")  # the process writes "a\na-2\n" at once
+    assert [ws.recv_text(5), ws.recv_text(5)] == ["a", "a-2"]
+    ws.send_text("split1")  # "split1", a pause, "-end\n\n"
+    assert ws.recv_text(5) == "split1-end"
+    ws.send_text("b")
+    ws.send_text("c")
+    got = [ws.recv_text(5) for _ in range(4)]
+    assert got == ["b", "b-2", "c", "c-2"], got
+    ws.send_text("")  # an empty line for the process: it prints "\n-2\n"; "" is skipped
+    ws.send_text("d")
+    got = [ws.recv_text(5) for _ in range(3)]
+    assert got == ["-2", "d", "d-2"], got
+    ws.close()
+    b.ok("box_delete_session", {"session_id": "r2"})
+
+
+@http_test()
+def relay_process_exit_closes(h, kind):
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r3"))
+    start_process(b, "r3", "once", "sh", ["-c", 'read l; echo "bye $l"'])
+    ws = b.relay("r3", "once")
+    ws.send_text("x")
+    assert ws.recv_text(5) == "bye x"
+    ev = ws.recv_msg(5)
+    assert ev[0] == "close" and ev[1] == 1000, "expected a normal close, got %r" % (ev,)
+    d = poll(lambda: (lambda i: i if i["status"] == "exited" else None)(
+        proc_info(b, "r3", "once")), 5)
+    assert d and d["exit_code"] == 0 and d["attached"] is False, d
+    e = b.refused(relay_path(physical("r3"), "once"), b.relay_headers(), ["mcp"])
+    assert e.status == 400, (e.status, e.body)
+    assert json.loads(e.body) == {"error": {"code": "BoxManagedProcessConflictError", "message":
+                                            "managed process once in session %s is not running"
+                                            % physical("r3")}}, e.body
+    b.ok("box_delete_session", {"session_id": "r3"})
+
+
+@http_test()
+def relay_errors_are_400_json(h, kind):
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r4"))
+    start_process(b, "r4", "p1", "cat")
+    start_process(b, "r4", "gone", "sh", ["-c", "exit 0"])
+    assert poll(lambda: proc_info(b, "r4", "gone")["status"] == "exited", 5)
+    hdr = b.relay_headers()
+    cases = [
+        (relay_path(physical("nosuch"), "p1"), "BoxSessionNotFoundError",
+         "session %s not found" % physical("nosuch")),
+        (relay_path(physical("r4"), "nope"), "BoxManagedProcessNotFoundError",
+         "session %s has no managed process with process_id=nope" % physical("r4")),
+        (relay_path(physical("r4"), None), "BoxManagedProcessNotFoundError",
+         "session %s has no managed process with process_id=default" % physical("r4")),
+        (relay_path(physical("r4"), "gone"), "BoxManagedProcessConflictError",
+         "managed process gone in session %s is not running" % physical("r4")),
+    ]
+    for path, code, message in cases:
+        e = b.refused(path, hdr, ["mcp"])
+        assert e.status == 400, (path, e.status, e.body)
+        try:
+            body = json.loads(e.body)
+        except ValueError:
+            raise AssertionError("%s: body is not JSON: %r" % (path, e.body))
+        assert body == {"error": {"code": code, "message": message}}, (path, body)
+    ws = b.relay("r4", "p1")  # the live one still attaches
+    ws.send_text("ok")
+    assert ws.recv_text(5) == "ok"
+    ws.close()
+    b.ok("box_delete_session", {"session_id": "r4"})
+
+
+@http_test()
+def relay_auth_and_generation_401(h, kind):
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r5"))
+    start_process(b, "r5", "default", "cat")
+    b.ok("box_get_sessions", {}, dict(CTX, workspace_uuid="ws-2"))  # ws-2 is at generation 1
+    path = relay_path(physical("r5"), "default")
+    good = b.relay_headers()
+
+    def without(*keys):
+        return {k: v for k, v in good.items() if k not in keys}
+
+    bad = [
+        ("no headers", {}),
+        ("no token", without("X-LangBot-Box-Control-Token")),
+        ("wrong token", dict(good, **{"X-LangBot-Box-Control-Token": TOKEN[:-1] + "#"})),
+        ("no instance", without("X-LangBot-Instance-Id")),
+        ("other instance", dict(good, **{"X-LangBot-Instance-Id": "inst-2"})),
+        ("no workspace/generation", without("X-LangBot-Workspace-Id",
+                                            "X-LangBot-Placement-Generation")),
+        ("no generation", without("X-LangBot-Placement-Generation")),
+        ("workspace not owning the id", dict(good, **{"X-LangBot-Workspace-Id": "ws-2"})),
+        ("generation ahead", dict(good, **{"X-LangBot-Placement-Generation": "2"})),
+        ("generation not a number", dict(good, **{"X-LangBot-Placement-Generation": "abc"})),
+        ("generation not canonical", dict(good, **{"X-LangBot-Placement-Generation": "01"})),
+    ]
+    for what, hdrs in bad:
+        e = b.refused(path, hdrs, ["mcp"])
+        assert (e.status, e.body) == (401, "Unauthorized"), (what, e.status, e.body)
+    for p in (path, relay_path(physical("r5"), None)):  # the legacy route is "default"
+        ws = b.ws(p, good, ["mcp"])
+        assert ws.subprotocol == "mcp", ws.subprotocol
+        ws.send_text(p)
+        assert ws.recv_text(5) == p
+        ws.close()
+    ctx2 = dict(CTX, placement_generation=2)
+    b.ok("box_get_sessions", {}, ctx2)  # generation 2: r5 (generation 1) becomes stale
+    gone = os.path.join(b.runroot, "box", "sessions", physical("r5"))
+    assert poll(lambda: not os.path.exists(gone), 10), "the generation-1 session stays"
+    for what, hdrs in (("stale generation", good),
+                       ("current generation, old id", b.relay_headers(ctx2))):
+        e = b.refused(path, hdrs, ["mcp"])
+        assert (e.status, e.body) == (401, "Unauthorized"), (what, e.status, e.body)
+
+
+@http_test()
+def relay_legacy_without_headers(h, kind):
+    """No token: a relay without workspace/generation headers uses the id verbatim (0.4)."""
+    b = h.start(kind)
+    b.ok("box_create_session", spec("mcp-shared"), None)
+    start_process(b, "mcp-shared", "default", "cat", ctx=None)
+    for path in (relay_path("mcp-shared", None), relay_path("mcp-shared", "default")):
+        ws = b.ws(path, {}, ["mcp"])
+        assert ws.subprotocol == "mcp", ws.subprotocol
+        ws.send_text('{"jsonrpc":"2.0","id":1}')
+        assert ws.recv_text(5) == '{"jsonrpc":"2.0","id":1}'
+        ws.close()
+        wait_attached(b, "mcp-shared", "default", False, None)
+    ws = b.ws(path, {"X-LangBot-Instance-Id": "inst-1"}, ["mcp"])  # a matching instance is fine
+    ws.close()
+    e = b.refused(path, {"X-LangBot-Instance-Id": "inst-2"}, ["mcp"])
+    assert (e.status, e.body) == (401, "Unauthorized"), (e.status, e.body)
+    b.ok("box_create_session", spec("r6"))  # a 0.5 session reached with 0.5 headers, no token
+    start_process(b, "r6", "p", "cat")
+    ws = b.relay("r6", "p")
+    ws.send_text("new")
+    assert ws.recv_text(5) == "new"
+    ws.close()
+    b.ok("box_delete_session", {"session_id": "mcp-shared"}, None)
+    b.ok("box_delete_session", {"session_id": "r6"})
+
+
+@http_test()
+def relay_closes_when_placement_stale(h, kind):
+    """§6.9: a newer placement generation removes the session; its relay is closed."""
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("st"))
+    start_process(b, "st", "p", "cat")
+    ws = b.relay("st", "p")
+    ws.send_text("x")
+    assert ws.recv_text(5) == "x"
+    b.ok("box_get_sessions", {}, dict(CTX, placement_generation=2))
+    ev = ws.recv_msg(5)
+    assert ev[0] == "close" and ev[1] != 1006, "expected a close frame, got %r" % (ev,)
+    gone = os.path.join(b.runroot, "box", "sessions", physical("st"))
+    assert poll(lambda: not os.path.exists(gone), 10), "the stale session stays"
+
+
+@http_test()
+def relay_single_attachment(h, kind):
+    """A second client is upgraded but waits until the first detaches (§6.9)."""
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r7"))
+    start_process(b, "r7", "cat", "cat")
+    first = b.relay("r7", "cat")
+    wait_attached(b, "r7", "cat", True)
+    second = b.relay("r7", "cat")
+    second.send_text("fromB")
+    first.send_text("fromA")
+    assert first.recv_text(5) == "fromA", "the waiting client's message reached the process"
+    try:
+        ev = second.recv_msg(1.0)
+        raise AssertionError("the waiting client got %r" % (ev,))
+    except TimeoutError:
+        pass
+    first.close()
+    assert second.recv_text(5) == "fromB", "the waiting client was not attached after the first"
+    assert proc_info(b, "r7", "cat")["attached"] is True
+    second.send_text("more")
+    assert second.recv_text(5) == "more"
+    second.close()
+    wait_attached(b, "r7", "cat", False)
+    b.ok("box_delete_session", {"session_id": "r7"})
+
+
+@http_test()
+def idle_connections_get_pings(h, kind):
+    """LBBOX_BOX_WS_PING_SEC=1: idle relay and /rpc/ws connections are pinged; our pongs keep
+    them open."""
+    b = h.start(kind, token=TOKEN, env={"LBBOX_BOX_WS_PING_SEC": "1"})
+    b.ok("box_create_session", spec("r8"))
+    start_process(b, "r8", "cat", "cat")
+    ws = b.relay("r8", "cat")
+    rpc = b.ws("/rpc/ws", b.auth_headers())
+    for conn in (ws, rpc):
+        t0 = time.time()
+        pings = 0
+        while pings < 2:  # two pings, each answered
+            ev = conn.recv(3.5)
+            assert ev[0] == "ping", "expected a ping, got %r" % (ev,)
+            pings += 1
+        assert time.time() - t0 < 7, "two pings took %.1f s" % (time.time() - t0)
+    ws.send_text("alive")
+    assert ws.recv_text(5) == "alive"
+    rpc.send_text(json.dumps({"seq_id": 7, "action": "__ping", "data": {}}))
+    assert json.loads(rpc.recv_text(5))["seq_id"] == 7
+    ws.close()
+    rpc.close()
+    b.ok("box_delete_session", {"session_id": "r8"})
+
+
+@http_test()
+def shutdown_closes_attached_relay(h, kind):
+    """stdin EOF (stdio) or SIGTERM (serve) with an attached relay: exit 0 within 5 s, nothing
+    left, the relay closed with 1001 `Box runtime shutting down` (§6.9)."""
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec("r9", persistent=True))
+    start_process(b, "r9", "cat", "cat")
+    ws = b.relay("r9", "cat")
+    ws.send_text("x")
+    assert ws.recv_text(5) == "x"
+    if kind == "stdio":
+        b.p.stdin.close()
+    else:
+        b.p.send_signal(signal.SIGTERM)
+    t0 = time.time()
+    rc = b.p.wait(10)
+    took = time.time() - t0
+    b.exited_ok = True
+    assert rc == 0 and took < 5, (rc, took)
+    check_clean(b)
+    ev = ws.recv_msg(2)
+    assert ev[0] == "close", ev
+    assert ev[1:] == (1001, "Box runtime shutting down"), "relay closed with %r" % (ev,)
+
+
+# -- runner --------------------------------------------------------------------------------------
+def run_shared(fn, kind, h):
+    b = h.start(kind)
+    fn(b)
+
+
+def cases():
+    out = [("rpc::wsclient_selftest", lambda h: wsclient._selftest())]
+    out += [("rpc::" + fn.__name__, lambda h, fn=fn: run_shared(fn, "stdio", h)) for fn in TESTS]
+    out += [("rpc::" + fn.__name__, fn) for fn in STDIO_ONLY]
+    out += [("rpc_ws::" + fn.__name__, lambda h, fn=fn: run_shared(fn, "serve", h))
+            for fn in TESTS]
+    for fn, kinds in HTTP_TESTS:
+        out += [("http_%s::%s" % (k, fn.__name__), lambda h, fn=fn, k=k: fn(h, k))
+                for k in kinds]
+    return out
 
 
 def main():
     passed = failed = 0
-    for fn in TESTS + [sigterm_exit, chunk_violation_closes, disconnect_mid_exec_cleans_up]:
+    pattern = os.environ.get("LBBOX_RPC_FILTER")
+    for label, fn in cases():
+        if pattern and not fnmatch.fnmatch(label, pattern):
+            continue
         tmp = tempfile.mkdtemp(prefix="lbbox-rpc-")
+        h = Harness(tmp)
         t0 = time.time()
         try:
-            if fn in (sigterm_exit, chunk_violation_closes, disconnect_mid_exec_cleans_up):
-                fn(tmp)
-            else:
-                run_one(fn, tmp)
+            fn(h)
+            h.finish()
             passed += 1
-            print("[PASS] rpc::%s: (%.2fs)" % (fn.__name__, time.time() - t0), flush=True)
+            print("[PASS] %s: (%.2fs)" % (label, time.time() - t0), flush=True)
         except Exception:
             failed += 1
-            print("[FAIL] rpc::%s" % fn.__name__, flush=True)
+            print("[FAIL] %s: (%.2fs)" % (label, time.time() - t0), flush=True)
             traceback.print_exc()
+            tails = h.stderr_tails()
+            if tails:
+                print(tails, flush=True)
         finally:
+            h.kill()
             subprocess.run([LBBOX, "--runroot", os.path.join(tmp, "run"), "--root",
                             os.path.join(tmp, "root"), "session", "gc", "--ttl", "1"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
