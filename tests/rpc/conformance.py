@@ -765,6 +765,25 @@ def shutdown_during_generation_cleanup(b):
 
 
 @test
+def newer_generation_cancels_older_actions(b):
+    """§6.7: an exec of generation 1 still running when generation 2 arrives ends at once (the
+    cleanup of generation 1's sessions takes its sandbox away) and is answered with the
+    stale-generation error; its session and process are gone."""
+    b.ok("box_create_session", spec("slow"))
+    seq = b.send("box_exec", spec("slow", "sleep 987658; echo never"))
+    time.sleep(0.5)
+    t0 = time.time()
+    b.ok("box_get_sessions", {}, dict(CTX, placement_generation=2))
+    r = b.wait(seq, 10)
+    assert r["code"] == 1 and r["message"] == "PermissionError: Stale Box placement generation", r
+    assert time.time() - t0 < 5, "the old exec was not cancelled (%.1f s)" % (time.time() - t0)
+    assert poll(lambda: b.ok("box_get_sessions", {}, None)["sessions"] == [], 10), \
+        "the older generation's session stayed"
+    assert poll(lambda: not subprocess.run(["pgrep", "-f", "sleep 987658"],
+                                           capture_output=True).stdout, 5), "the exec survived"
+
+
+@test
 def eof_and_sigterm_drop_every_session(b):
     """Persistent session + managed process: stdin EOF (stdio) or SIGTERM (serve) drops it all."""
     b.ok("box_create_session", spec("keep", persistent=True))
