@@ -40,7 +40,13 @@ static int read_info(const char *path, struct lb_box_proc_info *out, pid_t *keep
 {
 	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
 		return -1;
-	if (out->running && !keeper_alive(*keeper, *kstart, NULL)) {
+	if (!out->running || keeper_alive(*keeper, *kstart, NULL))
+		return 0;
+	/* the keeper may have recorded the exit and ended after the first read: read it again */
+	lb_box_proc_info_free(out);
+	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
+		return -1;
+	if (out->running) {
 		out->running = false;
 		out->attached = false;
 	}

@@ -172,19 +172,16 @@ static int rpc_receive(struct peer *p, struct lws *wsi, const void *in, size_t l
 				 sizeof(why) - 1);
 		return -1;
 	}
-	if (p->in_len + len > SERVER_MAX_MSG) { /* §6.3: 16 MiB, the memory bound that matters */
+	if (p->in.len + len > SERVER_MAX_MSG) { /* §6.3: 16 MiB, the memory bound that matters */
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
 		return -1;
 	}
-	char *b = realloc(p->in, p->in_len + len + 1);
-	if (!b)
+	if (sbuf_add(&p->in, in, len) < 0)
 		return -1;
-	memcpy(b + p->in_len, in, len);
-	p->in = b, p->in_len += len;
 	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
 		return 0;
-	json_t *msg = json_loadb(p->in, p->in_len, 0, NULL);
-	p->in_len = 0;
+	json_t *msg = json_loadb(p->in.p, p->in.len, 0, NULL);
+	p->in.len = 0;
 	if (json_is_object(msg)) /* anything else is ignored (§6.4) */
 		server_handle(p->s, p, msg);
 	json_decref(msg);

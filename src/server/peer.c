@@ -44,7 +44,7 @@ void peer_free(struct peer *p)
 			break;
 		}
 	wsq_clear(&p->out);
-	free(p->in);
+	sbuf_free(&p->in);
 	free(p);
 }
 
@@ -63,6 +63,29 @@ void peer_send(struct peer *p, json_t *reply)
 	size_t len;
 	if (p->s->out_fd >= 0 && lb_rpc_frame(text, strlen(text), &framed, &len, NULL) == 0)
 		lb_write_all(p->s->out_fd, framed, len);
+}
+
+int sbuf_add(struct sbuf *b, const void *data, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return -1;
+		b->p = p, b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+void sbuf_free(struct sbuf *b)
+{
+	free(b->p);
+	*b = (struct sbuf){0};
 }
 
 int wsq_push(struct wsq *q, const char *text, size_t len)

@@ -27,12 +27,10 @@ struct relay {
 	char sid[512], pid[512];
 	lws_sorted_usec_list_t retry; /* the keeper's queue was full: attach again soon */
 	struct wsq out;		      /* stdout lines for the client */
-	char *line;		      /* a stdout line without its "\n" yet */
-	size_t line_len;
-	char *pend; /* client messages (+ "\n") not yet taken by the keeper */
-	size_t pend_len, pend_off;
-	char *in; /* the WebSocket message being received */
-	size_t in_len;
+	struct sbuf line;	      /* a stdout line without its "\n" yet */
+	struct sbuf pend;	      /* client messages (+ "\n") not yet taken by the keeper */
+	size_t pend_off;
+	struct sbuf in; /* the WebSocket message being received */
 	bool eof, failed, keeper_paused, ws_paused;
 };
 
@@ -104,9 +102,9 @@ static void relay_free(struct server *s, struct relay *r)
 {
 	s->relays--;
 	wsq_clear(&r->out);
-	free(r->line);
-	free(r->pend);
-	free(r->in);
+	sbuf_free(&r->line);
+	sbuf_free(&r->pend);
+	sbuf_free(&r->in);
 	free(r);
 }
 
@@ -126,28 +124,21 @@ static int feed(struct relay *r, const char *buf, size_t n)
 {
 	const char *p = buf, *end = buf + n, *nl;
 	while ((nl = memchr(p, '\n', (size_t)(end - p)))) {
-		if (r->line_len) {
-			char *l = realloc(r->line, r->line_len + (size_t)(nl - p));
-			if (!l)
+		if (r->line.len) {
+			if (sbuf_add(&r->line, p, (size_t)(nl - p)) < 0)
 				return -1;
-			memcpy(l + r->line_len, p, (size_t)(nl - p));
-			push_line(r, l, r->line_len + (size_t)(nl - p));
-			r->line = l, r->line_len = 0;
+			push_line(r, r->line.p, r->line.len);
+			r->line.len = 0;
 		} else {
 			push_line(r, p, (size_t)(nl - p));
 		}
 		p = nl + 1;
 	}
-	if (p < end) { /* a message is at most 16 MiB: a longer line goes out in pieces */
-		char *l = realloc(r->line, r->line_len + (size_t)(end - p));
-		if (!l)
-			return -1;
-		memcpy(l + r->line_len, p, (size_t)(end - p));
-		r->line = l, r->line_len += (size_t)(end - p);
-		if (r->line_len >= SERVER_MAX_MSG) {
-			push_line(r, r->line, r->line_len);
-			r->line_len = 0;
-		}
+	if (p < end && sbuf_add(&r->line, p, (size_t)(end - p)) < 0)
+		return -1;
+	if (r->line.len >= SERVER_MAX_MSG) { /* a message is at most 16 MiB: sent in pieces */
+		push_line(r, r->line.p, r->line.len);
+		r->line.len = 0;
 	}
 	return 0;
 }
@@ -173,8 +164,8 @@ static int keeper_read(struct fdwatch *w)
 static int keeper_writable(struct fdwatch *w)
 {
 	struct relay *r = (struct relay *)w;
-	while (r->pend_off < r->pend_len) {
-		ssize_t n = write(w->fd, r->pend + r->pend_off, r->pend_len - r->pend_off);
+	while (r->pend_off < r->pend.len) {
+		ssize_t n = write(w->fd, r->pend.p + r->pend_off, r->pend.len - r->pend_off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
@@ -185,9 +176,9 @@ static int keeper_writable(struct fdwatch *w)
 			return -1;
 		r->pend_off += (size_t)n;
 	}
-	if (r->pend_off == r->pend_len)
-		r->pend_off = r->pend_len = 0;
-	if (r->ws_paused && r->pend_len - r->pend_off < RELAY_LOW && r->ws) {
+	if (r->pend_off == r->pend.len)
+		r->pend_off = r->pend.len = 0;
+	if (r->ws_paused && r->pend.len - r->pend_off < RELAY_LOW && r->ws) {
 		lws_rx_flow_control(r->ws, 1);
 		r->ws_paused = false;
 	}
@@ -204,8 +195,8 @@ static void keeper_closed(struct fdwatch *w)
 	fcntl(w->fd, F_SETFL, fcntl(w->fd, F_GETFL) | O_NONBLOCK);
 	while ((n = read(w->fd, buf, sizeof(buf))) > 0 && feed(r, buf, (size_t)n) == 0)
 		;
-	push_line(r, r->line, r->line_len);
-	r->line_len = 0;
+	push_line(r, r->line.p, r->line.len);
+	r->line.len = 0;
 	if (!r->ws) {
 		relay_free(w->s, r);
 		return;
@@ -238,7 +229,7 @@ static void try_attach(struct relay *r)
 		lws_callback_on_writable(r->ws);
 		return;
 	}
-	if (r->pend_len)
+	if (r->pend.len)
 		lws_callback_on_writable(r->w.wsi);
 }
 
@@ -272,24 +263,18 @@ static int client_message(struct relay *r, struct lws *wsi, const void *in, size
 {
 	if (lws_frame_is_binary(wsi))
 		return 0; /* ignored (§6.9) */
-	if (r->in_len + len > SERVER_MAX_MSG) {
+	if (r->in.len + len > SERVER_MAX_MSG) {
 		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
 		return -1;
 	}
-	char *b = realloc(r->in, r->in_len + len + 1);
-	if (!b)
+	if (sbuf_add(&r->in, in, len) < 0)
 		return -1;
-	memcpy(b + r->in_len, in, len);
-	r->in = b, r->in_len += len;
 	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
 		return 0;
-	b = realloc(r->pend, r->pend_len + r->in_len + 1);
-	if (!b)
+	if (sbuf_add(&r->pend, r->in.p, r->in.len) < 0 || sbuf_add(&r->pend, "\n", 1) < 0)
 		return -1;
-	memcpy(b + r->pend_len, r->in, r->in_len);
-	b[r->pend_len + r->in_len] = '\n';
-	r->pend = b, r->pend_len += r->in_len + 1, r->in_len = 0;
-	if (r->pend_len - r->pend_off > RELAY_HIGH && !r->ws_paused) {
+	r->in.len = 0;
+	if (r->pend.len - r->pend_off > RELAY_HIGH && !r->ws_paused) {
 		lws_rx_flow_control(wsi, 0);
 		r->ws_paused = true;
 	}

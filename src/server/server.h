@@ -45,6 +45,14 @@ struct fdwatch {
 	struct server *s;
 };
 
+/* A growable byte buffer (capacity doubles: messages arrive in ~4 KiB pieces). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+};
+int sbuf_add(struct sbuf *b, const void *data, size_t n);
+void sbuf_free(struct sbuf *b);
+
 /* An outgoing WebSocket message, sent in fragments. */
 struct wsmsg {
 	struct wsmsg *next;
@@ -64,8 +72,7 @@ struct peer {
 	struct server *s;
 	struct lws *wsi; /* NULL for stdio */
 	struct wsq out;
-	char *in; /* the WebSocket message being received */
-	size_t in_len;
+	struct sbuf in; /* the WebSocket message being received */
 	size_t inflight;
 	bool paused; /* its requests are not read while too many replies wait for it */
 };
