@@ -17,9 +17,6 @@
 #define PEER_OUT_HIGH (64u << 20)
 #define PEER_OUT_LOW  (16u << 20)
 
-int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-		       size_t len);
-
 /* Per connection (lws allocates it per protocol, so it is set once the WebSocket is up). */
 struct conn {
 	struct peer *peer;   /* /rpc/ws */

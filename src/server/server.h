@@ -133,13 +133,23 @@ struct server {
 /* loop.c: serves until stdin EOF (stdio mode) or SIGTERM, then drops every session it owns.
  * Returns the process exit status. */
 int server_run(struct server *s);
-/* A request from a peer: answered inline or run in a forked job. */
+
+/* request.c: a request from a peer, answered inline or run in a job. */
 void server_handle(struct server *s, struct peer *p, json_t *msg);
+/* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
+struct fence *server_fence(struct server *s, const char *ns, bool create);
+
+/* jobs.c: watched descriptors and forked actions. */
 /* Watch fd (the loop owns and closes it from now on); -1 when it cannot. */
 int server_watch(struct server *s, struct fdwatch *w, int fd);
 void server_unwatch(struct fdwatch *w);
-/* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
-struct fence *server_fence(struct server *s, const char *ns, bool create);
+int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		       size_t len);
+/* fork + reply pipe: the job's pid in the parent; 0 in the child, with *fd the pipe to write
+ * the reply to (server_job_finish). p = NULL: background work, no reply. */
+pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const char *action,
+		       const char *fence, int64_t gen, int *fd);
+__attribute__((noreturn)) void server_job_finish(int fd, json_t *reply);
 
 /* peer.c: control connections. */
 struct peer *peer_new(struct server *s, struct lws *wsi);

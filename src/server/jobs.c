@@ -1,0 +1,200 @@
+/*
+ * The loop's descriptors and the actions' processes. Every descriptor the loop watches besides
+ * the HTTP side (stdin, the signalfd, reply pipes, keeper sockets) is an lws raw file with a
+ * struct fdwatch as its opaque data. Every action that touches sessions runs in a forked child
+ * (fork is safe: this process has one thread) and hands its reply back through a pipe, so 20
+ * concurrent execs and a __ping are all answered; the reply goes to the peer named by id.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
+#include "server/server.h"
+
+int server_watch(struct server *s, struct fdwatch *w, int fd)
+{
+	lws_sock_file_fd_type u = {.filefd = fd};
+	w->s = s;
+	w->fd = fd;
+	w->wsi =
+	    lws_adopt_descriptor_vhost(s->fds_vh, LWS_ADOPT_RAW_FILE_DESC, u, "lbbox-fd", NULL);
+	if (!w->wsi) {
+		close(fd);
+		w->fd = -1;
+		return -1;
+	}
+	lws_set_opaque_user_data(w->wsi, w);
+	return 0;
+}
+
+/* The owner goes first: lws closes the descriptor later and calls nobody. */
+void server_unwatch(struct fdwatch *w)
+{
+	if (!w->wsi)
+		return;
+	lws_set_opaque_user_data(w->wsi, NULL);
+	lws_set_timeout(w->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
+	w->wsi = NULL;
+}
+
+/* Raw descriptors: dispatch to the watch that owns them. */
+int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
+		       size_t len)
+{
+	struct fdwatch *w = lws_get_opaque_user_data(wsi);
+	(void)user, (void)in, (void)len;
+	switch (reason) {
+	case LWS_CALLBACK_RAW_RX_FILE:
+		return w && w->on_read ? w->on_read(w) : -1;
+	case LWS_CALLBACK_RAW_WRITEABLE_FILE:
+		return w && w->on_writable ? w->on_writable(w) : 0;
+	case LWS_CALLBACK_RAW_CLOSE_FILE:
+		if (w) {
+			w->wsi = NULL;
+			if (w->on_close)
+				w->on_close(w);
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void job_free(struct job *j)
+{
+	struct server *s = j->w.s;
+	for (size_t i = 0; i < s->n_jobs; i++)
+		if (s->jobs[i] == j) {
+			s->jobs[i] = s->jobs[--s->n_jobs];
+			break;
+		}
+	free(j->buf);
+	json_decref(j->seq_id);
+	free(j);
+}
+
+/* The reply of a finished job, unless the Workspace moved on meanwhile (§6.7). */
+static int job_read(struct fdwatch *w);
+
+static void job_done(struct fdwatch *w)
+{
+	struct job *j = (struct job *)w;
+	struct server *s = w->s;
+	int status;
+	job_read(w); /* what is left in the pipe */
+	while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
+	if (p)
+		p->inflight--;
+	if (p && j->seq_id) {
+		json_t *reply = j->buf ? json_loadb(j->buf, j->len, 0, NULL) : NULL;
+		struct fence *f = j->fence[0] ? server_fence(s, j->fence, false) : NULL;
+		if (f && f->generation > j->generation) {
+			json_decref(reply);
+			reply = lb_rpc_reply_error(j->seq_id, "PermissionError",
+						   "Stale Box placement generation");
+		}
+		if (!reply)
+			reply = lb_rpc_reply_error(j->seq_id, LB_BOX_EBOX, "the action failed");
+		peer_send(p, reply);
+	}
+	job_free(j);
+}
+
+static int job_read(struct fdwatch *w)
+{
+	struct job *j = (struct job *)w;
+	for (;;) {
+		if (j->cap - j->len < 4096) { /* most replies are small: grow as needed */
+			size_t cap = j->cap ? j->cap * 2 : 16384;
+			char *p = realloc(j->buf, cap);
+			if (!p)
+				return -1;
+			j->buf = p, j->cap = cap;
+		}
+		ssize_t n = read(w->fd, j->buf + j->len, j->cap - j->len);
+		if (n > 0) {
+			j->len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n < 0 && errno == EAGAIN ? 0 : -1; /* EOF: the child is done */
+	}
+}
+
+/* In the child: nothing of the parent's connections may outlive it (a keeper it starts would
+ * hold the listener and the clients' sockets open). */
+static void close_sockets(void)
+{
+	_cleanup_closedir_ DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	struct stat st;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) > 2 && atoi(e->d_name) != dirfd(d) &&
+		    fstat(atoi(e->d_name), &st) == 0 && S_ISSOCK(st.st_mode))
+			close(atoi(e->d_name));
+}
+
+/* fork + reply pipe: the parent's job, or 0 in the child with *fd its write end. */
+pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const char *action,
+		       const char *fence, int64_t gen, int *fd)
+{
+	int pp[2];
+	if (s->n_jobs >= SERVER_MAX_JOBS || pipe2(pp, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	struct job *j = calloc(1, sizeof(*j));
+	pid_t pid = j ? fork() : -1;
+	if (pid != 0) {
+		close(pp[1]);
+		if (pid < 0) {
+			close(pp[0]);
+			free(j);
+			return -1;
+		}
+		*j = (struct job){.w = {.on_read = job_read, .on_close = job_done},
+				  .pid = pid,
+				  .peer = p ? p->id : 0,
+				  .seq_id = json_incref(seq_id),
+				  .action = action,
+				  .generation = gen,
+				  /* background work deletes sessions: let it finish too */
+				  .wait_on_shutdown =
+				      !action || server_action_waits_on_shutdown(action)};
+		snprintf(j->fence, sizeof(j->fence), "%s", fence ? fence : "");
+		s->jobs[s->n_jobs++] = j;
+		if (p)
+			p->inflight++;
+		if (server_watch(s, &j->w, pp[0]) < 0) {
+			kill(pid, SIGKILL);
+			job_done(&j->w);
+		}
+		return pid;
+	}
+	close(pp[0]);
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	close_sockets();
+	fcntl(pp[1], F_SETFL, 0);
+	*fd = pp[1];
+	return 0;
+}
+
+/* In the child: write the reply's text to the pipe and end. */
+void server_job_finish(int fd, json_t *reply)
+{
+	char *text = reply ? lb_rpc_dumps(reply) : NULL;
+	if (text)
+		lb_write_all(fd, text, strlen(text));
+	_exit(0);
+}
