@@ -206,12 +206,6 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	if (box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, err) < 0 ||
 	    session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
-	size_t running =
-	    lb_box_proc_count_running(box) - (box_procs_running(sdir, spec->process_id) ? 1 : 0);
-	if ((int64_t)running >= box->limits.max_managed_processes)
-		return lb_err_box(err, LB_BOX_ECAPACITY,
-				  "Box managed process capacity reached (%lld)",
-				  (long long)box->limits.max_managed_processes);
 	struct lb_box_proc_info old;
 	pid_t keeper;
 	uint64_t kstart;
@@ -221,6 +215,15 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		lb_box_proc_info_free(&old);
 		unlink(json);
 	}
+	/* the runtime-wide count and the start under one lock: concurrent starts in different
+	 * sessions cannot both take the last slot (after the session's lock: one order only) */
+	_cleanup_close_ int cap = -1;
+	if (box_flock(box->dir, "procs-capacity.lock", LOCK_EX, true, &cap, err) < 0)
+		return -1;
+	if ((int64_t)lb_box_proc_count_running(box) >= box->limits.max_managed_processes)
+		return lb_err_box(err, LB_BOX_ECAPACITY,
+				  "Box managed process capacity reached (%lld)",
+				  (long long)box->limits.max_managed_processes);
 	if (box_record_read(box, session_id, &s, err) < 0)
 		return -1;
 	int r = box_keeper_spawn(box, &s, sdir, spec, err);

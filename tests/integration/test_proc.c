@@ -371,6 +371,39 @@ LBT_TEST(proc, concurrent_starts_of_one_id_leave_one_process)
 	lbt_session_rm("s1");
 }
 
+// The runtime-wide managed-process capacity holds for starts racing in different sessions.
+LBT_TEST(proc, concurrent_starts_in_different_sessions_respect_the_capacity)
+{
+	enum { N = 4 };
+	struct lbt_proc p[N];
+	struct lb_run_out o;
+	char id[N][8];
+	int started = 0, refused = 0;
+	setenv("LBBOX_BOX_MAX_PROCESSES", "1", 1);
+	for (int i = 0; i < N; i++) {
+		snprintf(id[i], sizeof(id[i]), "c%d", i);
+		create(id[i], NULL);
+	}
+	lbt_add_marker("987655");
+	for (int i = 0; i < N; i++)
+		lbt_spawn(&p[i], "proc", "start", id[i], "--id", "p", "--", "sleep", "987655",
+			  NULL);
+	for (int i = 0; i < N; i++) {
+		lbt_wait(&p[i], &o, 30);
+		if (o.status == 0)
+			started++;
+		else if (strstr(o.err, "Box managed process capacity reached (1)"))
+			refused++;
+		lbt_out_free(&o);
+	}
+	unsetenv("LBBOX_BOX_MAX_PROCESSES");
+	cr_assert_eq(started, 1, "%d of %d racing starts got the one slot", started, N);
+	cr_assert_eq(refused, N - 1);
+	cr_assert_eq(lbt_wait_procs_with_arg("987655", 1, 10), 1);
+	for (int i = 0; i < N; i++)
+		lbt_session_rm(id[i]);
+}
+
 // A keeper killed outright leaves its process unmanaged: stop still kills it (by its cgroup).
 LBT_TEST(proc, stop_after_the_keeper_died_kills_the_process)
 {
