@@ -451,12 +451,7 @@ static void print_json(const struct lb_result *res)
 			      res->timed_out, "oom_killed", res->oom_killed, "duration_ms",
 			      (json_int_t)res->duration_ms, "memory_peak_bytes",
 			      (json_int_t)res->memory_peak, "cpu_usec", (json_int_t)res->cpu_usec);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	free(s);
-	json_decref(j);
-	fflush(stdout);
+	cli_print_json(j);
 }
 
 static int report(const struct run_opts *o, const struct lb_result *res)

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init/idle.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
@@ -118,17 +119,7 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	if (ctx->alive_fd > 3)
 		syscall(SYS_close_range, 3U, (unsigned)ctx->alive_fd - 1, 0U);
 	syscall(SYS_close_range, (unsigned)ctx->alive_fd + 1, ~0U, 0U);
-	sigset_t set;
-	sigfillset(&set);
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&set, &si);
-		/* only from outside: a sender in the sandbox would see its own pid in si_pid */
-		if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && si.si_pid == 0)
-			_exit(0);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-	}
+	lb_pid1_idle();
 }
 
 static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
