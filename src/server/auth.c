@@ -41,17 +41,16 @@ bool auth_token_ok(struct server *s, struct lws *wsi)
 	return a == b && CRYPTO_memcmp(got, s->token, b) == 0;
 }
 
-/* ^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$ */
-static bool instance_valid(const char *v)
+bool server_name_valid(const char *v, const char *extra, size_t max)
 {
 	size_t n = strlen(v);
-	if (n == 0 || n > 128)
+	if (n == 0 || n > max)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = v[i];
 		bool alnum =
 		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != ':' && c != '-')))
+		if (!alnum && (i == 0 || !strchr(extra, c)))
 			return false;
 	}
 	return true;
@@ -64,7 +63,7 @@ bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, si
 		out[0] = '\0';
 		return !s->token[0]; /* a 0.4.x peer: only without a token */
 	}
-	if (h < 0 || !instance_valid(out))
+	if (h < 0 || !server_name_valid(out, "._:-", 128) /* §6.8's regex */)
 		return false;
 	if (!s->trusted[0] && pin) {
 		snprintf(s->trusted, sizeof(s->trusted), "%s", out);
@@ -107,10 +106,7 @@ int auth_relay_context(struct server *s, struct lws *wsi, const char *instance, 
 		return -1;
 	/* the Workspace's current generation, and a session under its prefix */
 	char ns[80];
-	snprintf(ns, sizeof(ns), "%s", ctx->prefix);
-	char *dash = strrchr(ns, '-');
-	if (dash)
-		*dash = '\0';
+	server_namespace_of(ctx, ns, sizeof(ns));
 	struct fence *f = server_fence(s, ns, false);
 	size_t pl = strlen(ctx->prefix);
 	if (!f || f->generation != ctx->generation || strncmp(session, ctx->prefix, pl) != 0 ||

@@ -19,22 +19,6 @@
 
 #define TRANSFER_IDLE_NS (600ull * 1000 * 1000 * 1000)
 
-/* ^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$ */
-static bool key_valid(const char *k)
-{
-	size_t n = strlen(k);
-	if (n == 0 || n > 255)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = k[i];
-		bool alnum =
-		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-			return false;
-	}
-	return true;
-}
-
 static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, struct lb_err **err)
 {
 	json_t *v = json_object_get(data, key);
@@ -136,7 +120,7 @@ static int write_chunk(struct server *s, json_t *data, struct lb_err **err)
 		if (!json_object_get(data, keys[i]))
 			return lb_err_box(err, "KeyError", "'%s'", keys[i]);
 	const char *key = json_string_value(json_object_get(data, "file_key"));
-	if (!key || !key_valid(key))
+	if (!key || !server_name_valid(key, "._-", 255))
 		return lb_err_box(err, "ValueError", "invalid file_key");
 	if (!json_is_string(json_object_get(data, "chunk_base64")))
 		return lb_err_box(err, "ValueError", "chunk_base64 must be a string");

@@ -169,14 +169,9 @@ static int rpc_receive(struct peer *p, struct lws *wsi, const void *in, size_t l
 				 sizeof(why) - 1);
 		return -1;
 	}
-	if (p->in.len + len > SERVER_MAX_MSG) { /* §6.3: 16 MiB, the memory bound that matters */
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
-		return -1;
-	}
-	if (sbuf_add(&p->in, in, len) < 0)
-		return -1;
-	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
-		return 0;
+	int whole = ws_collect(&p->in, wsi, in, len);
+	if (whole <= 0)
+		return whole;
 	json_t *msg = json_loadb(p->in.p, p->in.len, 0, NULL);
 	p->in.len = 0;
 	if (json_is_object(msg)) /* anything else is ignored (§6.4) */

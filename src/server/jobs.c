@@ -77,7 +77,7 @@ static void job_free(struct job *j)
 			s->jobs[i] = s->jobs[--s->n_jobs];
 			break;
 		}
-	free(j->buf);
+	sbuf_free(&j->reply);
 	json_decref(j->seq_id);
 	free(j);
 }
@@ -97,7 +97,7 @@ static void job_done(struct fdwatch *w)
 	if (p)
 		p->inflight--;
 	if (p && j->seq_id) {
-		json_t *reply = j->buf ? json_loadb(j->buf, j->len, 0, NULL) : NULL;
+		json_t *reply = j->reply.len ? json_loadb(j->reply.p, j->reply.len, 0, NULL) : NULL;
 		struct fence *f = j->fence[0] ? server_fence(s, j->fence, false) : NULL;
 		if (f && f->generation > j->generation) {
 			json_decref(reply);
@@ -114,17 +114,12 @@ static void job_done(struct fdwatch *w)
 static int job_read(struct fdwatch *w)
 {
 	struct job *j = (struct job *)w;
+	char buf[65536];
 	for (;;) {
-		if (j->cap - j->len < 4096) { /* most replies are small: grow as needed */
-			size_t cap = j->cap ? j->cap * 2 : 16384;
-			char *p = realloc(j->buf, cap);
-			if (!p)
-				return -1;
-			j->buf = p, j->cap = cap;
-		}
-		ssize_t n = read(w->fd, j->buf + j->len, j->cap - j->len);
+		ssize_t n = read(w->fd, buf, sizeof(buf));
 		if (n > 0) {
-			j->len += (size_t)n;
+			if (sbuf_add(&j->reply, buf, (size_t)n) < 0)
+				return -1;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)

@@ -88,6 +88,17 @@ void sbuf_free(struct sbuf *b)
 	*b = (struct sbuf){0};
 }
 
+int ws_collect(struct sbuf *b, struct lws *wsi, const void *in, size_t len)
+{
+	if (b->len + len > SERVER_MAX_MSG) {
+		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
+		return -1;
+	}
+	if (sbuf_add(b, in, len) < 0)
+		return -1;
+	return lws_is_final_fragment(wsi) && !lws_remaining_packet_payload(wsi);
+}
+
 int wsq_push(struct wsq *q, const char *text, size_t len)
 {
 	struct wsmsg *m = calloc(1, sizeof(*m));

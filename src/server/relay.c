@@ -263,14 +263,9 @@ static int client_message(struct relay *r, struct lws *wsi, const void *in, size
 {
 	if (lws_frame_is_binary(wsi))
 		return 0; /* ignored (§6.9) */
-	if (r->in.len + len > SERVER_MAX_MSG) {
-		lws_close_reason(wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, NULL, 0);
-		return -1;
-	}
-	if (sbuf_add(&r->in, in, len) < 0)
-		return -1;
-	if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi))
-		return 0;
+	int whole = ws_collect(&r->in, wsi, in, len);
+	if (whole <= 0)
+		return whole;
 	if (sbuf_add(&r->pend, r->in.p, r->in.len) < 0 || sbuf_add(&r->pend, "\n", 1) < 0)
 		return -1;
 	r->in.len = 0;

@@ -24,7 +24,7 @@ struct fence *server_fence(struct server *s, const char *key, bool create)
 }
 
 /* The Workspace namespace of a prefix "ws-<hash>-g<N>". */
-static void namespace_of(const struct lb_rpc_context *c, char *out, size_t len)
+void server_namespace_of(const struct lb_rpc_context *c, char *out, size_t len)
 {
 	snprintf(out, len, "%s", c->prefix);
 	char *g = strrchr(out, '-');
@@ -76,7 +76,7 @@ static int check_context(struct server *s, struct peer *p, json_t *msg, const ch
 	if (!server_is_tenant_action(action))
 		return 0;
 	char ns[80];
-	namespace_of(ctx, ns, sizeof(ns));
+	server_namespace_of(ctx, ns, sizeof(ns));
 	struct fence *f = server_fence(s, ns, true);
 	if (!f) { /* never skip the fence: a full table refuses new Workspaces */
 		peer_send(p, lb_rpc_reply_error(seq_id, LB_BOX_ECAPACITY,
@@ -102,7 +102,7 @@ static void run_job(struct server *s, struct peer *p, const char *action, json_t
 {
 	char ns[80] = "";
 	if (ctx)
-		namespace_of(ctx, ns, sizeof(ns));
+		server_namespace_of(ctx, ns, sizeof(ns));
 	int fd;
 	pid_t pid = server_job_start(s, p, seq_id, action,
 				     server_is_tenant_action(action) && ctx ? ns : NULL,

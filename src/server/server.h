@@ -52,6 +52,9 @@ struct sbuf {
 };
 int sbuf_add(struct sbuf *b, const void *data, size_t n);
 void sbuf_free(struct sbuf *b);
+/* A received piece of a WebSocket message into b: 1 once the message is whole, 0 while more is
+ * to come, -1 beyond 16 MiB (close reason 1009 set) or without memory. */
+int ws_collect(struct sbuf *b, struct lws *wsi, const void *in, size_t len);
 
 /* An outgoing WebSocket message, sent in fragments. */
 struct wsmsg {
@@ -81,9 +84,8 @@ struct peer {
 struct job {
 	struct fdwatch w;
 	pid_t pid;
-	uint64_t peer; /* 0 = background work, no reply */
-	char *buf;
-	size_t len, cap;
+	uint64_t peer;	   /* 0 = background work, no reply */
+	struct sbuf reply; /* the child's reply text */
 	json_t *seq_id;
 	const char *action;
 	char fence[80]; /* tenant actions: the namespace and generation they ran under */
@@ -136,6 +138,8 @@ int server_run(struct server *s);
 
 /* request.c: a request from a peer, answered inline or run in a job. */
 void server_handle(struct server *s, struct peer *p, json_t *msg);
+/* The Workspace namespace "ws-<sha256[:24]>" of a context's prefix "ws-<hash>-g<N>". */
+void server_namespace_of(const struct lb_rpc_context *c, char *out, size_t len);
 /* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
 struct fence *server_fence(struct server *s, const char *ns, bool create);
 
@@ -169,6 +173,8 @@ json_t *server_resources(struct server *s);
 
 /* auth.c: §6.8 / §6.9 handshake checks. */
 bool auth_token_ok(struct server *s, struct lws *wsi);
+/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$: instance ids (§6.8), upload keys (§6.6). */
+bool server_name_valid(const char *v, const char *extra, size_t max);
 /* The instance header: true when absent-and-allowed or trusted (pins it when pin is set). */
 bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, size_t len);
 /* The relay's context headers -> the physical session id it may open; 1 = legacy (no
