@@ -1008,6 +1008,16 @@ json_t *lbt_json(const char *text)
 	return j;
 }
 
+json_t *lbt_runv_json(const char *const *args)
+{
+	struct lb_run_out o;
+	lbt_runv(&o, args);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *j = lbt_json(o.out);
+	lbt_out_free(&o);
+	return j;
+}
+
 const char *lbt_json_str(json_t *j, const char *key)
 {
 	const char *s = json_string_value(json_object_get(j, key));

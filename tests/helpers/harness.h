@@ -99,6 +99,8 @@ int lbt_system(const char *const *argv); // fork+exec, returns exit status
 
 // JSON printed by lbbox (fails the test when it is not JSON); a string member that must exist.
 json_t *lbt_json(const char *text);
+// lbbox ARGS..., which must succeed and print JSON.
+json_t *lbt_runv_json(const char *const *args);
 const char *lbt_json_str(json_t *j, const char *key);
 // lbbox session rm NAME, which must succeed.
 void lbt_session_rm(const char *name);

@@ -36,12 +36,7 @@ static json_t *proc_json(const char *verb, const char *session, const char *id, 
 		args[n++] = a;
 	va_end(ap);
 	args[n] = NULL;
-	struct lb_run_out o;
-	lbt_runv(&o, args);
-	LBT_ASSERT_EXIT(o, 0);
-	json_t *j = lbt_json(o.out);
-	lbt_out_free(&o);
-	return j;
+	return lbt_runv_json(args);
 }
 
 static const char *status(json_t *j)

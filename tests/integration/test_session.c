@@ -24,12 +24,7 @@ static json_t *create(const char *name, ...)
 		args[n++] = a;
 	va_end(ap);
 	args[n] = NULL;
-	struct lb_run_out o;
-	lbt_runv(&o, args);
-	LBT_ASSERT_EXIT(o, 0);
-	json_t *j = lbt_json(o.out);
-	lbt_out_free(&o);
-	return j;
+	return lbt_runv_json(args);
 }
 
 static void sh(struct lb_run_out *o, const char *session, const char *script)
