@@ -478,13 +478,23 @@ static void run_opts_free(struct run_opts *o)
 	lb_spec_free(&o->spec);
 }
 
+/* argv -> o->spec: options, profile, image, environment, network. */
+static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **argv,
+		   struct lb_err **err)
+{
+	lb_spec_init(&o->spec);
+	if (parse_args(o, argc, argv, err) < 0 ||
+	    (o->profile && cli_run_profile(o->profile, &o->spec, o->network_set, err) < 0) ||
+	    resolve_image(o, g, err) < 0 || finish_env(o, err) < 0 || finish_network(o, err) < 0)
+		return -1;
+	return 0;
+}
+
 int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec *out,
 		   struct lb_err **err)
 {
 	struct run_opts o = {.n_env = 0};
-	lb_spec_init(&o.spec);
-	if (parse_args(&o, argc, argv, err) < 0 || resolve_image(&o, g, err) < 0 ||
-	    finish_env(&o, err) < 0 || finish_network(&o, err) < 0) {
+	if (prepare(&o, g, argc, argv, err) < 0) {
 		run_opts_free(&o);
 		return -1;
 	}
@@ -501,11 +511,7 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	struct lb_result res;
 	int setup_exit = LB_EXIT_SETUP, code;
 
-	lb_spec_init(&o.spec);
-	if (parse_args(&o, argc, argv, &err) < 0 ||
-	    (o.profile && cli_run_profile(o.profile, &o.spec, o.network_set, &err) < 0) ||
-	    resolve_image(&o, g, &err) < 0 || finish_env(&o, &err) < 0 ||
-	    finish_network(&o, &err) < 0 || lb_spec_check(&o.spec, &err) < 0) {
+	if (prepare(&o, g, argc, argv, &err) < 0 || lb_spec_check(&o.spec, &err) < 0) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);
 		return LB_EXIT_SETUP;
