@@ -94,8 +94,6 @@ static void job_done(struct fdwatch *w)
 	while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
-	if (p)
-		p->inflight--;
 	if (p && j->seq_id) {
 		json_t *reply = j->reply.len ? json_loadb(j->reply.p, j->reply.len, 0, NULL) : NULL;
 		struct fence *f = j->fence[0] ? server_fence(s, j->fence, false) : NULL;
@@ -168,8 +166,6 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 				      !action || server_action_waits_on_shutdown(action)};
 		snprintf(j->fence, sizeof(j->fence), "%s", fence ? fence : "");
 		s->jobs[s->n_jobs++] = j;
-		if (p)
-			p->inflight++;
 		if (server_watch(s, &j->w, pp[0]) < 0) {
 			kill(pid, SIGKILL);
 			job_done(&j->w);

@@ -113,6 +113,15 @@ static void run_job(struct server *s, struct peer *p, const char *action, json_t
 		peer_send(p, lb_rpc_reply_error(seq_id, LB_BOX_EBOX, "cannot start the action"));
 }
 
+/* The peer's actions still running (§6.4: at most 128 per connection). */
+static size_t inflight(const struct server *s, const struct peer *p)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->n_jobs; i++)
+		n += s->jobs[i]->peer == p->id;
+	return n;
+}
+
 void server_handle(struct server *s, struct peer *p, json_t *msg)
 {
 	struct lb_rpc_context ctx;
@@ -141,7 +150,7 @@ void server_handle(struct server *s, struct peer *p, json_t *msg)
 	json_t *reply = server_inline_action(s, action, data ? data : empty, seq_id);
 	if (reply)
 		peer_send(p, reply);
-	else if (p->inflight >= LB_RPC_MAX_INFLIGHT)
+	else if (inflight(s, p) >= LB_RPC_MAX_INFLIGHT)
 		peer_send(p, lb_rpc_reply_error(seq_id, NULL,
 						"Runtime connection is busy "
 						"(max 128 concurrent actions)"));

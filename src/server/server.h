@@ -76,8 +76,7 @@ struct peer {
 	struct lws *wsi; /* NULL for stdio */
 	struct wsq out;
 	struct sbuf in; /* the WebSocket message being received */
-	size_t inflight;
-	bool paused; /* its requests are not read while too many replies wait for it */
+	bool paused;	/* its requests are not read while too many replies wait for it */
 };
 
 /* An action running in a forked child; its reply comes back through its pipe. */
