@@ -335,11 +335,17 @@ class Server:
         return ws
 
     def kill(self):
+        """After a failed test: SIGTERM first, so the runtime ends its actions' processes and
+        sandboxes itself; SIGKILL only if it does not exit."""
         for ws in self.sockets:
             ws.abort()
         if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
+            self.p.terminate()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
 
 
 def relay_path(physical_id, pid="default"):
@@ -1151,6 +1157,32 @@ def ws_message_size_limit(h, kind):
     assert dead[0] == "close" and dead[1] in (1009, 1006), dead
     assert 200 not in c.replies
     assert b.connect_rpc().ok("__ping", {}, None) == {}
+
+
+@http_test("serve")
+def busy_after_128_actions_per_connection(h, kind):
+    """§6.4: a connection has at most 128 actions in flight; the next ones are answered at once
+    with the busy error, other connections are not affected, and slots free up when actions end.
+    (130 execs queue on one session's exec lock behind one that waits for a file the test
+    creates in the session's host workspace.)"""
+    b = h.start(kind)
+    ws = os.path.join(h.tmp, "ws")
+    os.mkdir(ws)
+    c = b.connect_rpc()
+    wait_go = "while [ ! -e go ]; do sleep 0.05; done"
+    seqs = [c.send("box_exec", spec("busy", wait_go, host_path=ws, timeout_sec=120))
+            for _ in range(130)]
+    for seq in seqs[128:]:
+        r = c.wait(seq, 30)
+        assert r["code"] == 1 and \
+            r["message"] == "Runtime connection is busy (max 128 concurrent actions)", r
+    assert b.ok("__ping", {}, None) == {}, "another connection must not be busy"
+    open(os.path.join(ws, "go"), "w").close()
+    for seq in seqs[:128]:  # each ends, so its slot is free again
+        r = c.wait(seq, 60)
+        assert r["code"] == 0 and r["data"]["exit_code"] == 0, r
+    assert c.ok("__ping", {}, None) == {}
+    c.ok("box_delete_session", {"session_id": "busy"})
 
 
 @http_test("serve")
