@@ -14,6 +14,8 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       libwebsockets-dev
       # --network on: NAT and filtering (nft); the network tests' DNS responder (python3)
       nftables python3
+      # --network on without root: pasta (user-mode networking, as podman's rootless mode)
+      passt
       # images (rootfs-tools/) and the cgroup-v2 guest (scripts/vm-test.sh)
       busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
       # OCI layout interoperability checks of the image store (tests/unit/test_load.c)

@@ -20,6 +20,12 @@ int lb_net_parse_bridge(const char *arg, char out[16], struct lb_err **err);
 /* An IPv4 nameserver address. */
 int lb_net_parse_dns(const char *arg, uint32_t *out, struct lb_err **err);
 
+/*
+ * Without root, network "on" goes through pasta: fails, saying what is missing, when pasta,
+ * /dev/net/tun (for this user) or nft is not there. lbbox never falls back to "host".
+ */
+int lb_net_pasta_check(const struct lb_net_opts *opts, struct lb_err **err);
+
 /* Every network of the runroot: [{bridge, subnet, gateway, sandboxes}] (*out: new reference). */
 int lb_net_list(const struct lb_paths *paths, json_t **out, struct lb_err **err);
 /*

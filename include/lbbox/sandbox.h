@@ -31,6 +31,12 @@ struct lb_result {
 enum { LB_EXIT_SETUP = 125, LB_EXIT_CANNOT_EXEC = 126, LB_EXIT_NOT_FOUND = 127 };
 
 /*
+ * True when lbbox runs without root (nor CAP_SYS_ADMIN): sandboxes then get a user namespace
+ * mapping the caller to uid 0, no cgroup unless one is writable, and network "on" via pasta.
+ */
+bool lb_rootless(void);
+
+/*
  * Runs spec->argv in a new sandbox and waits for it. Returns < 0 with *err set when the
  * sandbox could not be built (then *setup_exit holds 125, 126 or 127); nothing is left behind.
  * Signals SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 received meanwhile are forwarded.

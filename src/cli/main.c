@@ -1,9 +1,12 @@
 /* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -44,8 +47,10 @@ static void usage(FILE *f)
 	    "  images | inspect REF | tag SRC DST | rmi REF | image prune   the image store\n"
 	    "\n"
 	    "global options:\n"
-	    "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT)\n"
-	    "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT)\n"
+	    "  --root DIR      images and caches (default /var/lib/lbbox, env LBBOX_ROOT;\n"
+	    "                  without root ~/.local/share/lbbox)\n"
+	    "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT;\n"
+	    "                  without root $XDG_RUNTIME_DIR/lbbox or /tmp/lbbox-run-UID)\n"
 	    "  -h, --help      this help\n",
 	    f);
 }
@@ -54,6 +59,47 @@ static const char *env_or(const char *name, const char *def)
 {
 	const char *v = getenv(name);
 	return v && *v ? v : def;
+}
+
+/*
+ * Without root, podman's rootless places: the store under $XDG_DATA_HOME (~/.local/share), the
+ * runtime state under $XDG_RUNTIME_DIR, or a per-user directory in /tmp that must be the user's.
+ */
+static void rootless_defaults(struct lb_paths *p)
+{
+	static char root[4096], runroot[4096];
+	const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	if (data && *data)
+		snprintf(root, sizeof(root), "%s/lbbox", data);
+	else
+		snprintf(root, sizeof(root), "%s/.local/share/lbbox",
+			 home && *home ? home : "/tmp");
+	if (run && *run)
+		snprintf(runroot, sizeof(runroot), "%s/lbbox", run);
+	else
+		snprintf(runroot, sizeof(runroot), "/tmp/lbbox-run-%u", (unsigned)geteuid());
+	p->root = root;
+	p->runroot = runroot;
+}
+
+/* A runtime directory in /tmp could have been made by someone else first: it must be ours. */
+static int check_tmp_runroot(const char *runroot)
+{
+	struct stat st;
+	if (strncmp(runroot, "/tmp/lbbox-run-", 15) != 0)
+		return 0;
+	if ((mkdir(runroot, 0700) < 0 && errno != EEXIST) || lstat(runroot, &st) < 0) {
+		cli_error("runtime directory %s: %s", runroot, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		cli_error("runtime directory %s is not a private directory of this user; set "
+			  "XDG_RUNTIME_DIR or --runroot",
+			  runroot);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -71,6 +117,12 @@ int main(int argc, char **argv)
 	};
 	int c;
 
+	if (geteuid() != 0) {
+		struct lb_paths rl;
+		rootless_defaults(&rl);
+		g.paths.root = env_or("LBBOX_ROOT", rl.root);
+		g.paths.runroot = env_or("LBBOX_RUNROOT", rl.runroot);
+	}
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -88,6 +140,8 @@ int main(int argc, char **argv)
 			return LB_EXIT_SETUP;
 		}
 	}
+	if (geteuid() != 0 && check_tmp_runroot(g.paths.runroot) < 0)
+		return LB_EXIT_SETUP;
 	if (optind >= argc) {
 		usage(stderr);
 		return LB_EXIT_SETUP;

@@ -15,6 +15,7 @@
 struct lb_net_lease {
 	uint32_t addr, gateway;
 	uint8_t prefix;
+	bool pasta; /* rootless: pasta configured the interface; pid 1 only reads its address */
 };
 
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
@@ -30,6 +31,7 @@ struct lb_child_ctx {
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
 	int alive_fd; /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
+	bool userns;  /* rootless: pid 1 is root of its own user namespace only */
 };
 
 /* In a sandbox's state directory: flocked by pid 1 for its whole life (gc.c). */
@@ -65,6 +67,12 @@ int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
 		    const char *statedir, struct lb_err **err);
 
+/* userns.c: rootless sandboxes (a user namespace mapping the caller to uid 0). */
+/* What a rootless sandbox cannot do, refused before anything is built. */
+int lb_userns_check_spec(const struct lb_spec *spec, struct lb_err **err);
+/* Writes pid's uid_map, setgroups and gid_map: the caller's uid and gid as 0, nothing else. */
+int lb_userns_map(pid_t pid, struct lb_err **err);
+
 /* caps.c: identity, capabilities, no_new_privs. */
 int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 
@@ -75,18 +83,26 @@ int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
 int lb_net_loopback_up(struct lb_err **err);
 /* Network "on": eth0 (ifindex 2, created by the parent) up, its address, the default route. */
 int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err);
+/* eth0's IPv4 address (host byte order), 0 when it has none. */
+uint32_t lb_net_eth_address(void);
 
 /* net_on.c: network "on", parent side: bridge, veth into pid's netns, address, filter rules. */
 struct lb_net_handle {
 	bool leased;	  /* an address is recorded in the allocation file */
 	bool has_allow;	  /* the lease added elements to the nftables allow sets */
 	char host_if[16]; /* the host end of the veth pair, "" until created */
+	pid_t pasta;	  /* rootless: the pasta process (our child), 0 when none */
 	struct lb_net_lease lease;
 };
 int lb_net_on_setup(const struct lb_spec *spec, const char *runroot, const char *id, pid_t pid,
 		    struct lb_net_handle *h, struct lb_err **err);
 /* Undoes whatever lb_net_on_setup did; best effort, idempotent. */
 void lb_net_on_teardown(const struct lb_spec *spec, const char *runroot, struct lb_net_handle *h);
+/* net_pasta.c: network "on" without root: pasta (passt) connects pid's namespace to the host
+ * through user-mode sockets, and lbbox's filter is written into the sandbox's own namespace. */
+int lb_net_pasta_setup(const struct lb_spec *spec, const char *statedir, pid_t pid,
+		       struct lb_net_handle *h, struct lb_err **err);
+void lb_net_pasta_teardown(struct lb_net_handle *h);
 /* Frees the leases (and their filter rules) of dead sandboxes of every network of runroot. */
 void lb_net_gc(const char *runroot);
 

@@ -138,7 +138,8 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
 	if (spec->net != LB_NET_HOST && lb_net_loopback_up(err) < 0)
 		return -1;
-	if (spec->net == LB_NET_ON && lb_net_eth_configure(ctx->lease, err) < 0)
+	if (spec->net == LB_NET_ON && !ctx->lease->pasta &&
+	    lb_net_eth_configure(ctx->lease, err) < 0)
 		return -1;
 	return 0;
 }
@@ -199,17 +200,20 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	char go;
 
 	cloexec_fds();
-	hide_lbbox();
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
+	/* EOF instead of the byte: lbbox died before placing us in the cgroup. Until the byte,
+	 * pid 1 stays dumpable: rootless, pasta (same user) must open its /proc/PID/ns files. */
 	if (read(ctx->sync_fd, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
+	hide_lbbox();
 	/* network "on": the address the parent leased follows the byte, in the same write */
 	if (ctx->spec->net == LB_NET_ON &&
 	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))
 		_exit(LB_EXIT_SETUP);
 	close(ctx->sync_fd);
+	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta)
+		ctx->lease->addr = lb_net_eth_address();
 	if (setup_world(ctx, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 

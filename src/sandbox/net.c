@@ -4,10 +4,12 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
+#include <string.h>
 
 #include "sandbox/engine.h"
 
@@ -115,4 +117,18 @@ int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err)
 		r = 0;
 	nl_socket_free(sk);
 	return r;
+}
+
+uint32_t lb_net_eth_address(void)
+{
+	struct ifaddrs *ifa = NULL;
+	uint32_t addr = 0;
+	if (getifaddrs(&ifa) < 0)
+		return 0;
+	for (struct ifaddrs *i = ifa; i && !addr; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    strcmp(i->ifa_name, "eth0") == 0)
+			addr = ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+	freeifaddrs(ifa);
+	return addr;
 }

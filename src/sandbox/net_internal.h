@@ -63,6 +63,12 @@ int lb_veth_create(struct nl_sock *sk, const struct lb_net_cfg *cfg, const char 
 		   uint32_t addr, struct lb_err **err);
 int lb_link_delete(struct nl_sock *sk, const char *name, struct lb_err **err);
 
+/* What network "on" never reaches unless --allow-host names it (the resolvers on port 53 aside). */
+#define LB_NET_PRIVATE_RANGES                                                                      \
+	"{ 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 172.16.0.0/12, 192.0.0.0/24, "       \
+	"192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/3 }"
+#define LB_NFT_REJECT "reject with icmpx type admin-prohibited"
+
 /* net_nft.c: the table "inet <bridge>", written with the nft CLI. */
 int lb_nft_check(const struct lb_net_cfg *cfg, struct lb_err **err);
 int lb_nft_table_exists(const char *table, bool *exists, struct lb_err **err);
@@ -72,6 +78,8 @@ int lb_nft_set_dns(const struct lb_net_cfg *cfg, json_t *dns, struct lb_err **er
 /* Rewrites the allow sets from the leases in st (one nft transaction). */
 int lb_nft_sync_allow(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **err);
 int lb_nft_delete_table(const struct lb_net_cfg *cfg, struct lb_err **err);
+/* Applies a ruleset (nft -f -) inside the user and network namespaces of the pidfd nsfd. */
+int lb_nft_run_in(int nsfd, const struct lb_net_cfg *cfg, const char *ruleset, struct lb_err **err);
 int lb_nft_counters(const struct lb_net_cfg *cfg, json_t **out, struct lb_err **err);
 
 /* net_dns.c: the host's upstream resolvers (never a 127.x stub); at most max. */

@@ -20,6 +20,7 @@
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +75,12 @@ static char *drain(int fd, size_t max)
 	return buf;
 }
 
-/* Runs nft ARGS with input on stdin; stdout into *out (when out), stderr into the error. */
-static int run_nft(const struct lb_net_cfg *cfg, const char *const *args, const char *input,
-		   char **out, struct lb_err **err)
+/*
+ * Runs nft ARGS with input on stdin; stdout into *out (when out), stderr into the error. With
+ * nsfd (a pidfd) >= 0, nft runs in that process's user and network namespaces.
+ */
+static int run_nft_in(int nsfd, const struct lb_net_cfg *cfg, const char *const *args,
+		      const char *input, char **out, struct lb_err **err)
 {
 	int in[2], o[2], e[2];
 	if (pipe2(in, O_CLOEXEC) < 0)
@@ -88,6 +92,10 @@ static int run_nft(const struct lb_net_cfg *cfg, const char *const *args, const 
 	pid_t pid = fork();
 	if (pid == 0) {
 		dup2(in[0], 0), dup2(o[1], 1), dup2(e[1], 2);
+		if (nsfd >= 0 && setns(nsfd, CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+			dprintf(2, "cannot enter the sandbox's namespaces: %s\n", strerror(errno));
+			_exit(126);
+		}
 		const char *argv[8] = {cfg->nft};
 		for (int i = 0; args[i] && i < 6; i++)
 			argv[i + 1] = args[i];
@@ -113,6 +121,18 @@ static int run_nft(const struct lb_net_cfg *cfg, const char *const *args, const 
 	if (out)
 		*out = LB_TAKE_PTR(sout);
 	return 0;
+}
+
+static int run_nft(const struct lb_net_cfg *cfg, const char *const *args, const char *input,
+		   char **out, struct lb_err **err)
+{
+	return run_nft_in(-1, cfg, args, input, out, err);
+}
+
+int lb_nft_run_in(int nsfd, const struct lb_net_cfg *cfg, const char *ruleset, struct lb_err **err)
+{
+	static const char *const args[] = {"-f", "-", NULL};
+	return run_nft_in(nsfd, cfg, args, ruleset, NULL, err);
 }
 
 int lb_nft_table_exists(const char *table, bool *exists, struct lb_err **err)
@@ -159,8 +179,6 @@ static void put_dns(FILE *f, const struct lb_net_cfg *cfg, json_t *dns)
 	}
 }
 
-#define REJECT "reject with icmpx type admin-prohibited"
-
 static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 {
 	const char *br = cfg->bridge;
@@ -173,16 +191,15 @@ static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 		br, br, br);
 	fprintf(f,
 		"\tchain egress {\n"
-		"\t\tmeta nfproto ipv6 counter name ipv6 " REJECT "\n"
+		"\t\tmeta nfproto ipv6 counter name ipv6 " LB_NFT_REJECT "\n"
 		"\t\tip saddr . ip daddr @allow accept\n"
 		"\t\tmeta l4proto { tcp, udp } ip saddr . ip daddr . th dport @allow_port accept\n"
-		"\t\tip daddr %s counter name sandboxes " REJECT "\n"
-		"\t\tip daddr 169.254.169.254 counter name metadata " REJECT "\n"
-		"\t\tip daddr 169.254.0.0/16 counter name link_local " REJECT "\n"
+		"\t\tip daddr %s counter name sandboxes " LB_NFT_REJECT "\n"
+		"\t\tip daddr 169.254.169.254 counter name metadata " LB_NFT_REJECT "\n"
+		"\t\tip daddr 169.254.0.0/16 counter name link_local " LB_NFT_REJECT "\n"
 		"\t\tmeta l4proto { tcp, udp } th dport 53 ip daddr @dns accept\n"
-		"\t\tip daddr { 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 172.16.0.0/12, "
-		"192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/3 } counter name "
-		"private " REJECT "\n\t}\n",
+		"\t\tip daddr " LB_NET_PRIVATE_RANGES " counter name private " LB_NFT_REJECT
+		"\n\t}\n",
 		net);
 	fprintf(f,
 		"\tchain input {\n\t\ttype filter hook input priority filter - 10; policy "
@@ -192,7 +209,7 @@ static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 		"\t\tip saddr . ip daddr @allow accept\n"
 		"\t\tmeta l4proto { tcp, udp } ip saddr . ip daddr . th dport @allow_port accept\n"
 		"\t\tmeta l4proto { tcp, udp } th dport 53 ip daddr @dns accept\n"
-		"\t\tcounter name host " REJECT "\n\t}\n",
+		"\t\tcounter name host " LB_NFT_REJECT "\n\t}\n",
 		br);
 	fprintf(f,
 		"\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy "

@@ -43,6 +43,7 @@ struct run {
 	struct lb_net_handle net; /* network "on" only */
 	int init_fd;		  /* session: lbbox-init, opened before the clone */
 	int alive_fd;		  /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
+	bool userns;		  /* rootless: the sandbox gets its own user namespace */
 };
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -63,6 +64,8 @@ static void run_release(struct run *r)
 	}
 	if (r->net.leased || r->net.host_if[0])
 		lb_net_on_teardown(r->spec, r->runroot, &r->net);
+	if (r->net.pasta > 0)
+		lb_net_pasta_teardown(&r->net);
 	if (r->cg)
 		lb_cgroup_destroy(r->cg, NULL);
 	r->cg = NULL;
@@ -150,11 +153,13 @@ static int block_signals(struct run *r, struct lb_err **err)
 	return 0;
 }
 
-static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd)
+static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
 {
 	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (spec->net != LB_NET_HOST)
 		flags |= CLONE_NEWNET;
+	if (userns)
+		flags |= CLONE_NEWUSER;
 	struct clone_args args = {
 	    .flags = flags | CLONE_PIDFD,
 	    .pidfd = (uint64_t)(uintptr_t)pidfd,
@@ -176,7 +181,9 @@ static pid_t clone_sandbox(const struct lb_spec *spec, int cgroup_fd, int *pidfd
 static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	char msg[1 + sizeof(struct lb_net_lease)] = "1";
-	if (lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err) < 0 ||
+	int set = r->userns ? lb_net_pasta_setup(spec, r->statedir, r->pid, &r->net, err)
+			    : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
+	if (set < 0 ||
 	    lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease, err) < 0)
 		return -1;
 	memcpy(msg + 1, &r->net.lease, sizeof(r->net.lease));
@@ -212,7 +219,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	r->sync_w = sync[1], r->err_r = errp[0], r->status_r = status[0];
 
 	int cgfd = lb_cgroup_dirfd(r->cg);
-	pid_t pid = clone_sandbox(spec, cgfd, &r->pidfd);
+	pid_t pid = clone_sandbox(spec, r->userns, cgfd, &r->pidfd);
 	if (pid == 0) {
 		struct lb_child_ctx ctx = {
 		    .spec = spec,
@@ -225,6 +232,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .lease = &r->net.lease,
 		    .init_fd = r->init_fd,
 		    .alive_fd = r->alive_fd,
+		    .userns = r->userns,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -234,6 +242,8 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	if (pid < 0)
 		return lb_err_set(err, e, "clone the sandbox");
 	r->pid = pid;
+	if (r->userns && lb_userns_map(pid, err) < 0)
+		return -1;
 	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
 	if ((cgfd < 0 || r->pidfd < 0) && lb_cgroup_attach(r->cg, pid, err) < 0)
 		return -1;
@@ -350,11 +360,14 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 			.init_fd = -1,
 			.alive_fd = -1,
 			.spec = spec,
-			.runroot = paths->runroot};
+			.runroot = paths->runroot,
+			.userns = lb_rootless()};
 	uint64_t start = lb_now_ns();
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
+	if (r.userns && lb_userns_check_spec(spec, err) < 0)
+		return -1;
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
@@ -405,6 +418,11 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 
 	if (!spec->session)
 		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
+	if (lb_rootless())
+		return lb_err_set(
+		    err, 0,
+		    "sessions need root: without it lbbox runs one-shot sandboxes only "
+		    "(lbbox run)");
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))

@@ -52,6 +52,7 @@ static struct {
 	char *markers[MAX_MARKERS];
 	int n_markers;
 	char *bin, *probe_host, *probe_in, *probe_vol, *rootfs;
+	char *wrapper;
 } H;
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -427,12 +428,27 @@ static void cg_enter_self(void)
 
 /* ---- running lbbox ----------------------------------------------------------------------- */
 
+void lbt_set_wrapper(const char *wrapper)
+{
+	free(H.wrapper);
+	H.wrapper = wrapper ? strdup(wrapper) : NULL;
+}
+
+void lbt_chown_dirs(uid_t uid, gid_t gid)
+{
+	const char *dirs[] = {H.root, H.runroot, H.work};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		cr_assert_eq(chown(dirs[i], uid, gid), 0, "chown %s: %s", dirs[i], strerror(errno));
+}
+
 static char **build_argv(const char *const *args)
 {
 	char **argv = calloc(MAX_ARGS + 8, sizeof(*argv));
 	int n = 0;
 
 	cr_assert_not_null(argv);
+	if (H.wrapper)
+		argv[n++] = H.wrapper;
 	argv[n++] = (char *)lbt_bin();
 	argv[n++] = "--root";
 	argv[n++] = H.root;
@@ -842,6 +858,7 @@ static char *collect_problems(void)
 		report_cg_tree(m, H.cg[i].dir, H.cg[i].v2, H.cg[i].shared);
 	report_mounts(m, H.base);
 	report_procs(m, H.root);
+	report_procs(m, H.runroot); // helpers lbbox started (pasta) name files in it
 	for (int i = 0; i < H.n_markers; i++)
 		report_procs(m, H.markers[i]);
 	fclose(m);
@@ -940,6 +957,17 @@ static bool kill_ours(pid_t pid, char *cmd, size_t len, const void *arg)
 	return true;
 }
 
+// Helpers lbbox started for this test (pasta): an argument names a file in our runroot.
+static bool kill_helpers(pid_t pid, char *cmd, size_t len, const void *arg)
+{
+	const char *runroot = arg;
+
+	if (strncmp(runroot, "/tmp/lbt-", 9) != 0 || !cmd_contains(cmd, len, runroot))
+		return false;
+	kill(pid, SIGKILL);
+	return true;
+}
+
 // Only `sleep <marker>` processes with a marker this test registered.
 static bool kill_marked_sleep(pid_t pid, char *cmd, size_t len, const void *arg)
 {
@@ -951,6 +979,11 @@ static bool kill_marked_sleep(pid_t pid, char *cmd, size_t len, const void *arg)
 		return false;
 	kill(pid, SIGKILL);
 	return true;
+}
+
+int lbt_kill_marked(const char *marker)
+{
+	return scan_procs(kill_marked_sleep, marker);
 }
 
 static void umount_under_base(void)
@@ -989,6 +1022,7 @@ void lbt_teardown(void)
 	if (!H.base)
 		return;
 	scan_procs(kill_ours, H.root);
+	scan_procs(kill_helpers, H.runroot);
 	for (int i = 0; i < H.n_markers; i++)
 		scan_procs(kill_marked_sleep, H.markers[i]);
 	for (int i = 0; i < H.n_cg; i++)

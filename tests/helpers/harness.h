@@ -54,6 +54,11 @@ void lbt_teardown(void);
 	static void lbt_body_##suite##_##name(void)
 
 const char *lbt_bin(void);
+// Runs every later lbbox through wrapper (argv: wrapper, lbbox, its arguments); NULL = none.
+// The rootless tests run lbbox as another user, in a test network namespace, this way.
+void lbt_set_wrapper(const char *wrapper);
+// Hands the test's --root, --runroot and work directories to uid (rootless tests).
+void lbt_chown_dirs(uid_t uid, gid_t gid);
 const char *lbt_probe_host(void); // the probe's path on the host
 const char *lbt_probe(void);	  // the probe's path inside a sandbox (/probe/<name>)
 const char *lbt_probe_vol(void);  // "<probe dir>:/probe:ro"
@@ -73,6 +78,8 @@ void lbt_out_free(struct lb_run_out *o);
 
 // Register a string that no host process may carry in its cmdline once lbbox returned.
 void lbt_add_marker(const char *marker);
+// SIGKILLs the `sleep <marker>` processes of a registered marker; returns how many.
+int lbt_kill_marked(const char *marker);
 // Host processes whose argv has an element equal to arg (e.g. "987651" for `sleep 987651`).
 int lbt_count_procs_with_arg(const char *arg);
 // Host processes whose cmdline (NULs as spaces) contains needle.

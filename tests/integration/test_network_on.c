@@ -7,6 +7,7 @@
 // own bridge lbtb<pid> and subnet 10.231.0.0/24 (LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET); after it,
 // no bridge, veth, nft table, route, rule, netns or allocation may remain.
 #include "harness.h"
+#include "harness_net.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -25,125 +26,50 @@
 #define PRIVATE	 "192.168.253.2"
 #define DNS_NAME "upstream.lbt.test"
 #define DNS_ADDR "198.51.100.77"
-#define MAX_SRV	 8
 
 static struct {
 	char bridge[16], ns[32], uph[16], upn[16], table[8];
-	pid_t srv[MAX_SRV];
-	int n_srv;
 	bool up;
 } N;
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	va_list ap;
-	char *cmd;
-
-	va_start(ap, fmt);
-	cr_assert_geq(vasprintf(&cmd, fmt, ap), 0);
-	va_end(ap);
-	const char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-	int r = lbt_system(argv);
-	free(cmd);
-	return r;
-}
-
-// Output of a shell command (stdout), or NULL.
-static char *sh_out(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	int c;
-
-	while (p && (c = fgetc(p)) != EOF)
-		fputc(c, m);
-	fclose(m);
-	if (p)
-		pclose(p);
-	return buf;
-}
-
-// A background server (killed at teardown).
-static void serve(const char *cmd)
-{
-	pid_t pid = fork();
-
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		setpgid(0, 0);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	cr_assert_lt(N.n_srv, MAX_SRV);
-	N.srv[N.n_srv++] = pid;
-}
-
-// Polls until `cmd` succeeds (at most 5 s).
-static void wait_ready(const char *cmd)
-{
-	for (int i = 0; i < 100; i++) {
-		if (sh("%s >/dev/null 2>&1", cmd) == 0)
-			return;
-		usleep(50000);
-	}
-	cr_assert_fail("not ready: %s", cmd);
-}
-
-static const char dns_py[] =
-    "import socket, sys\n"
-    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-    "s.bind((sys.argv[1], 53))\n"
-    "ip = bytes(int(x) for x in sys.argv[2].split('.'))\n"
-    "while True:\n"
-    "    q, a = s.recvfrom(512)\n"
-    "    end = q.index(b'\\0', 12) + 5\n"
-    "    qtype = q[end - 4:end - 2]\n"
-    "    ans = b'\\xc0\\x0c\\0\\x01\\0\\x01\\0\\0\\0\\x3c\\0\\x04' + ip if qtype == b'\\0\\x01' else b''\n"
-    "    r = q[:2] + b'\\x81\\x80' + q[4:6] + (b'\\0\\x01' if ans else b'\\0\\0') + b'\\0\\0\\0\\0'\n"
-    "    s.sendto(r + q[12:end] + ans, a)\n";
 
 // The upstream netns with its HTTP servers (one CGI echoing the client address) and DNS.
 static void upstream_up(void)
 {
 	char *www = lbt_mkdir_work("www");
 	char *cgi = lbt_mkdir_work("www/cgi-bin");
-	char *script = lbt_strdupf("%s/ip", cgi), *py = lbt_strdupf("%s/dns.py", lbt_workdir());
+	char *script = lbt_strdupf("%s/ip", cgi), *py = lbt_dns_responder();
 	char *idx = lbt_strdupf("%s/index.html", www);
 
 	lbt_write_file(script,
 		       "#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho \"$REMOTE_ADDR\"\n");
 	chmod(script, 0755);
 	lbt_write_file(idx, "upstream-ok\n");
-	lbt_write_file(py, dns_py);
 	N.up = true;
-	cr_assert_eq(sh("ip netns add %s && ip link add %s type veth peer name %s netns %s && "
-			"ip addr add " UP_HOST "/24 dev %s && ip link set %s up && "
-			"ip -n %s link set lo up && ip -n %s link set %s up && "
-			"ip -n %s addr add " UP_PEER "/24 dev %s && "
-			"ip -n %s addr add " META "/32 dev lo && ip -n %s addr add " PRIVATE
-			"/32 dev lo && "
-			"ip -n %s route add default via " UP_HOST " && "
-			"ip route add default via " UP_PEER " table %s && "
-			"ip rule add iif %s lookup %s pref 99",
-			N.ns, N.uph, N.upn, N.ns, N.uph, N.uph, N.ns, N.ns, N.upn, N.ns, N.upn,
-			N.ns, N.ns, N.ns, N.table, N.bridge, N.table),
+	cr_assert_eq(lbt_sh("ip netns add %s && ip link add %s type veth peer name %s netns %s && "
+			    "ip addr add " UP_HOST "/24 dev %s && ip link set %s up && "
+			    "ip -n %s link set lo up && ip -n %s link set %s up && "
+			    "ip -n %s addr add " UP_PEER "/24 dev %s && "
+			    "ip -n %s addr add " META "/32 dev lo && ip -n %s addr add " PRIVATE
+			    "/32 dev lo && "
+			    "ip -n %s route add default via " UP_HOST " && "
+			    "ip route add default via " UP_PEER " table %s && "
+			    "ip rule add iif %s lookup %s pref 99",
+			    N.ns, N.uph, N.upn, N.ns, N.uph, N.uph, N.ns, N.ns, N.upn, N.ns, N.upn,
+			    N.ns, N.ns, N.ns, N.table, N.bridge, N.table),
 		     0, "cannot build the upstream test netns");
 	char *cmd = lbt_strdupf("exec ip netns exec %s busybox httpd -f -p " UP_PEER ":8080 -h %s",
 				N.ns, www);
-	serve(cmd), free(cmd);
+	lbt_serve(cmd), free(cmd);
 	cmd = lbt_strdupf("exec ip netns exec %s busybox httpd -f -p " META ":80 -h %s", N.ns, www);
-	serve(cmd), free(cmd);
+	lbt_serve(cmd), free(cmd);
 	cmd = lbt_strdupf("exec ip netns exec %s busybox httpd -f -p " PRIVATE ":8080 -h %s", N.ns,
 			  www);
-	serve(cmd), free(cmd);
+	lbt_serve(cmd), free(cmd);
 	cmd = lbt_strdupf("exec ip netns exec %s /usr/bin/python3 %s " UP_PEER " " DNS_ADDR, N.ns,
 			  py);
-	serve(cmd), free(cmd);
+	lbt_serve(cmd), free(cmd);
 	cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" UP_PEER ":8080/", N.ns);
-	wait_ready(cmd), free(cmd);
+	lbt_wait_ready(cmd), free(cmd);
 	free(www), free(cgi), free(script), free(py), free(idx);
 }
 
@@ -178,23 +104,18 @@ static void prune(void)
 // Removes everything this test made; safe to call twice, and after a failure.
 static void net_cleanup(void)
 {
-	for (int i = 0; i < N.n_srv; i++) {
-		kill(-N.srv[i], SIGKILL);
-		kill(N.srv[i], SIGKILL);
-		waitpid(N.srv[i], NULL, 0);
-	}
-	N.n_srv = 0;
+	lbt_serve_stop_all();
 	if (N.up) {
-		sh("ip rule del pref 99 iif %s lookup %s 2>/dev/null; "
-		   "ip route flush table %s 2>/dev/null; ip link del %s 2>/dev/null; "
-		   "ip netns del %s 2>/dev/null",
-		   N.bridge, N.table, N.table, N.uph, N.ns);
+		lbt_sh("ip rule del pref 99 iif %s lookup %s 2>/dev/null; "
+		       "ip route flush table %s 2>/dev/null; ip link del %s 2>/dev/null; "
+		       "ip netns del %s 2>/dev/null",
+		       N.bridge, N.table, N.table, N.uph, N.ns);
 		N.up = false;
 	}
 	prune();
 	unsetenv("LBBOX_NFT");
-	sh("ip link del %s 2>/dev/null; nft delete table inet %s 2>/dev/null; true", N.bridge,
-	   N.bridge);
+	lbt_sh("ip link del %s 2>/dev/null; nft delete table inet %s 2>/dev/null; true", N.bridge,
+	       N.bridge);
 }
 
 static void net_fini(void)
@@ -211,7 +132,7 @@ static int lbbox_links(void)
 	int n = 0;
 
 	for (int i = 0; i < 100; i++) {
-		char *s = sh_out("ip -o link show | grep -c ': lbbox-'");
+		char *s = lbt_sh_out("ip -o link show | grep -c ': lbbox-'");
 		n = s ? atoi(s) : -1;
 		free(s);
 		if (n == 0)
@@ -226,15 +147,17 @@ static void assert_net_clean(void)
 {
 	net_cleanup();
 	cr_assert_eq(lbbox_links(), 0, "lbbox-* veth left behind");
-	cr_assert_neq(sh("ip link show %s >/dev/null 2>&1", N.bridge), 0, "bridge %s left behind",
-		      N.bridge);
-	cr_assert_neq(sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0,
+	cr_assert_neq(lbt_sh("ip link show %s >/dev/null 2>&1", N.bridge), 0,
+		      "bridge %s left behind", N.bridge);
+	cr_assert_neq(lbt_sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0,
 		      "nft table %s left behind", N.bridge);
-	cr_assert_neq(sh("ip netns list | grep -q '^%s'", N.ns), 0, "netns %s left behind", N.ns);
-	cr_assert_neq(sh("ip rule show | grep -q 'lookup %s'", N.table), 0, "ip rule left behind");
-	cr_assert_neq(sh("ip route show table all | grep -q '10\\.231\\.'"), 0,
+	cr_assert_neq(lbt_sh("ip netns list | grep -q '^%s'", N.ns), 0, "netns %s left behind",
+		      N.ns);
+	cr_assert_neq(lbt_sh("ip rule show | grep -q 'lookup %s'", N.table), 0,
+		      "ip rule left behind");
+	cr_assert_neq(lbt_sh("ip route show table all | grep -q '10\\.231\\.'"), 0,
 		      "route of the test subnet left behind");
-	cr_assert_neq(sh("ip -o addr show | grep -q '10\\.231\\.'"), 0,
+	cr_assert_neq(lbt_sh("ip -o addr show | grep -q '10\\.231\\.'"), 0,
 		      "address of the test subnet left behind");
 	char *dir = lbt_strdupf("%s/net", lbt_runroot());
 	cr_assert_neq(access(dir, F_OK), 0, "allocation state %s left behind", dir);
@@ -336,16 +259,16 @@ NET_TEST(host_addresses_unreachable)
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	char *eth =
-	    sh_out("ip -4 -o route get 192.0.2.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'");
+	    lbt_sh_out("ip -4 -o route get 192.0.2.1 | sed -n 's/.* src \\([0-9.]*\\).*/\\1/p'");
 	lbt_chomp(eth);
 	const char *addrs[] = {GATEWAY, UP_HOST, eth};
 	for (int i = 0; i < 3; i++) {
 		if (!*addrs[i])
 			continue;
 		cmd = lbt_strdupf("exec busybox httpd -f -p %s:18081 -h %s", addrs[i], www);
-		serve(cmd), free(cmd);
+		lbt_serve(cmd), free(cmd);
 		cmd = lbt_strdupf("busybox wget -q -O - http://%s:18081/", addrs[i]);
-		wait_ready(cmd), free(cmd);
+		lbt_wait_ready(cmd), free(cmd);
 		cmd = lbt_strdupf("timeout 3 wget -q -O - http://%s:18081/ 2>&1; echo rc=$?",
 				  addrs[i]);
 		run_on(&o, cmd, NULL, NULL);
@@ -381,7 +304,7 @@ NET_TEST(other_sandbox_unreachable)
 	cr_assert_not_null(ip, "sandbox A did not start");
 	lbt_chomp(ip);
 	char *check = lbt_strdupf("busybox wget -q -O - http://%s:8080/", ip);
-	wait_ready(check); // the host itself may reach a sandbox
+	lbt_wait_ready(check); // the host itself may reach a sandbox
 	char *script = lbt_strdupf("timeout 3 wget -q -O - http://%s:8080/ 2>&1; echo rc=$?", ip);
 	run_on(&o, script, NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
@@ -400,7 +323,7 @@ NET_TEST(metadata_unreachable)
 
 	upstream_up();
 	char *cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" META "/", N.ns);
-	wait_ready(cmd);
+	lbt_wait_ready(cmd);
 	free(cmd);
 	run_on(&o, "timeout 3 wget -q -O - http://" META "/ 2>&1; echo rc=$?", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
@@ -441,7 +364,7 @@ NET_TEST(private_range_only_with_allow_host)
 	cr_assert(!strstr(o.out, "rc=0"), "exception outlived its sandbox: %s", o.out);
 	lbt_out_free(&o);
 	char *cmd = lbt_strdupf("nft list set inet %s allow_port", N.bridge);
-	char *sets = sh_out(cmd);
+	char *sets = lbt_sh_out(cmd);
 	free(cmd);
 	cr_assert(!strstr(sets, PRIVATE), "allow element left: %s", sets);
 	free(sets);
@@ -511,7 +434,7 @@ NET_TEST(fifty_in_parallel_get_distinct_addresses, .timeout = 200)
 static bool only_net_in_runroot(void)
 {
 	char *cmd = lbt_strdupf("ls %s | grep -vx net | wc -l", lbt_runroot());
-	char *n = sh_out(cmd);
+	char *n = lbt_sh_out(cmd);
 	bool ok = n && atoi(n) == 0;
 
 	free(cmd), free(n);
@@ -555,11 +478,11 @@ NET_TEST(removed_table_is_put_back)
 	run_on(&o, "true", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
-	cr_assert_eq(sh("nft delete table inet %s", N.bridge), 0);
+	cr_assert_eq(lbt_sh("nft delete table inet %s", N.bridge), 0);
 	run_on(&o, "true", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
-	cr_assert_eq(sh("nft list chain inet %s egress >/dev/null", N.bridge), 0,
+	cr_assert_eq(lbt_sh("nft list chain inet %s egress >/dev/null", N.bridge), 0,
 		     "a sandbox ran without its filter");
 }
 
@@ -603,8 +526,9 @@ static void assert_refused(const char *what, const char *opt1, const char *opt2)
 	run_on(&o, "true", opt1, opt2);
 	lbt_assert_error_line(&o, 125, what);
 	lbt_out_free(&o);
-	cr_assert_neq(sh("ip link show %s >/dev/null 2>&1", N.bridge), 0, "bridge created");
-	cr_assert_neq(sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0, "table created");
+	cr_assert_neq(lbt_sh("ip link show %s >/dev/null 2>&1", N.bridge), 0, "bridge created");
+	cr_assert_neq(lbt_sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0,
+		      "table created");
 	cr_assert_eq(lbbox_links(), 0, "veth left");
 }
 
@@ -623,12 +547,12 @@ NET_TEST(bad_input_is_refused_cleanly)
 		assert_refused("invalid subnet", NULL, NULL);
 	}
 	// overlaps the host's own network
-	char *route = sh_out("ip -4 -o addr show scope global | awk '{print $4; exit}'");
+	char *route = lbt_sh_out("ip -4 -o addr show scope global | awk '{print $4; exit}'");
 	lbt_chomp(route);
 	if (*route) {
 		char *cmd =
 		    lbt_strdupf("busybox ipcalc -n -p %s | sed 's/.*=//' | paste -sd/", route);
-		char *net = sh_out(cmd);
+		char *net = lbt_sh_out(cmd);
 		free(cmd);
 		lbt_chomp(net);
 		setenv("LBBOX_NET_SUBNET", net, 1);
@@ -653,20 +577,21 @@ NET_TEST(missing_nft_is_refused_cleanly)
 NET_TEST(bridge_name_in_use_is_refused)
 {
 	// someone else's bridge of that name: no lbbox alias
-	cr_assert_eq(sh("ip link add %s type bridge", N.bridge), 0);
+	cr_assert_eq(lbt_sh("ip link add %s type bridge", N.bridge), 0);
 	struct lb_run_out o;
 	run_on(&o, "true", NULL, NULL);
 	lbt_assert_error_line(&o, 125, "in use by something else");
 	lbt_out_free(&o);
-	cr_assert_neq(sh("ip -o addr show dev %s | grep -q inet", N.bridge), 0,
+	cr_assert_neq(lbt_sh("ip -o addr show dev %s | grep -q inet", N.bridge), 0,
 		      "the foreign bridge got an address");
-	cr_assert_neq(sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0, "table created");
+	cr_assert_neq(lbt_sh("nft list table inet %s >/dev/null 2>&1", N.bridge), 0,
+		      "table created");
 	lbt_run(&o, "network", "prune", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
-	cr_assert_eq(sh("ip link show %s >/dev/null", N.bridge), 0,
+	cr_assert_eq(lbt_sh("ip link show %s >/dev/null", N.bridge), 0,
 		     "prune removed a foreign bridge");
-	sh("ip link del %s", N.bridge);
+	lbt_sh("ip link del %s", N.bridge);
 }
 
 NET_TEST(exhausted_pool_is_refused_cleanly)

@@ -1,0 +1,415 @@
+// lbbox without root: a user namespace mapping the caller to uid 0, and --network on through
+// pasta behind lbbox's own egress filter. lbbox runs as nobody (65534) through a wrapper that
+// places it in a test "host" network namespace (lbt-rlh-<pid>), which reaches the "internet",
+// another test namespace (lbt-rlu-<pid>), over a veth: traffic never leaves this machine.
+//   host:     198.51.100.2/24 (its uplink), 203.0.113.7/32 (another of its addresses), routes
+//             everything via 198.51.100.1; services on both addresses and on 127.0.0.1
+//   upstream: 198.51.100.1/24 (HTTP :8080 with a CGI echoing the client, DNS :53),
+//             169.254.169.254 (fake metadata, :80), 192.168.253.2 (a private host, :8080)
+// The wrapper (its own mount namespace) also shows lbbox a /dev/net/tun it may open (this
+// machine's is 0600, udev's default is 0666) and a resolv.conf naming the upstream's DNS.
+// Nothing of the host is changed. After each test: no pasta, no state, no link or nft table.
+#include "harness.h"
+#include "harness_net.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define NOBODY	   65534
+#define HOST	   "198.51.100.2"
+#define UP	   "198.51.100.1"
+#define HOST_OTHER "203.0.113.7"
+#define META	   "169.254.169.254"
+#define PRIVATE	   "192.168.253.2"
+#define DNS_NAME   "upstream.lbt.test"
+#define DNS_ADDR   "198.51.100.77"
+
+static struct {
+	char hns[32], uns[32], vh[16], vu[16];
+	bool up;
+} R;
+
+static const char wrapper_fmt[] =
+    "#!/bin/sh\n"
+    "# lbbox as nobody in the test host's netns, seeing a usable tun and the test resolv.conf\n"
+    "exec unshare -m /bin/sh -c '\n"
+    "  [ -n \"$LBT_NO_TUN\" ] || mount --bind %s /dev/net/tun || exit 99\n"
+    "  mount --bind %s /etc/resolv.conf || exit 99\n"
+    "  exec ip netns exec %s setpriv --reuid=%d --regid=%d --clear-groups \\\n"
+    "    env HOME=%s XDG_RUNTIME_DIR= \"$@\"' sh \"$@\"\n";
+
+static void write_wrapper(void)
+{
+	char *dir = lbt_mkdir_work("rl"), *tun = lbt_strdupf("%s/tun", dir);
+	char *resolv = lbt_strdupf("%s/resolv.conf", dir), *home = lbt_mkdir_work("home");
+	char *wrap = lbt_strdupf("%s/lbbox-as-nobody", dir);
+	char *text = lbt_strdupf(wrapper_fmt, tun, resolv, R.hns, NOBODY, NOBODY, home);
+
+	cr_assert_eq(mknod(tun, S_IFCHR | 0666, makedev(10, 200)), 0, "mknod %s", tun);
+	cr_assert_eq(chmod(tun, 0666), 0);
+	lbt_write_file(resolv, "nameserver " UP "\n");
+	lbt_write_file(wrap, text);
+	cr_assert_eq(chmod(wrap, 0755), 0);
+	cr_assert_eq(chown(home, NOBODY, NOBODY), 0);
+	lbt_set_wrapper(wrap);
+	free(dir), free(tun), free(resolv), free(home), free(wrap), free(text);
+}
+
+static void serve_in(const char *ns, const char *addr_port, const char *www)
+{
+	char *cmd =
+	    lbt_strdupf("exec ip netns exec %s busybox httpd -f -p %s -h %s", ns, addr_port, www);
+	lbt_serve(cmd);
+	free(cmd);
+}
+
+// Both namespaces, the veth between them, and every test service.
+static void hosts_up(void)
+{
+	char *www = lbt_mkdir_work("www"), *cgi = lbt_mkdir_work("www/cgi-bin");
+	char *script = lbt_strdupf("%s/ip", cgi), *idx = lbt_strdupf("%s/index.html", www);
+	char *hwww = lbt_mkdir_work("hostwww"), *hidx = lbt_strdupf("%s/index.html", hwww);
+
+	lbt_write_file(script,
+		       "#!/bin/sh\necho 'Content-Type: text/plain'\necho\necho \"$REMOTE_ADDR\"\n");
+	chmod(script, 0755);
+	lbt_write_file(idx, "upstream-ok\n");
+	lbt_write_file(hidx, "host-service\n");
+	R.up = true;
+	cr_assert_eq(lbt_sh("ip netns add %s && ip netns add %s && "
+			    "ip link add %s netns %s type veth peer name %s netns %s && "
+			    "ip -n %s link set lo up && ip -n %s link set %s up && "
+			    "ip -n %s addr add " HOST "/24 dev %s && "
+			    "ip -n %s addr add " HOST_OTHER "/32 dev lo && "
+			    "ip -n %s route add default via " UP " && "
+			    "ip -n %s link set lo up && ip -n %s link set %s up && "
+			    "ip -n %s addr add " UP "/24 dev %s && "
+			    "ip -n %s addr add " META "/32 dev lo && "
+			    "ip -n %s addr add " PRIVATE "/32 dev lo && "
+			    "ip -n %s route add " HOST_OTHER "/32 via " HOST,
+			    R.hns, R.uns, R.vh, R.hns, R.vu, R.uns, R.hns, R.hns, R.vh, R.hns, R.vh,
+			    R.hns, R.hns, R.uns, R.uns, R.vu, R.uns, R.vu, R.uns, R.uns, R.uns),
+		     0, "cannot build the test namespaces");
+	serve_in(R.uns, UP ":8080", www);
+	serve_in(R.uns, META ":80", www);
+	serve_in(R.uns, PRIVATE ":8080", www);
+	serve_in(R.hns, HOST ":18081", hwww);
+	serve_in(R.hns, HOST_OTHER ":18081", hwww);
+	serve_in(R.hns, "127.0.0.1:18082", hwww);
+	char *py = lbt_dns_responder();
+	char *cmd =
+	    lbt_strdupf("exec ip netns exec %s /usr/bin/python3 %s " UP " " DNS_ADDR, R.uns, py);
+	lbt_serve(cmd), free(cmd);
+	// every service answers the host itself: the refusals below are the sandbox's filter
+	const char *const urls[] = {UP ":8080",	   META ":80",		PRIVATE ":8080",
+				    HOST ":18081", HOST_OTHER ":18081", "127.0.0.1:18082"};
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O /dev/null http://%s/", R.hns,
+				  urls[i]);
+		lbt_wait_ready(cmd), free(cmd);
+	}
+	free(www), free(cgi), free(script), free(idx), free(hwww), free(hidx), free(py);
+}
+
+static void rl_init(void)
+{
+	int p = (int)getpid() % 100000;
+
+	lbt_setup();
+	snprintf(R.hns, sizeof(R.hns), "lbt-rlh-%d", p);
+	snprintf(R.uns, sizeof(R.uns), "lbt-rlu-%d", p);
+	snprintf(R.vh, sizeof(R.vh), "lbtr%dh", p);
+	snprintf(R.vu, sizeof(R.vu), "lbtr%du", p);
+	lbt_chown_dirs(NOBODY, NOBODY);
+	write_wrapper();
+	hosts_up();
+}
+
+static void rl_cleanup(void)
+{
+	lbt_serve_stop_all();
+	if (R.up)
+		lbt_sh("ip netns del %s 2>/dev/null; ip netns del %s 2>/dev/null; true", R.hns,
+		       R.uns);
+	R.up = false;
+}
+
+static void rl_fini(void)
+{
+	rl_cleanup();
+	lbt_set_wrapper(NULL);
+	lbt_teardown();
+}
+
+TestSuite(rootless, .init = rl_init, .fini = rl_fini, .timeout = 240);
+
+// pasta's arguments name its pid file in the sandbox's state directory.
+static int pastas(void)
+{
+	char *needle = lbt_strdupf("%s/", lbt_runroot());
+	int n = lbt_count_procs_containing(needle);
+	free(needle);
+	return n;
+}
+
+// The host namespace has only what the test gave it: lo and the uplink, no nft table.
+static void assert_host_untouched(void)
+{
+	char *cmd = lbt_strdupf("ip -n %s -o link show | wc -l", R.hns);
+	char *links = lbt_sh_out(cmd);
+	cr_assert_eq(atoi(links), 2, "links added to the host namespace: %s", links);
+	free(cmd), free(links);
+	cmd = lbt_strdupf("ip netns exec %s nft list tables", R.hns);
+	char *tables = lbt_sh_out(cmd);
+	cr_assert_str_eq(tables, "", "nft tables in the host namespace: %s", tables);
+	free(cmd), free(tables);
+	cr_assert_eq(pastas(), 0, "a pasta is left");
+}
+
+#define RL_TEST(name, ...)                                                                         \
+	static void rl_body_##name(void);                                                          \
+	LBT_TEST(rootless, name, ##__VA_ARGS__)                                                    \
+	{                                                                                          \
+		rl_body_##name();                                                                  \
+		assert_host_untouched();                                                           \
+	}                                                                                          \
+	static void rl_body_##name(void)
+
+// `sh -c script` in a rootless sandbox of the busybox rootfs, with up to two options first.
+static void run_rl(struct lb_run_out *o, const char *net, const char *script, const char *opt1,
+		   const char *opt2)
+{
+	const char *args[16];
+	int n = 0;
+
+	args[n++] = "run";
+	args[n++] = "--rootfs";
+	args[n++] = lbt_rootfs();
+	args[n++] = "--network";
+	args[n++] = net;
+	if (opt1)
+		args[n++] = opt1;
+	if (opt2)
+		args[n++] = opt2;
+	args[n++] = "--";
+	args[n++] = "sh";
+	args[n++] = "-c";
+	args[n++] = script;
+	args[n] = NULL;
+	lbt_runv(o, args);
+}
+
+// "<url> ok" per line when the URL answered, "<url> no" when not (refused, unreachable or timed
+// out).
+#define PROBE(url)                                                                                 \
+	"if timeout 3 wget -q -O /dev/null http://" url "/ 2>/dev/null; then echo " url " ok; "    \
+	"else echo " url " no; fi; "
+
+RL_TEST(off_is_a_user_namespace_with_only_lo)
+{
+	struct lb_run_out o;
+
+	run_rl(&o, "off",
+	       "id -u; cat /proc/self/uid_map /proc/self/gid_map | tr -s ' '; ls /sys/class/net; "
+	       "grep CapEff /proc/self/status",
+	       NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	// uid 0 inside is nobody outside, and nothing else is mapped
+	cr_assert(strstr(o.out, "0\n 0 65534 1\n 0 65534 1\nlo\n"), "identity: %s", o.out);
+	// the default capability set (Podman's, less SETFCAP/SETPCAP/SYS_CHROOT), not all of them
+	cr_assert(strstr(o.out, "CapEff:\t00000000000004fb\n"), "caps: %s", o.out);
+	lbt_out_free(&o);
+}
+
+RL_TEST(on_reaches_upstream_natted_and_says_pasta)
+{
+	struct lb_run_out o;
+
+	run_rl(&o, "on", "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	// the upstream sees the host's own address: pasta's sockets are the user's
+	LBT_ASSERT_OUT(o, HOST "\n");
+	cr_assert(strstr(o.err, "pasta"), "no word of pasta: %s", o.err);
+	lbt_out_free(&o);
+}
+
+RL_TEST(on_interface_route_resolvers_and_hosts)
+{
+	struct lb_run_out o;
+
+	run_rl(
+	    &o, "on",
+	    "ls /sys/class/net | tr '\\n' ' '; echo; ip -4 -o addr show eth0 | awk '{print $4}'; "
+	    "ip route | grep default; cat /etc/resolv.conf; "
+	    "awk -v h=$(hostname) '$2 == h {print \"hosts \" $1}' /etc/hosts",
+	    NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "eth0 lo \n" HOST "/24\ndefault via " UP " dev eth0"),
+		  "interface: %s", o.out);
+	cr_assert(strstr(o.out, "nameserver " UP "\n"), "resolv.conf: %s", o.out);
+	cr_assert(strstr(o.out, "hosts " HOST "\n"), "hostname not mapped: %s", o.out);
+	lbt_out_free(&o);
+}
+
+RL_TEST(on_dns_resolves_through_the_hosts_resolver)
+{
+	struct lb_run_out o;
+
+	run_rl(&o, "on", "nslookup " DNS_NAME " 2>&1", NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, DNS_ADDR), "not resolved by the test resolver: %s", o.out);
+	lbt_out_free(&o);
+}
+
+RL_TEST(on_refuses_host_metadata_and_private_ranges)
+{
+	struct lb_run_out o;
+
+	run_rl(&o, "on",
+	       PROBE(UP ":8080") PROBE(HOST_OTHER ":18081") PROBE(HOST ":18081")
+		   PROBE("127.0.0.1:18082") PROBE(UP ":18082") PROBE(META ":80")
+		       PROBE(PRIVATE ":8080"),
+	       NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, UP ":8080 ok\n"), "the upstream is not reachable: %s", o.out);
+	// the host's loopback service, also by the gateway's address (pasta maps it by default)
+	const char *const refused[] = {HOST_OTHER ":18081 no\n", HOST ":18081 no\n",
+				       "127.0.0.1:18082 no\n",	 UP ":18082 no\n",
+				       META ":80 no\n",		 PRIVATE ":8080 no\n"};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		cr_assert(strstr(o.out, refused[i]), "reached %s%s", refused[i], o.out);
+	lbt_out_free(&o);
+}
+
+RL_TEST(allow_host_opens_one_exception)
+{
+	struct lb_run_out o;
+
+	run_rl(&o, "on", PROBE(PRIVATE ":8080") PROBE(META ":80"), "--allow-host", PRIVATE ":8080");
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, PRIVATE ":8080 ok\n"), "--allow-host did not open it: %s", o.out);
+	cr_assert(strstr(o.out, META ":80 no\n"), "metadata opened too: %s", o.out);
+	lbt_out_free(&o);
+	run_rl(&o, "on", PROBE(PRIVATE ":8080"), "--allow-host", PRIVATE ":9999");
+	cr_assert(strstr(o.out, PRIVATE ":8080 no\n"), "another port was opened: %s", o.out);
+	lbt_out_free(&o);
+	run_rl(&o, "on", PROBE(HOST_OTHER ":18081"), "--allow-host", HOST_OTHER);
+	cr_assert(strstr(o.out, HOST_OTHER ":18081 ok\n"), "ADDR did not open the host: %s", o.out);
+	lbt_out_free(&o);
+}
+
+RL_TEST(nothing_reaches_a_sandbox_from_outside)
+{
+	char *dir = lbt_mkdir_work("a"), *vol = lbt_strdupf("%s:/w", dir);
+	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
+	struct lbt_proc a;
+	struct lb_run_out o, oa;
+
+	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
+	lbt_spawn(&a, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-v", vol, "--", "sh",
+		  "-c",
+		  "echo sandbox-a > /w/index.html; httpd -p 8080 -h /w && touch /w/ready; "
+		  "while [ ! -e /w/done ]; do sleep 0.1; done",
+		  NULL);
+	for (int i = 0; i < 100 && access(ready, F_OK) != 0; i++)
+		usleep(100000);
+	cr_assert_eq(access(ready, F_OK), 0, "sandbox a did not start");
+	// another sandbox, on the address both share, and the host itself: no port forwarding
+	run_rl(&o, "on", PROBE(HOST ":8080"), NULL, NULL);
+	cr_assert(strstr(o.out, HOST ":8080 no\n"), "reached sandbox a: %s", o.out);
+	lbt_out_free(&o);
+	char *cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" HOST ":8080/ "
+				"2>/dev/null; ip netns exec %s busybox wget -q -O - "
+				"http://127.0.0.1:8080/ 2>/dev/null; true",
+				R.hns, R.hns);
+	char *got = lbt_sh_out(cmd);
+	cr_assert(!strstr(got, "sandbox-a"), "the host reached sandbox a: %s", got);
+	lbt_write_file(done, "");
+	lbt_wait(&a, &oa, 20);
+	LBT_ASSERT_EXIT(oa, 0);
+	lbt_out_free(&oa);
+	free(dir), free(vol), free(ready), free(done), free(cmd), free(got);
+}
+
+RL_TEST(missing_pasta_is_one_clear_error)
+{
+	struct lb_run_out o;
+
+	setenv("LBBOX_PASTA", "/nonexistent/pasta", 1);
+	run_rl(&o, "on", "echo ran", NULL, NULL);
+	unsetenv("LBBOX_PASTA");
+	lbt_assert_error_line(&o, 125, "needs pasta");
+	cr_assert(strstr(o.err, "does not fall back"), "%s", o.err);
+	lbt_out_free(&o);
+}
+
+RL_TEST(unusable_tun_is_one_clear_error)
+{
+	struct lb_run_out o;
+
+	setenv("LBT_NO_TUN", "1", 1);
+	run_rl(&o, "on", "echo ran", NULL, NULL);
+	unsetenv("LBT_NO_TUN");
+	lbt_assert_error_line(&o, 125, "/dev/net/tun");
+	lbt_out_free(&o);
+}
+
+RL_TEST(other_users_and_sessions_need_root)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--user", "1000", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "maps only your own user");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "--rootfs", lbt_rootfs(), NULL);
+	lbt_assert_error_line(&o, 125, "sessions need root");
+	lbt_out_free(&o);
+}
+
+RL_TEST(pasta_dies_with_a_killed_lbbox)
+{
+	struct lbt_proc p;
+	struct lb_run_out o;
+
+	lbt_add_marker("987653");
+	lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--network", "on", "--", "sleep", "987653",
+		  NULL);
+	for (int i = 0; i < 100 && (pastas() != 1 || lbt_count_procs_with_arg("987653") != 1); i++)
+		usleep(100000);
+	cr_assert_eq(pastas(), 1, "no pasta");
+	kill(p.pid, SIGKILL);
+	lbt_wait(&p, &o, 10);
+	lbt_out_free(&o);
+	for (int i = 0; i < 50 && pastas() > 0; i++)
+		usleep(100000);
+	cr_assert_eq(pastas(), 0, "pasta outlived lbbox");
+	// the orphaned sandbox ends with its command; the next lbbox collects its state
+	cr_assert_eq(lbt_kill_marked("987653"), 1);
+	cr_assert_eq(lbt_wait_procs_with_arg("987653", 0, 10), 0);
+	run_rl(&o, "off", "true", NULL, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+}
+
+RL_TEST(parallel_sandboxes_all_connect_and_clean_up, .timeout = 200)
+{
+	enum { N_SB = 10 };
+	struct lbt_proc p[N_SB];
+	struct lb_run_out o[N_SB];
+
+	for (int i = 0; i < N_SB; i++)
+		lbt_spawn(&p[i], "run", "--rootfs", lbt_rootfs(), "--network", "on", "--", "sh",
+			  "-c", "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL);
+	for (int i = 0; i < N_SB; i++)
+		lbt_wait(&p[i], &o[i], 60);
+	for (int i = 0; i < N_SB; i++) {
+		LBT_ASSERT_EXIT(o[i], 0);
+		LBT_ASSERT_OUT(o[i], HOST "\n");
+		lbt_out_free(&o[i]);
+	}
+}
