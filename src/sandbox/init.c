@@ -148,8 +148,11 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
  * pid 1 is a copy of lbbox: its argv and environment (host paths, maybe tokens) would be readable
  * from the sandbox through /proc/1/cmdline and /proc/1/environ. Wipe them in place (renaming the
  * process needs CAP_SYS_RESOURCE) and make pid 1 non-dumpable so its memory cannot be read.
+ * Rootless, pid 1 stays dumpable: pasta and `lbbox network inspect` (the same user, who could
+ * trace their own lbbox anyway) enter its namespaces, which needs ptrace access; the command
+ * still cannot read it, as it lacks capabilities pid 1 has (the kernel's ptrace rule).
  */
-static void hide_lbbox(void)
+static void hide_lbbox(bool userns)
 {
 	char buf[1024];
 	unsigned long v[4];
@@ -157,7 +160,8 @@ static void hide_lbbox(void)
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	if (fd >= 0)
 		close(fd);
-	prctl(PR_SET_DUMPABLE, 0);
+	if (!userns)
+		prctl(PR_SET_DUMPABLE, 0);
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
@@ -200,13 +204,12 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	char go;
 
 	cloexec_fds();
+	hide_lbbox(ctx->userns);
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* EOF instead of the byte: lbbox died before placing us in the cgroup. Until the byte,
-	 * pid 1 stays dumpable: rootless, pasta (same user) must open its /proc/PID/ns files. */
+	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
 	if (read(ctx->sync_fd, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
-	hide_lbbox();
 	/* network "on": the address the parent leased follows the byte, in the same write */
 	if (ctx->spec->net == LB_NET_ON &&
 	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))

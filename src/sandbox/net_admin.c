@@ -95,6 +95,8 @@ static int list_one(struct lb_net_cfg *cfg, json_t *st, void *arg)
 int lb_net_list(const struct lb_paths *paths, json_t **out, struct lb_err **err)
 {
 	int lock = -1;
+	if (lb_rootless())
+		return lb_net_pasta_list(paths, out, err);
 	json_t *a = json_array();
 	if (!a)
 		return lb_err_set(err, ENOMEM, "network list");
@@ -126,7 +128,7 @@ static int inspect_one(struct lb_net_cfg *cfg, json_t *st, void *arg)
 		return 0;
 	a->out = json_deep_copy(st);
 	json_object_del(a->out, "next");
-	if (lb_nft_counters(cfg, &counters, a->err) < 0)
+	if (lb_nft_counters_in(-1, cfg, cfg->bridge, &counters, a->err) < 0)
 		return -1;
 	json_object_set_new(a->out, "dropped", counters);
 	return 0;
@@ -137,6 +139,8 @@ int lb_net_inspect(const struct lb_paths *paths, const struct lb_net_opts *opts,
 {
 	struct lb_net_cfg cfg;
 	int lock = -1;
+	if (lb_rootless())
+		return lb_net_pasta_inspect(paths, opts, out, err);
 	lb_net_cfg_resolve(opts, paths->runroot, &cfg);
 	struct inspect_arg a = {.bridge = cfg.bridge, .err = err};
 	if (lb_net_lock(paths->runroot, &lock, err) < 0)
@@ -223,6 +227,8 @@ int lb_net_prune(const struct lb_paths *paths, const struct lb_net_opts *opts, j
 {
 	struct lb_net_cfg cfg;
 	int lock = -1;
+	if (lb_rootless()) /* nothing is shared between rootless sandboxes: nothing to prune */
+		return (*pruned = json_array()) ? 0 : lb_err_set(err, ENOMEM, "network prune");
 	lb_net_cfg_resolve(opts, paths->runroot, &cfg);
 	struct prune_arg a = {.nft = cfg.nft, .pruned = json_array(), .forward_was = 1, .err = err};
 	if (lb_nft_check(&cfg, err) < 0 || lb_net_lock(paths->runroot, &lock, err) < 0) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "lbbox/err.h"
+#include "lbbox/sandbox.h"
 #include "lbbox/spec.h"
 
 #define LB_NET_DEFAULT_BRIDGE "lbbox0"
@@ -80,7 +81,14 @@ int lb_nft_sync_allow(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **
 int lb_nft_delete_table(const struct lb_net_cfg *cfg, struct lb_err **err);
 /* Applies a ruleset (nft -f -) inside the user and network namespaces of the pidfd nsfd. */
 int lb_nft_run_in(int nsfd, const struct lb_net_cfg *cfg, const char *ruleset, struct lb_err **err);
-int lb_nft_counters(const struct lb_net_cfg *cfg, json_t **out, struct lb_err **err);
+/* The named counters of table (in the namespaces of the pidfd nsfd when >= 0). */
+int lb_nft_counters_in(int nsfd, const struct lb_net_cfg *cfg, const char *table, json_t **out,
+		       struct lb_err **err);
+
+/* net_pasta_admin.c: lbbox network ls / inspect without root (pasta sandboxes). */
+int lb_net_pasta_list(const struct lb_paths *paths, json_t **out, struct lb_err **err);
+int lb_net_pasta_inspect(const struct lb_paths *paths, const struct lb_net_opts *opts, json_t **out,
+			 struct lb_err **err);
 
 /* net_dns.c: the host's upstream resolvers (never a 127.x stub); at most max. */
 size_t lb_dns_host_resolvers(uint32_t *out, size_t max);

@@ -320,11 +320,12 @@ int lb_nft_delete_table(const struct lb_net_cfg *cfg, struct lb_err **err)
 }
 
 /* {"host": {"packets": N, "bytes": N}, ...} from `nft -j list counters table inet X`. */
-int lb_nft_counters(const struct lb_net_cfg *cfg, json_t **out, struct lb_err **err)
+int lb_nft_counters_in(int nsfd, const struct lb_net_cfg *cfg, const char *table, json_t **out,
+		       struct lb_err **err)
 {
 	_cleanup_free_ char *text = NULL;
-	const char *const args[] = {"-j", "list", "counters", "table", "inet", cfg->bridge, NULL};
-	if (run_nft(cfg, args, NULL, &text, err) < 0)
+	const char *const args[] = {"-j", "list", "counters", "table", "inet", table, NULL};
+	if (run_nft_in(nsfd, cfg, args, NULL, &text, err) < 0)
 		return -1;
 	json_t *doc = json_loads(text, 0, NULL), *res = json_object(), *item;
 	size_t i;

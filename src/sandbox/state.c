@@ -97,6 +97,8 @@ static json_t *lease_json(const struct lb_net_lease *lease)
 	struct in_addr ia = {.s_addr = htonl(lease->addr)}, ig = {.s_addr = htonl(lease->gateway)};
 	inet_ntop(AF_INET, &ia, a, sizeof(a));
 	inet_ntop(AF_INET, &ig, g, sizeof(g));
+	if (lease->pasta) /* the address is the host's, chosen by pasta */
+		return json_pack("{s:s}", "mode", "pasta");
 	return json_pack("{s:s, s:i, s:s}", "address", a, "prefix", lease->prefix, "gateway", g);
 }
 

@@ -216,13 +216,18 @@ RL_TEST(off_is_a_user_namespace_with_only_lo)
 
 	run_rl(&o, "off",
 	       "id -u; cat /proc/self/uid_map /proc/self/gid_map | tr -s ' '; ls /sys/class/net; "
-	       "grep CapEff /proc/self/status",
+	       "grep CapEff /proc/self/status; "
+	       "cat /proc/1/environ >/dev/null 2>&1 || echo no-environ; "
+	       "ls /proc/1/ns/net >/dev/null 2>&1 && readlink /proc/1/ns/net || echo no-ns; "
+	       "tr '\\0' ' ' </proc/1/cmdline",
 	       NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	// uid 0 inside is nobody outside, and nothing else is mapped
 	cr_assert(strstr(o.out, "0\n 0 65534 1\n 0 65534 1\nlo\n"), "identity: %s", o.out);
 	// the default capability set (Podman's, less SETFCAP/SETPCAP/SYS_CHROOT), not all of them
 	cr_assert(strstr(o.out, "CapEff:\t00000000000004fb\n"), "caps: %s", o.out);
+	// pid 1 (lbbox) stays dumpable for its owner, not for the command: it has fewer caps
+	cr_assert(strstr(o.out, "no-environ\nno-ns\nlbbox-init"), "pid 1 is open: %s", o.out);
 	lbt_out_free(&o);
 }
 
@@ -334,6 +339,47 @@ RL_TEST(nothing_reaches_a_sandbox_from_outside)
 	LBT_ASSERT_EXIT(oa, 0);
 	lbt_out_free(&oa);
 	free(dir), free(vol), free(ready), free(done), free(cmd), free(got);
+}
+
+// `lbbox network inspect` reads each live rootless sandbox's counters from its namespace.
+RL_TEST(dropped_traffic_is_counted_in_inspect)
+{
+	char *dir = lbt_mkdir_work("c"), *vol = lbt_strdupf("%s:/w", dir);
+	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
+	struct lbt_proc a;
+	struct lb_run_out o, oa;
+
+	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
+	lbt_spawn(
+	    &a, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-v", vol, "--", "sh", "-c",
+	    PROBE(META ":80") PROBE(PRIVATE ":8080") "touch /w/ready; "
+						     "while [ ! -e /w/done ]; do sleep 0.1; done",
+	    NULL);
+	for (int i = 0; i < 100 && access(ready, F_OK) != 0; i++)
+		usleep(100000);
+	cr_assert_eq(access(ready, F_OK), 0, "the sandbox did not probe");
+	lbt_run(&o, "network", "inspect", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	json_t *j = lbt_json(o.out), *d = json_object_get(j, "dropped");
+	cr_assert_eq(json_array_size(json_object_get(j, "sandboxes")), 1, "%s", o.out);
+	const char *const counted[] = {"metadata", "private"};
+	for (size_t i = 0; i < 2; i++)
+		cr_assert_gt(
+		    json_integer_value(json_object_get(json_object_get(d, counted[i]), "packets")),
+		    0, "%s not counted: %s", counted[i], o.out);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(d, "host"), "packets")), 0,
+		     "%s", o.out);
+	json_decref(j);
+	lbt_out_free(&o);
+	lbt_run(&o, "network", "ls", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "pasta"), "%s", o.out);
+	lbt_out_free(&o);
+	lbt_write_file(done, "");
+	lbt_wait(&a, &oa, 20);
+	LBT_ASSERT_EXIT(oa, 0);
+	lbt_out_free(&oa);
+	free(dir), free(vol), free(ready), free(done);
 }
 
 RL_TEST(missing_pasta_is_one_clear_error)
