@@ -11,6 +11,10 @@
 # bwrap unshare") picks the tools. lbbox-net-on is `lbbox run --network on`
 # (veth + bridge + NAT) on a bridge of its own (lbbench0, 10.90.0.0/24), pruned
 # at the end; the difference of its median to lbbox's (network off) is printed.
+# lbbox-rootless and lbbox-rootless-net-on run lbbox
+# as nobody, off and on (pasta), in a network namespace of the benchmark's own
+# (lbbench-rl, a veth to lbbench-up as its uplink; /bin/true sends nothing),
+# with a /dev/net/tun that nobody may open bound in a private mount namespace.
 #
 # Each run is timed in this bash process with $EPOCHREALTIME around the
 # command: one fork+exec per run, the same for every tool, and no `date`
@@ -98,7 +102,7 @@ esac
 
 N=${BENCH_N:-200}
 WARM=${BENCH_WARMUP:-10}
-TOOLS=${BENCH_TOOLS:-lbbox lbbox-image lbbox-net-on crun bwrap unshare}
+TOOLS=${BENCH_TOOLS:-lbbox lbbox-image lbbox-net-on lbbox-rootless lbbox-rootless-net-on crun bwrap unshare}
 rootfs=$repo/build/images/busybox/rootfs
 lbbox=$repo/build/lbbox
 
@@ -144,6 +148,10 @@ cleanup() {
 	fi
 	if [ -d "$tmp/crun-state" ]; then
 		"${crun_ns[@]}" "$self" --crun-delete-all "$tmp/crun-state" || true
+	fi
+	if [ -e "$tmp/rl-netns" ]; then
+		ip netns del lbbench-rl 2>/dev/null || true
+		ip netns del lbbench-up 2>/dev/null || true
 	fi
 	if awk -v t="$tmp/" 'index($5, t) == 1 { found = 1 } END { exit !found }' \
 		/proc/self/mountinfo; then
@@ -191,6 +199,32 @@ make_crun_bundle() {
 		mv "$b/config.json.new" "$b/config.json"
 }
 
+# The rootless tools' world, once: the namespaces, the tun node, directories of nobody's.
+rl_setup() {
+	[ -e "$tmp/rl-netns" ] && return 0
+	touch "$tmp/rl-netns"
+	ip netns add lbbench-rl && ip netns add lbbench-up &&
+		ip link add lbbench-rl0 netns lbbench-rl type veth peer name lbbench-up0 \
+			netns lbbench-up &&
+		ip -n lbbench-rl link set lo up && ip -n lbbench-rl link set lbbench-rl0 up &&
+		ip -n lbbench-rl addr add 198.51.100.2/24 dev lbbench-rl0 &&
+		ip -n lbbench-rl route add default via 198.51.100.1 &&
+		ip -n lbbench-up link set lbbench-up0 up &&
+		ip -n lbbench-up addr add 198.51.100.1/24 dev lbbench-up0 || return 1
+	chmod 711 "$tmp"
+	mkdir -p "$tmp/rl/run" "$tmp/rl/root" "$tmp/rl/home"
+	mknod -m 666 "$tmp/rl/tun" c 10 200
+	chown -R 65534:65534 "$tmp/rl"
+}
+
+# Prefix: as nobody in lbbench-rl, seeing the usable tun node. unshare and sh exec.
+# shellcheck disable=SC2016 # "$@" is for the inner sh
+rl_ns() {
+	rl=(unshare -m sh -c 'mount --bind "$0/tun" /dev/net/tun &&
+		exec ip netns exec lbbench-rl setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env HOME="$0/home" XDG_RUNTIME_DIR= "$@"' "$tmp/rl")
+}
+
 # bench TOOL: runs the timing loop for TOOL; durations land in $tmp/TOOL.times.
 bench() {
 	local tool=$1
@@ -219,6 +253,16 @@ bench() {
 		LBBOX_NET_BRIDGE=lbbench0 LBBOX_NET_SUBNET=10.90.0.0/24 \
 			"${loop[@]}" "" "$lbbox" --runroot "$tmp/run-net" --root "$tmp/root" \
 			run --network on --rootfs "$rootfs" -- /bin/true
+		;;
+	lbbox-rootless | lbbox-rootless-net-on)
+		[ -x "$lbbox" ] || { echo "not found: $lbbox" >"$errf"; return 1; }
+		rl_setup >"$errf" 2>&1 || return 1
+		local net=off rl
+		[ "$tool" = lbbox-rootless-net-on ] && net=on
+		: >"$out" && chown 65534 "$out" "$errf"
+		rl_ns
+		run_child "${rl[@]}" "${loop[@]:1}" "" "$lbbox" --runroot "$tmp/rl/run" \
+			--root "$tmp/rl/root" run --network "$net" --rootfs "$rootfs" -- /bin/true
 		;;
 	crun)
 		make_crun_bundle 2>"$errf" || return 1
@@ -254,6 +298,8 @@ stats() {
 have() {
 	case "$1" in
 	lbbox | lbbox-net-on | lbbox-image) return 0 ;;
+	lbbox-rootless) command -v setpriv >/dev/null ;;
+	lbbox-rootless-net-on) command -v setpriv >/dev/null && command -v pasta >/dev/null ;;
 	crun) command -v crun >/dev/null && command -v jq >/dev/null ;;
 	*) command -v "$1" >/dev/null ;;
 	esac
@@ -300,6 +346,11 @@ fi
 if [ "$lbbox_ok" = 1 ] && [ -n "${med[lbbox-net-on]:-}" ]; then
 	printf '\n--network on adds %s ms to the median of --network off\n' \
 		"$(awk -v a="${med[lbbox-net-on]}" -v b="${med[lbbox]}" 'BEGIN { printf "%.2f", a - b }')"
+fi
+if [ -n "${med[lbbox-rootless-net-on]:-}" ] && [ -n "${med[lbbox-rootless]:-}" ]; then
+	printf '\nrootless, --network on (pasta) adds %s ms to the median of --network off\n' \
+		"$(awk -v a="${med[lbbox-rootless-net-on]}" -v b="${med[lbbox-rootless]}" \
+			'BEGIN { printf "%.2f", a - b }')"
 fi
 
 # time_ms CMD...: wall time of CMD in ms (its output discarded); fails with it.

@@ -40,6 +40,8 @@ bool lb_rootless(void);
  * Runs spec->argv in a new sandbox and waits for it. Returns < 0 with *err set when the
  * sandbox could not be built (then *setup_exit holds 125, 126 or 127); nothing is left behind.
  * Signals SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 received meanwhile are forwarded.
+ * Rootless with network "on", the sandbox's pasta is killed but may still be exiting (a child
+ * of the caller, reaped when the caller exits or waits for its children).
  */
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
 		   int *setup_exit, struct lb_err **err);

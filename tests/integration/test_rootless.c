@@ -171,11 +171,33 @@ static void assert_host_untouched(void)
 	cr_assert_eq(pastas(), 0, "a pasta is left");
 }
 
+// lbbox kills pasta without waiting for it: its exit unregisters the tap interface, which
+// takes tens of ms (as the veth of root mode goes with its namespace, in the background).
+// Wait until no pasta of this test is still exiting; then the usual checks, strict.
+static void wait_pastas_exited(void)
+{
+	char *cg = lbt_strdupf("/lbt-%d\n", (int)getpid());
+	for (int i = 0; i < 100; i++) {
+		char *cmd = lbt_strdupf("for p in /proc/[0-9]*; do grep -qs '^pas' $p/comm && "
+					"grep -qs '%s' $p/cgroup && echo $p; done",
+					lbt_chomp(cg));
+		char *left = lbt_sh_out(cmd);
+		bool none = !left || !*left;
+		free(cmd), free(left);
+		if (none)
+			break;
+		usleep(50000);
+	}
+	free(cg);
+}
+
 #define RL_TEST(name, ...)                                                                         \
 	static void rl_body_##name(void);                                                          \
-	LBT_TEST(rootless, name, ##__VA_ARGS__)                                                    \
+	Test(rootless, name, ##__VA_ARGS__)                                                        \
 	{                                                                                          \
 		rl_body_##name();                                                                  \
+		wait_pastas_exited();                                                              \
+		lbt_assert_clean();                                                                \
 		assert_host_untouched();                                                           \
 	}                                                                                          \
 	static void rl_body_##name(void)
