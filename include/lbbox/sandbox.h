@@ -35,6 +35,9 @@ enum { LB_EXIT_SETUP = 125, LB_EXIT_CANNOT_EXEC = 126, LB_EXIT_NOT_FOUND = 127 }
  * mapping the caller to uid 0, no cgroup unless one is writable, and network "on" via pasta.
  */
 bool lb_rootless(void);
+/* What a rootless sandbox cannot do with spec (another --user, capabilities that reach past its
+ * isolation, network "on" without pasta, /dev/net/tun or nft): one error, before anything. */
+int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err);
 
 /*
  * Runs spec->argv in a new sandbox and waits for it. Returns < 0 with *err set when the

@@ -1,6 +1,7 @@
 /* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,15 +71,19 @@ static void rootless_defaults(struct lb_paths *p)
 	static char root[4096], runroot[4096];
 	const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
 	const char *run = getenv("XDG_RUNTIME_DIR");
-	if (data && *data)
-		snprintf(root, sizeof(root), "%s/lbbox", data);
-	else
-		snprintf(root, sizeof(root), "%s/.local/share/lbbox",
-			 home && *home ? home : "/tmp");
+	const struct passwd *pw = home && *home ? NULL : getpwuid(geteuid());
+	if (pw && pw->pw_dir && *pw->pw_dir)
+		home = pw->pw_dir;
 	if (run && *run)
 		snprintf(runroot, sizeof(runroot), "%s/lbbox", run);
 	else
 		snprintf(runroot, sizeof(runroot), "/tmp/lbbox-run-%u", (unsigned)geteuid());
+	if (data && *data)
+		snprintf(root, sizeof(root), "%s/lbbox", data);
+	else if (home && *home)
+		snprintf(root, sizeof(root), "%s/.local/share/lbbox", home);
+	else /* no home at all: beside the runtime state, whose directory is checked to be ours */
+		snprintf(root, sizeof(root), "%s/store", runroot);
 	p->root = root;
 	p->runroot = runroot;
 }

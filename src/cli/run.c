@@ -520,13 +520,13 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 		cli_error(
 		    "warning: --network host is unsafe: the sandbox shares the host's network "
 		    "and reaches every service on it and on the local network");
-	if (o.spec.net == LB_NET_ON && lb_rootless()) {
-		if (lb_net_pasta_check(&o.spec.net_opts, &err) < 0) {
+	if (lb_rootless()) {
+		if (lb_rootless_check(&o.spec, &err) < 0) {
 			cli_error("%s", err->msg);
 			run_opts_free(&o);
 			return LB_EXIT_SETUP;
 		}
-		if (!o.json)
+		if (o.spec.net == LB_NET_ON && !o.json)
 			cli_error("note: rootless --network on goes through pasta (user-mode "
 				  "networking, IPv4 only) behind lbbox's egress filter");
 	}

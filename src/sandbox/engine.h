@@ -68,8 +68,6 @@ int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease
 		    const char *statedir, struct lb_err **err);
 
 /* userns.c: rootless sandboxes (a user namespace mapping the caller to uid 0). */
-/* What a rootless sandbox cannot do, refused before anything is built. */
-int lb_userns_check_spec(const struct lb_spec *spec, struct lb_err **err);
 /* Writes pid's uid_map, setgroups and gid_map: the caller's uid and gid as 0, nothing else. */
 int lb_userns_map(pid_t pid, struct lb_err **err);
 
@@ -83,8 +81,8 @@ int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
 int lb_net_loopback_up(struct lb_err **err);
 /* Network "on": eth0 (ifindex 2, created by the parent) up, its address, the default route. */
 int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err);
-/* eth0's IPv4 address (host byte order), 0 when it has none. */
-uint32_t lb_net_eth_address(void);
+/* Rootless "on": waits until pasta gave eth0 its default route; *addr = eth0's address. */
+int lb_net_wait_pasta(int timeout_ms, uint32_t *addr, struct lb_err **err);
 
 /* net_on.c: network "on", parent side: bridge, veth into pid's netns, address, filter rules. */
 struct lb_net_handle {
@@ -92,6 +90,8 @@ struct lb_net_handle {
 	bool has_allow;	  /* the lease added elements to the nftables allow sets */
 	char host_if[16]; /* the host end of the veth pair, "" until created */
 	pid_t pasta;	  /* rootless: the pasta process (our child), 0 when none */
+	int pasta_pidfd;  /* of pasta, -1 when none */
+	int pasta_err;	  /* pasta's stderr (read end) until the sandbox is ready, -1 after */
 	struct lb_net_lease lease;
 };
 int lb_net_on_setup(const struct lb_spec *spec, const char *runroot, const char *id, pid_t pid,
@@ -100,9 +100,14 @@ int lb_net_on_setup(const struct lb_spec *spec, const char *runroot, const char 
 void lb_net_on_teardown(const struct lb_spec *spec, const char *runroot, struct lb_net_handle *h);
 /* net_pasta.c: network "on" without root: pasta (passt) connects pid's namespace to the host
  * through user-mode sockets, and lbbox's filter is written into the sandbox's own namespace. */
-int lb_net_pasta_setup(const struct lb_spec *spec, const char *statedir, pid_t pid,
-		       struct lb_net_handle *h, struct lb_err **err);
+int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_handle *h,
+		       struct lb_err **err);
+/* pasta exited before the sandbox was ready: why, from its stderr. */
+int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err);
+/* The sandbox is ready: pasta's stderr is no longer read. */
+void lb_net_pasta_ready(struct lb_net_handle *h);
 void lb_net_pasta_teardown(struct lb_net_handle *h);
+#define LB_PASTA_TIMEOUT_MS 10000
 /* Frees the leases (and their filter rules) of dead sandboxes of every network of runroot. */
 void lb_net_gc(const char *runroot);
 

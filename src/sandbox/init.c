@@ -215,8 +215,10 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))
 		_exit(LB_EXIT_SETUP);
 	close(ctx->sync_fd);
-	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta)
-		ctx->lease->addr = lb_net_eth_address();
+	/* pasta configures eth0 meanwhile; lbbox watches pasta and ends us if it fails */
+	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
+	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	if (setup_world(ctx, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 

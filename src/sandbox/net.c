@@ -9,8 +9,10 @@
 #include <netlink/route/addr.h>
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
+#include <poll.h>
 #include <string.h>
 
+#include "lbbox/util.h"
 #include "sandbox/engine.h"
 
 #define LOOPBACK_IFINDEX 1
@@ -119,7 +121,8 @@ int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err)
 	return r;
 }
 
-uint32_t lb_net_eth_address(void)
+/* eth0's IPv4 address (host byte order), 0 when it has none. */
+static uint32_t eth0_address_now(void)
 {
 	struct ifaddrs *ifa = NULL;
 	uint32_t addr = 0;
@@ -131,4 +134,61 @@ uint32_t lb_net_eth_address(void)
 			addr = ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
 	freeifaddrs(ifa);
 	return addr;
+}
+
+static bool has_default_route(struct nl_sock *sk)
+{
+	struct nl_cache *cache = NULL;
+	bool found = false;
+	if (rtnl_route_alloc_cache(sk, AF_INET, 0, &cache) < 0)
+		return false;
+	for (struct nl_object *o = nl_cache_get_first(cache); o && !found;
+	     o = nl_cache_get_next(o)) {
+		struct nl_addr *dst = rtnl_route_get_dst((struct rtnl_route *)o);
+		found = rtnl_route_get_table((struct rtnl_route *)o) == RT_TABLE_MAIN &&
+			(!dst || nl_addr_get_prefixlen(dst) == 0);
+	}
+	nl_cache_free(cache);
+	return found;
+}
+
+/*
+ * pasta configures eth0 from outside: the address, then the default route, its last step.
+ * Route notifications wake the wait; each is followed by a fresh look (no parsing of events).
+ */
+int lb_net_wait_pasta(int timeout_ms, uint32_t *addr, struct lb_err **err)
+{
+	struct nl_sock *events = nl_socket_alloc(), *query = nl_socket_alloc();
+	uint64_t deadline = lb_now_ns() + (uint64_t)timeout_ms * 1000000;
+	int r = -1;
+	if (!events || !query) {
+		lb_err_set(err, ENOMEM, "netlink socket");
+		goto out;
+	}
+	nl_socket_disable_seq_check(events);
+	if (nl_connect(events, NETLINK_ROUTE) < 0 || nl_connect(query, NETLINK_ROUTE) < 0 ||
+	    nl_socket_add_membership(events, RTNLGRP_IPV4_ROUTE) < 0) {
+		lb_err_set(err, errno, "netlink connect");
+		goto out;
+	}
+	struct pollfd p = {.fd = nl_socket_get_fd(events), .events = POLLIN};
+	while (!has_default_route(query)) {
+		uint64_t now = lb_now_ns();
+		if (now >= deadline) {
+			lb_err_set(err, 0, "pasta did not configure the sandbox's network in %d s",
+				   timeout_ms / 1000);
+			goto out;
+		}
+		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) > 0) {
+			char buf[8192];
+			while (recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+				;
+		}
+	}
+	*addr = eth0_address_now();
+	r = 0;
+out:
+	nl_socket_free(events);
+	nl_socket_free(query);
+	return r;
 }

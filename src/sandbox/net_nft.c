@@ -103,8 +103,12 @@ static int run_nft_in(int nsfd, const struct lb_net_cfg *cfg, const char *const 
 		_exit(127);
 	}
 	close(in[0]), close(o[1]), close(e[1]);
+	/* an nft that exits early (it could not enter the namespaces) must not kill lbbox */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+	sigaction(SIGPIPE, &ign, &old);
 	if (input && pid > 0)
 		lb_write_all(in[1], input, strlen(input));
+	sigaction(SIGPIPE, &old, NULL);
 	close(in[1]);
 	_cleanup_free_ char *sout = pid > 0 ? drain(o[0], NFT_OUT_MAX) : NULL;
 	_cleanup_free_ char *serr = pid > 0 ? drain(e[0], 65536) : NULL;

@@ -5,19 +5,20 @@
  * and carries every connection out through ordinary sockets of the calling user.
  *
  * pasta gives the sandbox the host's reach, so lbbox writes its own filter into the sandbox's
- * network namespace (owned by the sandbox's user namespace, so lbbox may; the command has no
- * CAP_NET_ADMIN to undo it): the same refusals as the bridge's table — the host's addresses,
- * 169.254.0.0/16, the private ranges unless --allow-host names them, IPv6 — on the output hook.
- * pasta itself is started with everything that would widen that reach switched off: no port
- * forwarding in either direction, no mapping of the gateway address to the host's loopback,
- * IPv4 only.
+ * network namespace (owned by the sandbox's user namespace, so lbbox may; the command cannot
+ * get CAP_NET_ADMIN or CAP_NET_RAW to undo or bypass it, see userns.c): the same refusals as the
+ * bridge's table — the host's addresses, 169.254.0.0/16, the private ranges unless --allow-host
+ * names them, IPv6 — on the output hook. pasta itself is started with everything that would widen
+ * that reach switched off: no port forwarding in either direction, no mapping of the gateway
+ * address to the host's loopback, IPv4 only.
  *
  * pasta runs in the foreground as lbbox's child, with SIGKILL as its parent-death signal: it
- * ends with lbbox even when lbbox is killed. It writes its pid file once it has configured the
- * namespace; lbbox waits for that file (inotify) or for pasta's exit (pidfd), whichever first.
+ * ends with lbbox even when lbbox is killed. Nothing of it is written to files (no pid file,
+ * no log): AppArmor's profile for pasta lets it write only under /tmp and $HOME.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -37,11 +37,8 @@
 #include "sandbox/engine.h"
 #include "sandbox/net_internal.h"
 
-#define PASTA_DEFAULT	 "/usr/bin/pasta"
-#define PASTA_PIDFILE	 "pasta.pid"
-#define PASTA_LOG	 "pasta.log"
-#define PASTA_TIMEOUT_MS 10000
-#define TUN		 "/dev/net/tun"
+#define PASTA_DEFAULT "/usr/bin/pasta"
+#define TUN	      "/dev/net/tun"
 
 static const char *pasta_path(void)
 {
@@ -67,24 +64,26 @@ int lb_net_pasta_check(const struct lb_net_opts *opts, struct lb_err **err)
 	return lb_nft_check(&cfg, err);
 }
 
-/* Every IPv4 address of the host (of lbbox's network namespace), as an nft set's elements. */
-static void put_host_addresses(FILE *f)
+/* Every IPv4 address of the host (of lbbox's network namespace), as an nft set's elements;
+ * false (no filter, no sandbox) when they cannot be read. */
+static bool put_host_addresses(FILE *f)
 {
 	struct ifaddrs *ifa = NULL;
 	char ip[16];
 	bool any = false;
-	if (getifaddrs(&ifa) == 0)
-		for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-			if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
-				continue;
-			const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
-			fprintf(f, "%s%s", any ? ", " : "",
-				lb_ip4_str(ntohl(a->sin_addr.s_addr), ip));
-			any = true;
-		}
+	if (getifaddrs(&ifa) < 0)
+		return false;
+	for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+			continue;
+		const struct sockaddr_in *a = (const struct sockaddr_in *)i->ifa_addr;
+		fprintf(f, "%s%s", any ? ", " : "", lb_ip4_str(ntohl(a->sin_addr.s_addr), ip));
+		any = true;
+	}
 	freeifaddrs(ifa);
 	if (!any)
 		fprintf(f, "127.0.0.1");
+	return true;
 }
 
 static void put_allows(FILE *f, const struct lb_spec *spec)
@@ -110,13 +109,15 @@ static void put_allows(FILE *f, const struct lb_spec *spec)
 }
 
 /* The filter of one rootless sandbox: its own table in its own namespace, on the output hook. */
-static char *ruleset(const struct lb_spec *spec)
+static char *ruleset(const struct lb_spec *spec, struct lb_err **err)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	if (!f)
+	if (!f) {
+		lb_err_set(err, ENOMEM, "nftables ruleset");
 		return NULL;
+	}
 	fprintf(f, "table inet lbbox {\n"
 		   "\tset allow {\n\t\ttype ipv4_addr\n\t}\n"
 		   "\tset allow_port {\n\t\ttype ipv4_addr . inet_service\n\t}\n"
@@ -133,114 +134,77 @@ static char *ruleset(const struct lb_spec *spec)
 		   "\t\tip daddr 169.254.0.0/16 counter name link_local " LB_NFT_REJECT "\n"
 		   "\t\tmeta l4proto { tcp, udp } th dport 53 ip daddr @dns accept\n"
 		   "\t\tip daddr { ");
-	put_host_addresses(f);
+	bool hosts = put_host_addresses(f);
 	fprintf(f, " } counter name host " LB_NFT_REJECT "\n"
 		   "\t\tip daddr " LB_NET_PRIVATE_RANGES " counter name private " LB_NFT_REJECT
 		   "\n\t}\n}\n");
 	put_allows(f, spec);
-	if (fclose(f) != 0) {
+	if (fclose(f) != 0 || !hosts) {
+		lb_err_set(err, hosts ? ENOMEM : errno,
+			   hosts ? "nftables ruleset" : "the host's addresses (getifaddrs)");
 		free(text);
 		return NULL;
 	}
 	return text;
 }
 
-/* The child: pasta in the foreground, its output in the state directory, dying with lbbox. */
-__attribute__((noreturn)) static void exec_pasta(const char *statedir, pid_t target, pid_t parent)
+/* The child: pasta in the foreground, in a session of its own (the terminal's ^C is the
+ * sandbox's, not pasta's), dying with lbbox, its stderr into the pipe errw. */
+__attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, int errw)
 {
-	char pidfile[4200], log[4200], pid[16];
-	snprintf(pidfile, sizeof(pidfile), "%s/" PASTA_PIDFILE, statedir);
-	snprintf(log, sizeof(log), "%s/" PASTA_LOG, statedir);
+	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)target);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (null < 0 || out < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errw, 2) < 0)
 		_exit(127);
+	/* nothing lbbox inherited from its caller goes on to pasta */
+	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+	setsid();
 	/* the sandbox's signals were blocked for lbbox's signalfd; pasta needs its own */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	const char *argv[] = {
-	    "pasta",	   "--config-net", "--foreground", "--quiet", "--ipv4-only",
-	    "--no-map-gw", "--ns-ifname",  "eth0",	   "-t",      "none",
-	    "-u",	   "none",	   "-T",	   "none",    "-U",
-	    "none",	   "--pid",	   pidfile,	   pid,	      NULL};
+	    "pasta",	   "--config-net", "--foreground", "--quiet", "--ipv4-only", "--no-map-gw",
+	    "--ns-ifname", "eth0",	   "-t",	   "none",    "-u",	     "none",
+	    "-T",	   "none",	   "-U",	   "none",    pid,	     NULL};
 	execv(pasta_path(), (char *const *)argv);
 	dprintf(2, "cannot execute %s: %s\n", pasta_path(), strerror(errno));
 	_exit(127);
 }
 
-/* pasta's own words when it failed: the first line of its log. */
-static int pasta_failed(const char *statedir, const char *why, struct lb_err **err)
+static int start_pasta(pid_t target, struct lb_net_handle *h, struct lb_err **err)
 {
-	char path[4200];
-	_cleanup_free_ char *text = NULL;
-	snprintf(path, sizeof(path), "%s/" PASTA_LOG, statedir);
-	lb_read_file(path, 4096, &text, NULL, NULL);
-	/* pasta also logs to syslog, and says so on stderr when there is none: not the reason */
-	const char *line = text;
-	while (line && strncmp(line, "Failed to send ", 15) == 0 && strchr(line, '\n'))
-		line = strchr(line, '\n') + 1;
-	if (!line || !*line || strncmp(line, "Failed to send ", 15) == 0)
-		line = why;
-	return lb_err_set(err, 0, "pasta could not connect the sandbox: %.*s",
-			  (int)strcspn(line, "\n"), line);
-}
-
-/* Waits until pasta wrote its pid file (ready) or exited (failed). */
-static int wait_ready(int ino, pid_t pasta, const char *statedir, struct lb_err **err)
-{
-	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pasta, 0);
-	struct pollfd p[2] = {{.fd = ino, .events = POLLIN}, {.fd = pfd, .events = POLLIN}};
-	uint64_t deadline = lb_now_ns() + PASTA_TIMEOUT_MS * 1000000ULL;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	for (;;) {
-		uint64_t now = lb_now_ns();
-		if (now >= deadline)
-			return pasta_failed(statedir, "timed out", err);
-		int n = poll(p, pfd >= 0 ? 2 : 1, (int)((deadline - now) / 1000000) + 1);
-		if (n < 0 && errno != EINTR)
-			return lb_err_set(err, errno, "wait for pasta");
-		if (pfd >= 0 && (p[1].revents & POLLIN))
-			return pasta_failed(statedir, "exited", err);
-		if (!(p[0].revents & POLLIN))
-			continue;
-		ssize_t len = read(ino, buf, sizeof(buf));
-		for (ssize_t off = 0; off < len;) {
-			const struct inotify_event *ev = (const void *)(buf + off);
-			if (ev->len && strcmp(ev->name, PASTA_PIDFILE) == 0)
-				return 0;
-			off += (ssize_t)(sizeof(*ev) + ev->len);
-		}
-	}
-}
-
-/* Starts pasta; *ino watches the state directory for its pid file (see wait_ready). */
-static int start_pasta(const char *statedir, pid_t target, pid_t *out, int *ino,
-		       struct lb_err **err)
-{
-	*ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (*ino < 0 || inotify_add_watch(*ino, statedir, IN_CLOSE_WRITE | IN_MOVED_TO) < 0)
-		return lb_err_set(err, errno, "watch %s", statedir);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "pipe");
 	pid_t parent = getpid();
 	pid_t pid = fork();
-	if (pid < 0)
-		return lb_err_set(err, errno, "fork pasta");
 	if (pid == 0)
-		exec_pasta(statedir, target, parent);
-	*out = pid;
+		exec_pasta(target, parent, p[1]);
+	int e = errno;
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		return lb_err_set(err, e, "fork pasta");
+	}
+	h->pasta = pid;
+	h->pasta_err = p[0];
+	h->pasta_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (h->pasta_pidfd < 0)
+		return lb_err_set(err, errno, "pidfd of pasta");
 	return 0;
 }
 
 static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg, pid_t pid,
 			struct lb_err **err)
 {
-	_cleanup_free_ char *rules = ruleset(spec);
-	_cleanup_close_ int nsfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	_cleanup_free_ char *rules = ruleset(spec, err);
 	if (!rules)
-		return lb_err_set(err, ENOMEM, "nftables ruleset");
+		return -1;
+	_cleanup_close_ int nsfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (nsfd < 0)
 		return lb_err_set(err, errno, "pidfd of the sandbox");
 	if (lb_nft_run_in(nsfd, cfg, rules, err) < 0)
@@ -248,20 +212,43 @@ static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg
 	return 0;
 }
 
-int lb_net_pasta_setup(const struct lb_spec *spec, const char *statedir, pid_t pid,
-		       struct lb_net_handle *h, struct lb_err **err)
+/*
+ * pasta configures eth0 while lbbox writes the filter and pid 1 builds the sandbox; pid 1 waits
+ * for the default route (pasta's last step) before the command starts. lbbox watches pasta
+ * meanwhile (lb_net_pasta_pidfd): an early exit fails the start with pasta's own words.
+ */
+int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_handle *h,
+		       struct lb_err **err)
 {
 	struct lb_net_cfg cfg;
-	_cleanup_close_ int ino = -1;
 	lb_net_cfg_resolve(&spec->net_opts, NULL, &cfg);
-	/* the filter goes in while pasta sets the interface up: neither needs the other, and
-	 * the command starts only after both */
-	if (lb_net_pasta_check(&spec->net_opts, err) < 0 ||
-	    start_pasta(statedir, pid, &h->pasta, &ino, err) < 0 ||
-	    apply_filter(spec, &cfg, pid, err) < 0 || wait_ready(ino, h->pasta, statedir, err) < 0)
+	if (start_pasta(pid, h, err) < 0 || apply_filter(spec, &cfg, pid, err) < 0)
 		return -1;
 	h->lease = (struct lb_net_lease){.pasta = true};
 	return 0;
+}
+
+int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err)
+{
+	char buf[4096];
+	ssize_t n = h->pasta_err >= 0 ? read(h->pasta_err, buf, sizeof(buf) - 1) : -1;
+	buf[n > 0 ? n : 0] = '\0';
+	/* pasta also logs to syslog, and says so on stderr when there is none: not the reason */
+	const char *line = buf;
+	while (strncmp(line, "Failed to send ", 15) == 0 && strchr(line, '\n'))
+		line = strchr(line, '\n') + 1;
+	if (!*line || strncmp(line, "Failed to send ", 15) == 0)
+		line = "it exited";
+	return lb_err_set(err, 0, "pasta could not connect the sandbox: %.*s",
+			  (int)strcspn(line, "\n"), line);
+}
+
+void lb_net_pasta_ready(struct lb_net_handle *h)
+{
+	/* pasta ignores SIGPIPE: what it says from now on is dropped */
+	if (h->pasta_err >= 0)
+		close(h->pasta_err);
+	h->pasta_err = -1;
 }
 
 /*
@@ -277,5 +264,9 @@ void lb_net_pasta_teardown(struct lb_net_handle *h)
 		return;
 	kill(h->pasta, SIGKILL);
 	waitpid(h->pasta, NULL, WNOHANG);
+	lb_net_pasta_ready(h);
+	if (h->pasta_pidfd >= 0)
+		close(h->pasta_pidfd);
+	h->pasta_pidfd = -1;
 	h->pasta = 0;
 }

@@ -17,17 +17,24 @@
 
 #define PASTA_NET "pasta"
 
-/* The live pasta sandbox whose state directory is dir: its id and pid; false otherwise. */
-static bool pasta_sandbox(const char *dir, json_t **state, pid_t *pid)
+/*
+ * The live pasta sandbox whose state directory is dir: its state and a pidfd of its pid 1
+ * (opened before the start time is checked, so it cannot name a reused pid); false otherwise.
+ */
+static bool pasta_sandbox(const char *dir, json_t **state, int *pidfd)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	json_t *st = json_load_file(path, 0, NULL);
 	const char *mode = json_string_value(json_object_get(json_object_get(st, "net"), "mode"));
-	*pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	pid_t pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
 	uint64_t start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
-	if (!mode || strcmp(mode, PASTA_NET) != 0 || *pid <= 0 ||
-	    lb_proc_starttime(*pid) != start) {
+	*pidfd = mode && strcmp(mode, PASTA_NET) == 0 && pid > 0
+		     ? (int)syscall(SYS_pidfd_open, pid, 0)
+		     : -1;
+	if (*pidfd < 0 || lb_proc_starttime(pid) != start) {
+		if (*pidfd >= 0)
+			close(*pidfd);
 		json_decref(st);
 		return false;
 	}
@@ -35,7 +42,7 @@ static bool pasta_sandbox(const char *dir, json_t **state, pid_t *pid)
 	return true;
 }
 
-typedef int (*pasta_fn)(json_t *state, pid_t pid, void *arg);
+typedef int (*pasta_fn)(json_t *state, int pidfd, void *arg);
 
 static int each_pasta_sandbox(const char *runroot, pasta_fn fn, void *arg, struct lb_err **err)
 {
@@ -46,13 +53,14 @@ static int each_pasta_sandbox(const char *runroot, pasta_fn fn, void *arg, struc
 	while ((de = readdir(d))) {
 		char dir[4200];
 		json_t *st;
-		pid_t pid;
+		int pidfd;
 		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
 			continue;
 		snprintf(dir, sizeof(dir), "%s/%s", runroot, de->d_name);
-		if (!pasta_sandbox(dir, &st, &pid))
+		if (!pasta_sandbox(dir, &st, &pidfd))
 			continue;
-		int r = fn(st, pid, arg);
+		int r = fn(st, pidfd, arg);
+		close(pidfd);
 		json_decref(st);
 		if (r < 0)
 			return -1;
@@ -60,9 +68,9 @@ static int each_pasta_sandbox(const char *runroot, pasta_fn fn, void *arg, struc
 	return 0;
 }
 
-static int count_one(json_t *state, pid_t pid, void *arg)
+static int count_one(json_t *state, int pidfd, void *arg)
 {
-	(void)state, (void)pid;
+	(void)state, (void)pidfd;
 	++*(int *)arg;
 	return 0;
 }
@@ -104,19 +112,28 @@ static void add_counters(json_t *total, json_t *counters)
 	}
 }
 
-static int inspect_one(json_t *state, pid_t pid, void *arg)
+static int inspect_one(json_t *state, int pidfd, void *arg)
 {
 	struct inspect_arg *a = arg;
 	json_t *counters = NULL;
-	_cleanup_close_ int nsfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (nsfd < 0) /* ended meanwhile */
-		return 0;
-	if (lb_nft_counters_in(nsfd, &a->cfg, "lbbox", &counters, a->err) < 0)
+	struct lb_err *e = NULL;
+	if (lb_nft_counters_in(pidfd, &a->cfg, "lbbox", &counters, &e) < 0) {
+		/* a sandbox that ended meanwhile is simply no longer there */
+		bool gone = syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH;
+		if (gone) {
+			lb_err_free(&e);
+			return 0;
+		}
+		if (a->err)
+			*a->err = e;
+		else
+			lb_err_free(&e);
 		return -1;
+	}
 	add_counters(a->total, counters);
 	json_array_append_new(a->sandboxes,
-			      json_pack("{s:O, s:i, s:o}", "id", json_object_get(state, "id"),
-					"pid", (int)pid, "dropped", counters));
+			      json_pack("{s:O, s:O, s:o}", "id", json_object_get(state, "id"),
+					"pid", json_object_get(state, "pid"), "dropped", counters));
 	return 0;
 }
 

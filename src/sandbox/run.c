@@ -181,7 +181,7 @@ static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_f
 static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	char msg[1 + sizeof(struct lb_net_lease)] = "1";
-	int set = r->userns ? lb_net_pasta_setup(spec, r->statedir, r->pid, &r->net, err)
+	int set = r->userns ? lb_net_pasta_setup(spec, r->pid, &r->net, err)
 			    : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
 	if (set < 0 ||
 	    lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease, err) < 0)
@@ -257,14 +257,33 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	return 0;
 }
 
+/* Rootless "on": until pid 1 reports, pasta must not exit; if it does, its words are the error. */
+static int watch_pasta(struct run *r, struct lb_err **err)
+{
+	struct pollfd p[2] = {{.fd = r->err_r, .events = POLLIN},
+			      {.fd = r->net.pasta_pidfd, .events = POLLIN}};
+	while (!(p[0].revents & (POLLIN | POLLHUP))) {
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			return lb_err_set(err, errno, "wait for the sandbox");
+		if (p[1].revents & POLLIN)
+			return lb_net_pasta_failed(&r->net, err);
+	}
+	return 0;
+}
+
 /* Blocks until pid 1 has exec'd the command (EOF) or reported why it could not. */
 static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 {
 	struct lb_child_msg msg;
+	if (r->net.pasta > 0 && watch_pasta(r, err) < 0)
+		return -1;
 	ssize_t n = lb_read_all(r->err_r, &msg, sizeof(msg));
 	close_fd(&r->err_r);
-	if (n <= 0)
+	if (n <= 0) {
+		if (r->net.pasta > 0)
+			lb_net_pasta_ready(&r->net);
 		return 0;
+	}
 	msg.msg[sizeof(msg.msg) - 1] = '\0';
 	*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
 	return lb_err_set(err, 0, "%s",
@@ -353,6 +372,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 		   int *setup_exit, struct lb_err **err)
 {
 	struct run r = {.pidfd = -1,
+			.net = {.pasta_pidfd = -1, .pasta_err = -1},
 			.sigfd = -1,
 			.sync_w = -1,
 			.err_r = -1,
@@ -366,7 +386,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
-	if (r.userns && lb_userns_check_spec(spec, err) < 0)
+	if (r.userns && lb_rootless_check(spec, err) < 0)
 		return -1;
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
@@ -405,6 +425,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 		     struct lb_err **err)
 {
 	struct run r = {.pidfd = -1,
+			.net = {.pasta_pidfd = -1, .pasta_err = -1},
 			.sigfd = -1,
 			.sync_w = -1,
 			.err_r = -1,

@@ -11,6 +11,7 @@
 #include <sys/capability.h>
 #include <unistd.h>
 
+#include "lbbox/net.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
@@ -28,14 +29,41 @@ bool lb_rootless(void)
 	return v != CAP_SET;
 }
 
-int lb_userns_check_spec(const struct lb_spec *spec, struct lb_err **err)
+/*
+ * Capabilities that would undo what a rootless sandbox relies on. Its pid 1 holds every
+ * capability of the user namespace and stays dumpable (init.c): only the kernel's rule that a
+ * tracer's capabilities must cover its target's keeps the command out, unless it has
+ * CAP_SYS_PTRACE. With network "on", lbbox's filter lives in the sandbox's own namespace:
+ * CAP_NET_ADMIN could delete it, CAP_NET_RAW send frames past it (packet sockets skip the
+ * output hook) to pasta, which connects anywhere.
+ */
+int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 {
+	static const struct {
+		int cap;
+		const char *name;
+		bool net_on_only;
+	} refused[] = {{CAP_SYS_PTRACE, "SYS_PTRACE", false},
+		       {CAP_NET_ADMIN, "NET_ADMIN", true},
+		       {CAP_NET_RAW, "NET_RAW", true}};
 	if (spec->uid != 0 || spec->gid != 0)
 		return lb_err_set(err, 0,
 				  "--user %u:%u: a rootless sandbox maps only your own user (uid 0 "
 				  "inside); other users need lbbox run as root",
 				  spec->uid, spec->gid);
-	return 0;
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		if (!(spec->caps & (1ULL << refused[i].cap)) ||
+		    (refused[i].net_on_only && spec->net != LB_NET_ON))
+			continue;
+		return lb_err_set(
+		    err, 0,
+		    "--cap-add %s is refused without root%s: it would reach past "
+		    "what isolates the sandbox %s",
+		    refused[i].name, refused[i].net_on_only ? " with --network on" : "",
+		    refused[i].net_on_only ? "(its egress filter is in its own namespace)"
+					   : "(lbbox's pid 1 inside it)");
+	}
+	return spec->net == LB_NET_ON ? lb_net_pasta_check(&spec->net_opts, err) : 0;
 }
 
 static int write_proc(pid_t pid, const char *file, const char *text, struct lb_err **err)

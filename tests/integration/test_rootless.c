@@ -5,7 +5,9 @@
 //   host:     198.51.100.2/24 (its uplink), 203.0.113.7/32 (another of its addresses), routes
 //             everything via 198.51.100.1; services on both addresses and on 127.0.0.1
 //   upstream: 198.51.100.1/24 (HTTP :8080 with a CGI echoing the client, DNS :53),
-//             169.254.169.254 (fake metadata, :80), 192.168.253.2 (a private host, :8080)
+//             169.254.169.254 (fake metadata, :80), 192.168.253.2 (a private host, :8080, and
+//             a DNS server that is not the host's resolver), 2001:db8:1::1 (HTTP :8086 over
+//             IPv6; the host has an IPv6 default route to it)
 // The wrapper (its own mount namespace) also shows lbbox a /dev/net/tun it may open (this
 // machine's is 0600, udev's default is 0666) and a resolv.conf naming the upstream's DNS.
 // Nothing of the host is changed. After each test: no pasta, no state, no link or nft table.
@@ -28,6 +30,8 @@
 #define PRIVATE	   "192.168.253.2"
 #define DNS_NAME   "upstream.lbt.test"
 #define DNS_ADDR   "198.51.100.77"
+#define HOST6	   "2001:db8:1::2"
+#define UP6	   "2001:db8:1::1"
 
 static struct {
 	char hns[32], uns[32], vh[16], vu[16];
@@ -91,9 +95,13 @@ static void hosts_up(void)
 			    "ip -n %s addr add " UP "/24 dev %s && "
 			    "ip -n %s addr add " META "/32 dev lo && "
 			    "ip -n %s addr add " PRIVATE "/32 dev lo && "
-			    "ip -n %s route add " HOST_OTHER "/32 via " HOST,
+			    "ip -n %s route add " HOST_OTHER "/32 via " HOST " && "
+			    "ip -n %s addr add " HOST6 "/64 dev %s nodad && "
+			    "ip -n %s addr add " UP6 "/64 dev %s nodad && "
+			    "ip -n %s -6 route add default via " UP6,
 			    R.hns, R.uns, R.vh, R.hns, R.vu, R.uns, R.hns, R.hns, R.vh, R.hns, R.vh,
-			    R.hns, R.hns, R.uns, R.uns, R.vu, R.uns, R.vu, R.uns, R.uns, R.uns),
+			    R.hns, R.hns, R.uns, R.uns, R.vu, R.uns, R.vu, R.uns, R.uns, R.uns,
+			    R.hns, R.vh, R.uns, R.vu, R.hns),
 		     0, "cannot build the test namespaces");
 	serve_in(R.uns, UP ":8080", www);
 	serve_in(R.uns, META ":80", www);
@@ -105,9 +113,18 @@ static void hosts_up(void)
 	char *cmd =
 	    lbt_strdupf("exec ip netns exec %s /usr/bin/python3 %s " UP " " DNS_ADDR, R.uns, py);
 	lbt_serve(cmd), free(cmd);
+	cmd = lbt_strdupf("exec ip netns exec %s /usr/bin/python3 %s " PRIVATE " " DNS_ADDR, R.uns,
+			  py);
+	lbt_serve(cmd), free(cmd);
+	cmd =
+	    lbt_strdupf("cd %s && exec ip netns exec %s /usr/bin/python3 -m http.server --bind " UP6
+			" 8086 >/dev/null 2>&1",
+			www, R.uns);
+	lbt_serve(cmd), free(cmd);
 	// every service answers the host itself: the refusals below are the sandbox's filter
-	const char *const urls[] = {UP ":8080",	   META ":80",		PRIVATE ":8080",
-				    HOST ":18081", HOST_OTHER ":18081", "127.0.0.1:18082"};
+	const char *const urls[] = {UP ":8080",	     META ":80",	  PRIVATE ":8080",
+				    HOST ":18081",   HOST_OTHER ":18081", "127.0.0.1:18082",
+				    "[" UP6 "]:8086"};
 	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
 		cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O /dev/null http://%s/", R.hns,
 				  urls[i]);
@@ -148,13 +165,23 @@ static void rl_fini(void)
 
 TestSuite(rootless, .init = rl_init, .fini = rl_fini, .timeout = 240);
 
-// pasta's arguments name its pid file in the sandbox's state directory.
+// pasta processes (comm "pasta" or "passt.avx2") in this test's private cgroups.
+static int pastas_in_our_cgroups(bool live_only)
+{
+	char *cmd = lbt_strdupf(
+	    "for p in /proc/[0-9]*; do grep -qs '^pas' $p/comm && "
+	    "grep -qs ':/lbt-%d' $p/cgroup && %s echo $p; done | wc -l",
+	    (int)getpid(), live_only ? "[ -n \"$(tr -d '\\0' <$p/cmdline 2>/dev/null)\" ] &&" : "");
+	char *out = lbt_sh_out(cmd);
+	int n = out ? atoi(out) : -1;
+	free(cmd), free(out);
+	return n;
+}
+
+// Live pastas of this test (an exiting one has no command line any more).
 static int pastas(void)
 {
-	char *needle = lbt_strdupf("%s/", lbt_runroot());
-	int n = lbt_count_procs_containing(needle);
-	free(needle);
-	return n;
+	return pastas_in_our_cgroups(true);
 }
 
 // The host namespace has only what the test gave it: lo and the uplink, no nft table.
@@ -176,19 +203,8 @@ static void assert_host_untouched(void)
 // Wait until no pasta of this test is still exiting; then the usual checks, strict.
 static void wait_pastas_exited(void)
 {
-	char *cg = lbt_strdupf("/lbt-%d\n", (int)getpid());
-	for (int i = 0; i < 100; i++) {
-		char *cmd = lbt_strdupf("for p in /proc/[0-9]*; do grep -qs '^pas' $p/comm && "
-					"grep -qs '%s' $p/cgroup && echo $p; done",
-					lbt_chomp(cg));
-		char *left = lbt_sh_out(cmd);
-		bool none = !left || !*left;
-		free(cmd), free(left);
-		if (none)
-			break;
+	for (int i = 0; i < 100 && pastas_in_our_cgroups(false) > 0; i++)
 		usleep(50000);
-	}
-	free(cg);
 }
 
 #define RL_TEST(name, ...)                                                                         \
@@ -291,23 +307,32 @@ RL_TEST(on_dns_resolves_through_the_hosts_resolver)
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, DNS_ADDR), "not resolved by the test resolver: %s", o.out);
 	lbt_out_free(&o);
+	// port 53 is open to the resolvers only, not to any private address
+	run_rl(&o, "on", "timeout 5 nslookup " DNS_NAME " " PRIVATE " 2>&1; echo rc=$?", NULL,
+	       NULL);
+	cr_assert(!strstr(o.out, DNS_ADDR) && !strstr(o.out, "rc=0"),
+		  "a private DNS server answered: %s", o.out);
+	lbt_out_free(&o);
 }
 
 RL_TEST(on_refuses_host_metadata_and_private_ranges)
 {
 	struct lb_run_out o;
 
+	// the very first connection is refused: the filter is in place before the command starts
 	run_rl(&o, "on",
-	       PROBE(UP ":8080") PROBE(HOST_OTHER ":18081") PROBE(HOST ":18081")
-		   PROBE("127.0.0.1:18082") PROBE(UP ":18082") PROBE(META ":80")
-		       PROBE(PRIVATE ":8080"),
+	       PROBE(META ":80") PROBE(UP ":8080") PROBE(HOST_OTHER ":18081") PROBE(HOST ":18081")
+		   PROBE("127.0.0.1:18082") PROBE(UP ":18082") PROBE(PRIVATE ":8080")
+		       PROBE("[" UP6 "]:8086"),
 	       NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, UP ":8080 ok\n"), "the upstream is not reachable: %s", o.out);
-	// the host's loopback service, also by the gateway's address (pasta maps it by default)
+	// HOST and 127.0.0.1 are the sandbox's own (pasta copies the host's address); the host's
+	// loopback service is not reachable by the gateway's address either (pasta's default)
 	const char *const refused[] = {HOST_OTHER ":18081 no\n", HOST ":18081 no\n",
 				       "127.0.0.1:18082 no\n",	 UP ":18082 no\n",
-				       META ":80 no\n",		 PRIVATE ":8080 no\n"};
+				       META ":80 no\n",		 PRIVATE ":8080 no\n",
+				       "[" UP6 "]:8086 no\n"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		cr_assert(strstr(o.out, refused[i]), "reached %s%s", refused[i], o.out);
 	lbt_out_free(&o);
@@ -480,4 +505,82 @@ RL_TEST(parallel_sandboxes_all_connect_and_clean_up, .timeout = 200)
 		LBT_ASSERT_OUT(o[i], HOST "\n");
 		lbt_out_free(&o[i]);
 	}
+}
+
+RL_TEST(cap_add_that_reaches_past_the_isolation_is_refused)
+{
+	struct lb_run_out o;
+
+	// the filter lives in the sandbox's own namespace: these would undo or bypass it
+	const char *const net[] = {"NET_ADMIN", "NET_RAW"};
+	for (size_t i = 0; i < 2; i++) {
+		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--network", "on", "--cap-add", net[i],
+			"--", "true", NULL);
+		lbt_assert_error_line(&o, 125, net[i]);
+		lbt_out_free(&o);
+		// without network "on" there is nothing of the host's to reach
+		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--cap-add", net[i], "--", "true",
+			NULL);
+		LBT_ASSERT_EXIT(o, 0);
+		lbt_out_free(&o);
+	}
+	// pid 1 holds every capability of the user namespace: tracing it would hand them over
+	const char *const any[] = {"SYS_PTRACE", "ALL"};
+	for (size_t i = 0; i < 2; i++) {
+		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--cap-add", any[i], "--", "true",
+			NULL);
+		lbt_assert_error_line(&o, 125, "SYS_PTRACE");
+		lbt_out_free(&o);
+	}
+}
+
+RL_TEST(pasta_failing_after_its_start_is_one_clear_error)
+{
+	struct lb_run_out o;
+	char *fake = lbt_strdupf("%s/rl/pasta-fails", lbt_workdir());
+
+	lbt_write_file(fake, "#!/bin/sh\necho 'Cannot frobnicate the tap' >&2\nexit 1\n");
+	cr_assert_eq(chmod(fake, 0755), 0);
+	setenv("LBBOX_PASTA", fake, 1);
+	run_rl(&o, "on", "echo ran", NULL, NULL);
+	unsetenv("LBBOX_PASTA");
+	LBT_ASSERT_EXIT(o, 125);
+	cr_assert_str_eq(o.out, "", "the command ran: %s", o.out);
+	cr_assert(strstr(o.err, "lbbox: pasta could not connect the sandbox: Cannot frobnicate "
+				"the tap\n"),
+		  "%s", o.err);
+	lbt_out_free(&o);
+	free(fake);
+}
+
+// Without --root and --runroot: $HOME/.local/share/lbbox and $XDG_RUNTIME_DIR/lbbox, or a
+// /tmp/lbbox-run-UID that must be the user's own.
+RL_TEST(default_paths_are_the_users)
+{
+	char *xdg = lbt_mkdir_work("xdg"), *home = lbt_strdupf("%s/home", lbt_workdir());
+	char *wrap = lbt_strdupf("%s/rl/lbbox-as-nobody", lbt_workdir());
+
+	cr_assert_eq(chown(xdg, NOBODY, NOBODY), 0);
+	char *cmd = lbt_strdupf("%s env XDG_RUNTIME_DIR=%s %s run --rootfs %s -- true 2>&1; echo "
+				"rc=$?; ls -A %s/lbbox; ls -d %s/.local/share/lbbox/cache/seccomp",
+				wrap, xdg, lbt_bin(), lbt_rootfs(), xdg, home);
+	char *out = lbt_sh_out(cmd);
+	// ran, left nothing in the runtime directory, used the store in $HOME (seccomp cache)
+	char *want = lbt_strdupf("rc=0\n%s/.local/share/lbbox/cache/seccomp\n", home);
+	cr_assert_str_eq(out, want, "%s", cmd);
+	free(cmd), free(out), free(want);
+
+	// someone else made /tmp/lbbox-run-65534 first: refused
+	const char *tmp_run = "/tmp/lbbox-run-65534";
+	cr_assert_eq(mkdir(tmp_run, 0755), 0, "%s exists on this host; the test needs it absent",
+		     tmp_run);
+	cmd = lbt_strdupf("%s %s run --rootfs %s -- true 2>&1; echo rc=$?", wrap, lbt_bin(),
+			  lbt_rootfs());
+	out = lbt_sh_out(cmd);
+	rmdir(tmp_run);
+	cr_assert_str_eq(out,
+			 "lbbox: runtime directory /tmp/lbbox-run-65534 is not a private directory "
+			 "of this user; set XDG_RUNTIME_DIR or --runroot\nrc=125\n",
+			 "%s", out);
+	free(cmd), free(out), free(xdg), free(home), free(wrap);
 }
