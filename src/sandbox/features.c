@@ -16,17 +16,20 @@
 #include "lbbox/cleanup.h"
 #include "lbbox/cgroup.h"
 #include "lbbox/features.h"
+#include "lbbox/net.h"
+#include "lbbox/sandbox.h"
 #include "lbbox/util.h"
 
 #define ALL_NS                                                                                     \
 	(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
-static bool can_unshare(void)
+/* Rootless, the sandbox's namespaces come with a user namespace that owns them. */
+static bool can_unshare(bool rootless)
 {
 	int status;
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(unshare(ALL_NS) == 0 ? 0 : 1);
+		_exit(unshare(ALL_NS | (rootless ? CLONE_NEWUSER : 0)) == 0 ? 0 : 1);
 	if (pid < 0)
 		return false;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -58,24 +61,28 @@ json_t *lb_host_features(void)
 	enum lb_cgroup_version v = LB_CGROUP_NONE;
 	struct lb_cgroup_limits mem = {.memory_bytes = 64ull << 20}, pids = {.pids = 64},
 				cpu = {.cpu_quota_us = 50000, .cpu_period_us = 100000}, none = {0};
-	bool ns = can_unshare();
+	bool rootless = lb_rootless(), ns = can_unshare(rootless);
 	bool m = can_limit(&mem, &v), p = can_limit(&pids, &v), c = can_limit(&cpu, &v);
 	if (!m && !p && !c)
 		can_limit(&none, &v);
 	bool seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 &&
 		       file_has("/proc/sys/kernel/seccomp/actions_avail", "errno");
 	bool nft = access("/usr/sbin/nft", X_OK) == 0;
-	return json_pack("{s:b, s:{s:i, s:b, s:b, s:b}, s:b, s:b, s:{s:b, s:b, s:b}}", "namespaces",
-			 ns, "cgroups", "version", (int)v, "memory", m, "pids", p, "cpu", c,
-			 "seccomp", seccomp, "overlay",
+	struct lb_net_opts defaults = {0};
+	bool on = ns && (rootless ? lb_net_pasta_check(&defaults, NULL) == 0 : nft);
+	return json_pack("{s:b, s:b, s:{s:i, s:b, s:b, s:b}, s:b, s:b, s:{s:b, s:b, s:b}}",
+			 "rootless", rootless, "namespaces", ns, "cgroups", "version", (int)v,
+			 "memory", m, "pids", p, "cpu", c, "seccomp", seccomp, "overlay",
 			 file_has("/proc/filesystems", "\toverlay\n"), "network", "off", ns, "on",
-			 ns && nft && geteuid() == 0, "host", true);
+			 on, "host", true);
 }
 
+/* Sessions keep sandboxes across lbbox processes, which needs root (run.c). */
 bool lb_host_can_run_box(const json_t *f)
 {
 	const json_t *cg = json_object_get(f, "cgroups");
-	return json_is_true(json_object_get(f, "namespaces")) &&
+	return !json_is_true(json_object_get(f, "rootless")) &&
+	       json_is_true(json_object_get(f, "namespaces")) &&
 	       json_is_true(json_object_get(cg, "memory")) &&
 	       json_is_true(json_object_get(cg, "pids")) &&
 	       json_is_true(json_object_get(cg, "cpu"));

@@ -263,6 +263,9 @@ static int backend_usable(const struct server *s, struct lb_err **err)
 	static const char *const ctl[] = {"memory", "pids", "cpu"};
 	if (lb_host_can_run_box(f))
 		return 0;
+	if (json_is_true(json_object_get(f, "rootless")))
+		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
+				      ", root (sessions outlive the lbbox that made them)");
 	if (!json_is_true(json_object_get(f, "namespaces")))
 		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
 				      ", namespaces (root needed)");

@@ -434,6 +434,14 @@ void lbt_set_wrapper(const char *wrapper)
 	H.wrapper = wrapper ? strdup(wrapper) : NULL;
 }
 
+void lbt_delegate_cgroups(uid_t uid, gid_t gid)
+{
+	for (int i = 0; i < H.n_cg; i++)
+		if (!H.cg[i].shared)
+			cr_assert_eq(chown(H.cg[i].dir, uid, gid), 0, "chown %s: %s", H.cg[i].dir,
+				     strerror(errno));
+}
+
 void lbt_chown_dirs(uid_t uid, gid_t gid)
 {
 	const char *dirs[] = {H.root, H.runroot, H.work};

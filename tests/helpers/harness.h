@@ -59,6 +59,8 @@ const char *lbt_bin(void);
 void lbt_set_wrapper(const char *wrapper);
 // Hands the test's --root, --runroot and work directories to uid (rootless tests).
 void lbt_chown_dirs(uid_t uid, gid_t gid);
+// Delegates the test's private cgroups to uid, as systemd delegates a user's slice.
+void lbt_delegate_cgroups(uid_t uid, gid_t gid);
 const char *lbt_probe_host(void); // the probe's path on the host
 const char *lbt_probe(void);	  // the probe's path inside a sandbox (/probe/<name>)
 const char *lbt_probe_vol(void);  // "<probe dir>:/probe:ro"

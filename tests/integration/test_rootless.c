@@ -9,7 +9,8 @@
 //             a DNS server that is not the host's resolver), 2001:db8:1::1 (HTTP :8086 over
 //             IPv6; the host has an IPv6 default route to it)
 // The wrapper (its own mount namespace) also shows lbbox a /dev/net/tun it may open (this
-// machine's is 0600, udev's default is 0666) and a resolv.conf naming the upstream's DNS.
+// machine's is 0600, udev's default is 0666) and a resolv.conf naming the upstream's DNS; it
+// enters the netns with nsenter, which keeps the host's /sys (and its cgroups) in view.
 // Nothing of the host is changed. After each test: no pasta, no state, no link or nft table.
 #include "harness.h"
 #include "harness_net.h"
@@ -44,7 +45,7 @@ static const char wrapper_fmt[] =
     "exec unshare -m /bin/sh -c '\n"
     "  [ -n \"$LBT_NO_TUN\" ] || mount --bind %s /dev/net/tun || exit 99\n"
     "  mount --bind %s /etc/resolv.conf || exit 99\n"
-    "  exec ip netns exec %s setpriv --reuid=%d --regid=%d --clear-groups \\\n"
+    "  exec nsenter --net=/run/netns/%s setpriv --reuid=%d --regid=%d --clear-groups \\\n"
     "    env HOME=%s XDG_RUNTIME_DIR= \"$@\"' sh \"$@\"\n";
 
 static void write_wrapper(void)
@@ -583,4 +584,26 @@ RL_TEST(default_paths_are_the_users)
 			 "of this user; set XDG_RUNTIME_DIR or --runroot\nrc=125\n",
 			 "%s", out);
 	free(cmd), free(out), free(xdg), free(home), free(wrap);
+}
+
+// Limits need a cgroup the user may write: refused without one, enforced in one delegated to
+// the user (here the test's own private cgroups, handed to nobody), nested below it.
+RL_TEST(limits_need_and_use_a_delegated_cgroup)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--memory", "64m", LBT_PROBE, "memhog", "16", NULL);
+	lbt_assert_error_line(&o, 125, "no writable");
+	lbt_out_free(&o);
+	lbt_delegate_cgroups(NOBODY, NOBODY);
+	lbt_run(&o, "run", "--json", "--memory", "64m", LBT_PROBE, "memhog", "200", NULL);
+	LBT_ASSERT_EXIT(o, 137);
+	cr_assert(strstr(o.out, "\"oom_killed\":true"), "not OOM-killed: %s", o.out);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--pids", "32", LBT_PROBE, "forkbomb", "100", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	int forked = -1;
+	cr_assert_eq(sscanf(o.out, "forked=%d", &forked), 1, "%s", o.out);
+	cr_assert(forked > 0 && forked <= 32, "forked %d under --pids 32", forked);
+	lbt_out_free(&o);
 }

@@ -924,10 +924,10 @@ def backend_unavailable_without_root(h):
     box = h.start("stdio", prefix=["setpriv", "--reuid", str(pw.pw_uid), "--regid",
                                    str(pw.pw_gid), "--clear-groups"])
     assert box.ok("box_get_backend_info", {}, None) == {"name": "lbbox", "available": False}
-    assert box.ok("box_health", {}, None)["features"]["namespaces"] is False
+    assert box.ok("box_health", {}, None)["features"]["rootless"] is True
     msg = box.err("box_exec", spec("u1", "true"), "BoxBackendUnavailableError: LangBot Box "
                   "backend unavailable.")
-    assert "namespaces (root needed)" in msg and "writable memory cgroup" in msg, msg
+    assert "missing: root (sessions outlive" in msg and "writable memory cgroup" in msg, msg
     box.err("box_create_session", spec("u1"), "BoxBackendUnavailableError: ")
     assert box.ok("box_get_sessions", {})["sessions"] == []
     status, body = wsclient.http_get(HOST, box.port, "/readyz")
