@@ -104,6 +104,8 @@ int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_hand
 		       struct lb_err **err);
 /* pasta exited before the sandbox was ready: why, from its stderr. */
 int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err);
+/* The first line pasta wrote to stderr so far (without waiting), if any. */
+bool lb_net_pasta_said(struct lb_net_handle *h, char *out, size_t size);
 /* The sandbox is ready: pasta's stderr is no longer read. */
 void lb_net_pasta_ready(struct lb_net_handle *h);
 void lb_net_pasta_teardown(struct lb_net_handle *h);

@@ -69,7 +69,8 @@ json_t *lb_host_features(void)
 		       file_has("/proc/sys/kernel/seccomp/actions_avail", "errno");
 	bool nft = access("/usr/sbin/nft", X_OK) == 0;
 	struct lb_net_opts defaults = {0};
-	bool on = ns && (rootless ? lb_net_pasta_check(&defaults, NULL) == 0 : nft);
+	bool on =
+	    ns && (rootless ? lb_net_pasta_check(&defaults, NULL) == 0 : nft && geteuid() == 0);
 	return json_pack("{s:b, s:b, s:{s:i, s:b, s:b, s:b}, s:b, s:b, s:{s:b, s:b, s:b}}",
 			 "rootless", rootless, "namespaces", ns, "cgroups", "version", (int)v,
 			 "memory", m, "pids", p, "cpu", c, "seccomp", seccomp, "overlay",

@@ -136,11 +136,12 @@ static uint32_t eth0_address_now(void)
 	return addr;
 }
 
-static bool has_default_route(struct nl_sock *sk)
+/* *e < 0 when the routes could not be read. */
+static bool has_default_route(struct nl_sock *sk, int *e)
 {
 	struct nl_cache *cache = NULL;
 	bool found = false;
-	if (rtnl_route_alloc_cache(sk, AF_INET, 0, &cache) < 0)
+	if ((*e = rtnl_route_alloc_cache(sk, AF_INET, 0, &cache)) < 0)
 		return false;
 	for (struct nl_object *o = nl_cache_get_first(cache); o && !found;
 	     o = nl_cache_get_next(o)) {
@@ -153,8 +154,10 @@ static bool has_default_route(struct nl_sock *sk)
 }
 
 /*
- * pasta configures eth0 from outside: the address, then the default route, its last step.
- * Route notifications wake the wait; each is followed by a fresh look (no parsing of events).
+ * pasta configures eth0 from outside: link up, address, then the default route (the last step
+ * in Debian 12's pasta; newer ones copy the host's routes in dump order, default first, which
+ * the kernel accepts only once the link is up with an address, so waiting for it still means
+ * a usable eth0). Route notifications wake the wait; each is followed by a fresh look.
  */
 int lb_net_wait_pasta(int timeout_ms, uint32_t *addr, struct lb_err **err)
 {
@@ -166,20 +169,25 @@ int lb_net_wait_pasta(int timeout_ms, uint32_t *addr, struct lb_err **err)
 		goto out;
 	}
 	nl_socket_disable_seq_check(events);
-	if (nl_connect(events, NETLINK_ROUTE) < 0 || nl_connect(query, NETLINK_ROUTE) < 0 ||
-	    nl_socket_add_membership(events, RTNLGRP_IPV4_ROUTE) < 0) {
-		lb_err_set(err, errno, "netlink connect");
+	int e;
+	if ((e = nl_connect(events, NETLINK_ROUTE)) < 0 ||
+	    (e = nl_connect(query, NETLINK_ROUTE)) < 0 ||
+	    (e = nl_socket_add_membership(events, RTNLGRP_IPV4_ROUTE)) < 0) {
+		lb_err_set(err, 0, "netlink: %s", nl_geterror(e));
 		goto out;
 	}
 	struct pollfd p = {.fd = nl_socket_get_fd(events), .events = POLLIN};
-	while (!has_default_route(query)) {
+	bool found;
+	while (!(found = has_default_route(query, &e))) {
 		uint64_t now = lb_now_ns();
 		if (now >= deadline) {
 			lb_err_set(err, 0, "pasta did not configure the sandbox's network in %d s",
 				   timeout_ms / 1000);
 			goto out;
 		}
-		if (poll(&p, 1, (int)((deadline - now) / 1000000) + 1) > 0) {
+		/* a dump that failed is retried soon, not only on the next route change */
+		int wait = (int)((deadline - now) / 1000000) + 1;
+		if (poll(&p, 1, e < 0 && wait > 100 ? 100 : wait) > 0) {
 			char buf[8192];
 			while (recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 				;

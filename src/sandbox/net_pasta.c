@@ -213,9 +213,9 @@ static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg
 }
 
 /*
- * pasta configures eth0 while lbbox writes the filter and pid 1 builds the sandbox; pid 1 waits
- * for the default route (pasta's last step) before the command starts. lbbox watches pasta
- * meanwhile (lb_net_pasta_pidfd): an early exit fails the start with pasta's own words.
+ * pasta configures eth0 while lbbox writes the filter; pid 1, let go only once the filter is
+ * in, waits for eth0's default route before it builds anything (/etc/hosts names the address).
+ * lbbox watches pasta meanwhile (run.c): an early exit fails the start with pasta's own words.
  */
 int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_handle *h,
 		       struct lb_err **err)
@@ -228,19 +228,28 @@ int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_hand
 	return 0;
 }
 
-int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err)
+bool lb_net_pasta_said(struct lb_net_handle *h, char *out, size_t size)
 {
 	char buf[4096];
-	ssize_t n = h->pasta_err >= 0 ? read(h->pasta_err, buf, sizeof(buf) - 1) : -1;
+	struct pollfd p = {.fd = h->pasta_err, .events = POLLIN};
+	ssize_t n =
+	    h->pasta_err >= 0 && poll(&p, 1, 0) > 0 ? read(h->pasta_err, buf, sizeof(buf) - 1) : -1;
 	buf[n > 0 ? n : 0] = '\0';
 	/* pasta also logs to syslog, and says so on stderr when there is none: not the reason */
 	const char *line = buf;
 	while (strncmp(line, "Failed to send ", 15) == 0 && strchr(line, '\n'))
 		line = strchr(line, '\n') + 1;
 	if (!*line || strncmp(line, "Failed to send ", 15) == 0)
-		line = "it exited";
-	return lb_err_set(err, 0, "pasta could not connect the sandbox: %.*s",
-			  (int)strcspn(line, "\n"), line);
+		return false;
+	snprintf(out, size, "%.*s", (int)strcspn(line, "\n"), line);
+	return true;
+}
+
+int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err)
+{
+	char said[256] = "it exited";
+	lb_net_pasta_said(h, said, sizeof(said));
+	return lb_err_set(err, 0, "pasta could not connect the sandbox: %s", said);
 }
 
 void lb_net_pasta_ready(struct lb_net_handle *h)

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -119,7 +120,9 @@ static int inspect_one(json_t *state, int pidfd, void *arg)
 	struct lb_err *e = NULL;
 	if (lb_nft_counters_in(pidfd, &a->cfg, "lbbox", &counters, &e) < 0) {
 		/* a sandbox that ended meanwhile is simply no longer there */
-		bool gone = syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0 && errno == ESRCH;
+		/* (a pidfd is readable once its process exited, reaped or not) */
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		bool gone = poll(&p, 1, 0) > 0;
 		if (gone) {
 			lb_err_free(&e);
 			return 0;

@@ -262,13 +262,18 @@ static int watch_pasta(struct run *r, struct lb_err **err)
 {
 	struct pollfd p[2] = {{.fd = r->err_r, .events = POLLIN},
 			      {.fd = r->net.pasta_pidfd, .events = POLLIN}};
-	while (!(p[0].revents & (POLLIN | POLLHUP))) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
 			return lb_err_set(err, errno, "wait for the sandbox");
-		if (p[1].revents & POLLIN)
+		}
+		/* pid 1 first: its own report (or EOF, ready) wins over a pasta that just ended */
+		if (p[0].revents)
+			return 0;
+		if (p[1].revents)
 			return lb_net_pasta_failed(&r->net, err);
 	}
-	return 0;
 }
 
 /* Blocks until pid 1 has exec'd the command (EOF) or reported why it could not. */
@@ -286,6 +291,12 @@ static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 	}
 	msg.msg[sizeof(msg.msg) - 1] = '\0';
 	*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
+	/* pid 1 gave up on a pasta that kept running: what pasta said may be the reason */
+	char said[256] = "";
+	if (r->net.pasta > 0 && lb_net_pasta_said(&r->net, said, sizeof(said)))
+		return lb_err_set(err, 0, "%s (pasta: %s)",
+				  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed",
+				  said);
 	return lb_err_set(err, 0, "%s",
 			  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
 }
@@ -430,7 +441,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 			.sync_w = -1,
 			.err_r = -1,
 			.status_r = -1,
-			.init_fd = open_init(),
+			.init_fd = -1,
 			.alive_fd = -1,
 			.spec = spec,
 			.runroot = paths->runroot};
@@ -444,6 +455,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 		    err, 0,
 		    "sessions need root: without it lbbox runs one-shot sandboxes only "
 		    "(lbbox run)");
+	r.init_fd = open_init();
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
@@ -456,7 +468,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 	memcpy(id, r.id, sizeof(r.id));
 	/* hand everything over to the sandbox: nothing of it is undone below */
 	r.pid = 0;
-	r.net = (struct lb_net_handle){0};
+	r.net = (struct lb_net_handle){.pasta_pidfd = -1, .pasta_err = -1};
 	lb_cgroup_forget(r.cg);
 	r.cg = NULL;
 	r.statedir_made = false;

@@ -45,7 +45,9 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		bool net_on_only;
 	} refused[] = {{CAP_SYS_PTRACE, "SYS_PTRACE", false},
 		       {CAP_NET_ADMIN, "NET_ADMIN", true},
-		       {CAP_NET_RAW, "NET_RAW", true}};
+		       {CAP_NET_RAW, "NET_RAW", true},
+		       /* the sandbox's mounts are its own: /proc/sys could be made writable */
+		       {CAP_SYS_ADMIN, "SYS_ADMIN", true}};
 	if (spec->uid != 0 || spec->gid != 0)
 		return lb_err_set(err, 0,
 				  "--user %u:%u: a rootless sandbox maps only your own user (uid 0 "

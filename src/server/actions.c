@@ -263,12 +263,13 @@ static int backend_usable(const struct server *s, struct lb_err **err)
 	static const char *const ctl[] = {"memory", "pids", "cpu"};
 	if (lb_host_can_run_box(f))
 		return 0;
-	if (json_is_true(json_object_get(f, "rootless")))
+	bool rootless = json_is_true(json_object_get(f, "rootless"));
+	if (rootless)
 		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
 				      ", root (sessions outlive the lbbox that made them)");
 	if (!json_is_true(json_object_get(f, "namespaces")))
-		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
-				      ", namespaces (root needed)");
+		n += (size_t)snprintf(missing + n, sizeof(missing) - n, ", %s",
+				      rootless ? "user namespaces" : "namespaces");
 	for (size_t i = 0; i < 3 && n < sizeof(missing); i++)
 		if (!json_is_true(json_object_get(cg, ctl[i])))
 			n += (size_t)snprintf(missing + n, sizeof(missing) - n,

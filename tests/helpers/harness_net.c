@@ -79,6 +79,42 @@ void lbt_wait_ready(const char *cmd)
 	cr_assert_fail("not ready: %s", cmd);
 }
 
+void lbt_run_net(struct lb_run_out *o, const char *net, const char *script, const char *opt1,
+		 const char *opt2)
+{
+	const char *args[16];
+	int n = 0;
+
+	args[n++] = "run";
+	args[n++] = "--rootfs";
+	args[n++] = lbt_rootfs();
+	args[n++] = "--network";
+	args[n++] = net;
+	if (opt1)
+		args[n++] = opt1;
+	if (opt2)
+		args[n++] = opt2;
+	args[n++] = "--";
+	args[n++] = "sh";
+	args[n++] = "-c";
+	args[n++] = script;
+	args[n] = NULL;
+	lbt_runv(o, args);
+}
+
+void lbt_run_on_parallel(int n, const char *script, struct lb_run_out *out, double timeout)
+{
+	struct lbt_proc *p = calloc((size_t)n, sizeof(*p));
+
+	cr_assert_not_null(p);
+	for (int i = 0; i < n; i++)
+		lbt_spawn(&p[i], "run", "--rootfs", lbt_rootfs(), "--network", "on", "--", "sh",
+			  "-c", script, NULL);
+	for (int i = 0; i < n; i++)
+		lbt_wait(&p[i], &out[i], timeout);
+	free(p);
+}
+
 static const char dns_py[] =
     "import socket, sys\n"
     "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"

@@ -173,29 +173,6 @@ static void assert_net_clean(void)
 	}                                                                                          \
 	static void net_body_##name(void)
 
-// Runs `sh -c script` in an "on" sandbox of the busybox rootfs, with extra options first.
-static void run_on(struct lb_run_out *o, const char *script, const char *opt1, const char *opt2)
-{
-	const char *args[16];
-	int n = 0;
-
-	args[n++] = "run";
-	args[n++] = "--rootfs";
-	args[n++] = lbt_rootfs();
-	args[n++] = "--network";
-	args[n++] = "on";
-	if (opt1)
-		args[n++] = opt1;
-	if (opt2)
-		args[n++] = opt2;
-	args[n++] = "--";
-	args[n++] = "sh";
-	args[n++] = "-c";
-	args[n++] = script;
-	args[n] = NULL;
-	lbt_runv(o, args);
-}
-
 // A counter of dropped traffic from `lbbox network inspect`.
 static long dropped(const char *counter)
 {
@@ -218,7 +195,8 @@ NET_TEST(reaches_upstream_through_nat)
 	struct lb_run_out o;
 
 	upstream_up();
-	run_on(&o, "timeout 5 wget -q -O - http://" UP_PEER ":8080/cgi-bin/ip", NULL, NULL);
+	lbt_run_net(&o, "on", "timeout 5 wget -q -O - http://" UP_PEER ":8080/cgi-bin/ip", NULL,
+		    NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	// the upstream sees the host's address on that link, not the sandbox's 10.231.0.x
 	LBT_ASSERT_OUT(o, UP_HOST "\n");
@@ -229,11 +207,11 @@ NET_TEST(sandbox_gets_address_route_and_hosts)
 {
 	struct lb_run_out o;
 
-	run_on(&o,
-	       "ip -4 -o addr show eth0 | awk '{print $4}'; ip route | head -1; "
-	       "ls /sys/class/net | tr '\\n' ' '; echo; grep -c localhost /etc/hosts; "
-	       "awk -v h=$(hostname) '$2 == h {print \"hosts \" $1}' /etc/hosts",
-	       NULL, NULL);
+	lbt_run_net(&o, "on",
+		    "ip -4 -o addr show eth0 | awk '{print $4}'; ip route | head -1; "
+		    "ls /sys/class/net | tr '\\n' ' '; echo; grep -c localhost /etc/hosts; "
+		    "awk -v h=$(hostname) '$2 == h {print \"hosts \" $1}' /etc/hosts",
+		    NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "10.231.0."), "no address in the subnet: %s", o.out);
 	// the hostname names the sandbox's own address, as with docker and podman
@@ -255,7 +233,8 @@ NET_TEST(host_addresses_unreachable)
 
 	upstream_up();
 	lbt_write_file(idx, "host-service\n");
-	run_on(&o, "true", NULL, NULL); // creates the bridge, so the gateway address exists
+	lbt_run_net(&o, "on", "true", NULL,
+		    NULL); // creates the bridge, so the gateway address exists
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	char *eth =
@@ -271,7 +250,7 @@ NET_TEST(host_addresses_unreachable)
 		lbt_wait_ready(cmd), free(cmd);
 		cmd = lbt_strdupf("timeout 3 wget -q -O - http://%s:18081/ 2>&1; echo rc=$?",
 				  addrs[i]);
-		run_on(&o, cmd, NULL, NULL);
+		lbt_run_net(&o, "on", cmd, NULL, NULL);
 		free(cmd);
 		LBT_ASSERT_EXIT(o, 0);
 		cr_assert(!strstr(o.out, "host-service"), "reached the host at %s: %s", addrs[i],
@@ -306,7 +285,7 @@ NET_TEST(other_sandbox_unreachable)
 	char *check = lbt_strdupf("busybox wget -q -O - http://%s:8080/", ip);
 	lbt_wait_ready(check); // the host itself may reach a sandbox
 	char *script = lbt_strdupf("timeout 3 wget -q -O - http://%s:8080/ 2>&1; echo rc=$?", ip);
-	run_on(&o, script, NULL, NULL);
+	lbt_run_net(&o, "on", script, NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(!strstr(o.out, "sandbox-a"), "reached the other sandbox: %s", o.out);
 	cr_assert(!strstr(o.out, "rc=0"), "wget succeeded: %s", o.out);
@@ -325,7 +304,8 @@ NET_TEST(metadata_unreachable)
 	char *cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" META "/", N.ns);
 	lbt_wait_ready(cmd);
 	free(cmd);
-	run_on(&o, "timeout 3 wget -q -O - http://" META "/ 2>&1; echo rc=$?", NULL, NULL);
+	lbt_run_net(&o, "on", "timeout 3 wget -q -O - http://" META "/ 2>&1; echo rc=$?", NULL,
+		    NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(!strstr(o.out, "upstream-ok"), "reached the metadata address: %s", o.out);
 	cr_assert(!strstr(o.out, "rc=0"), "wget succeeded: %s", o.out);
@@ -339,28 +319,28 @@ NET_TEST(private_range_only_with_allow_host)
 	const char *get = "timeout 3 wget -q -O - http://" PRIVATE ":8080/ 2>&1; echo rc=$?";
 
 	upstream_up();
-	run_on(&o, get, NULL, NULL);
+	lbt_run_net(&o, "on", get, NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(!strstr(o.out, "upstream-ok") && !strstr(o.out, "rc=0"),
 		  "reached a private host without --allow-host: %s", o.out);
 	lbt_out_free(&o);
 	cr_assert_gt(dropped("private"), 0, "the private counter did not count");
 
-	run_on(&o, get, "--allow-host", PRIVATE ":9999"); // another port: still closed
+	lbt_run_net(&o, "on", get, "--allow-host", PRIVATE ":9999"); // another port: still closed
 	cr_assert(!strstr(o.out, "rc=0"), "--allow-host opened another port: %s", o.out);
 	lbt_out_free(&o);
 
-	run_on(&o, get, "--allow-host", PRIVATE ":8080");
+	lbt_run_net(&o, "on", get, "--allow-host", PRIVATE ":8080");
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "upstream-ok\nrc=0"), "--allow-host did not open it: %s", o.out);
 	lbt_out_free(&o);
 
-	run_on(&o, get, "--allow-host", PRIVATE);
+	lbt_run_net(&o, "on", get, "--allow-host", PRIVATE);
 	cr_assert(strstr(o.out, "upstream-ok\nrc=0"), "--allow-host ADDR did not open it: %s",
 		  o.out);
 	lbt_out_free(&o);
 	// the exception was the sandbox's own: it is gone with it
-	run_on(&o, get, NULL, NULL);
+	lbt_run_net(&o, "on", get, NULL, NULL);
 	cr_assert(!strstr(o.out, "rc=0"), "exception outlived its sandbox: %s", o.out);
 	lbt_out_free(&o);
 	char *cmd = lbt_strdupf("nft list set inet %s allow_port", N.bridge);
@@ -375,7 +355,7 @@ NET_TEST(dns_uses_configured_upstream)
 	struct lb_run_out o;
 
 	upstream_up();
-	run_on(&o, "cat /etc/resolv.conf; nslookup " DNS_NAME " 2>&1", "--dns", UP_PEER);
+	lbt_run_net(&o, "on", "cat /etc/resolv.conf; nslookup " DNS_NAME " 2>&1", "--dns", UP_PEER);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "nameserver " UP_PEER "\n"), "resolv.conf: %s", o.out);
 	cr_assert(strstr(o.out, DNS_ADDR), "not resolved by the test resolver: %s", o.out);
@@ -386,7 +366,7 @@ NET_TEST(default_resolvers_are_the_hosts_upstream)
 {
 	struct lb_run_out o;
 
-	run_on(&o, "grep nameserver /etc/resolv.conf", NULL, NULL);
+	lbt_run_net(&o, "on", "grep nameserver /etc/resolv.conf", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(!strstr(o.out, "nameserver 127."), "a loopback stub in resolv.conf: %s", o.out);
 	lbt_out_free(&o);
@@ -396,7 +376,7 @@ NET_TEST(off_still_has_only_lo)
 {
 	struct lb_run_out o;
 
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	lbt_out_free(&o);
 	lbt_run(&o, "run", "--network", "off", LBT_PROBE, "ls", "/sys/class/net", NULL);
 	LBT_ASSERT_EXIT(o, 0);
@@ -407,14 +387,9 @@ NET_TEST(off_still_has_only_lo)
 NET_TEST(fifty_in_parallel_get_distinct_addresses, .timeout = 200)
 {
 	enum { N_SB = 50 };
-	struct lbt_proc p[N_SB];
 	struct lb_run_out o[N_SB];
 
-	for (int i = 0; i < N_SB; i++)
-		lbt_spawn(&p[i], "run", "--rootfs", lbt_rootfs(), "--network", "on", "--", "sh",
-			  "-c", "ip -4 -o addr show eth0 | awk '{print $4}'; sleep 1", NULL);
-	for (int i = 0; i < N_SB; i++)
-		lbt_wait(&p[i], &o[i], 120);
+	lbt_run_on_parallel(N_SB, "ip -4 -o addr show eth0 | awk '{print $4}'; sleep 1", o, 120);
 	for (int i = 0; i < N_SB; i++) {
 		LBT_ASSERT_EXIT(o[i], 0);
 		cr_assert(strncmp(o[i].out, "10.231.0.", 9) == 0, "address: %s", o[i].out);
@@ -461,7 +436,7 @@ NET_TEST(killed_lbbox_lease_is_collected)
 	bool collected = false;
 	for (int i = 0; i < 20 && !collected; i++) {
 		usleep(100000);
-		run_on(&o, "true", NULL, NULL);
+		lbt_run_net(&o, "on", "true", NULL, NULL);
 		LBT_ASSERT_EXIT(o, 0);
 		lbt_out_free(&o);
 		lbt_run(&o, "network", "ls", "--json", NULL);
@@ -475,11 +450,11 @@ NET_TEST(removed_table_is_put_back)
 {
 	struct lb_run_out o;
 
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	cr_assert_eq(lbt_sh("nft delete table inet %s", N.bridge), 0);
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	cr_assert_eq(lbt_sh("nft list chain inet %s egress >/dev/null", N.bridge), 0,
@@ -490,7 +465,7 @@ NET_TEST(ls_and_inspect)
 {
 	struct lb_run_out o;
 
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	lbt_out_free(&o);
 	lbt_run(&o, "network", "ls", NULL);
 	LBT_ASSERT_EXIT(o, 0);
@@ -523,7 +498,7 @@ static void assert_refused(const char *what, const char *opt1, const char *opt2)
 {
 	struct lb_run_out o;
 
-	run_on(&o, "true", opt1, opt2);
+	lbt_run_net(&o, "on", "true", opt1, opt2);
 	lbt_assert_error_line(&o, 125, what);
 	lbt_out_free(&o);
 	cr_assert_neq(lbt_sh("ip link show %s >/dev/null 2>&1", N.bridge), 0, "bridge created");
@@ -579,7 +554,7 @@ NET_TEST(bridge_name_in_use_is_refused)
 	// someone else's bridge of that name: no lbbox alias
 	cr_assert_eq(lbt_sh("ip link add %s type bridge", N.bridge), 0);
 	struct lb_run_out o;
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	lbt_assert_error_line(&o, 125, "in use by something else");
 	lbt_out_free(&o);
 	cr_assert_neq(lbt_sh("ip -o addr show dev %s | grep -q inet", N.bridge), 0,
@@ -607,7 +582,7 @@ NET_TEST(exhausted_pool_is_refused_cleanly)
 			  "987653", NULL);
 	cr_assert_eq(lbt_wait_procs_with_arg("987653", POOL, 30), POOL, "sandboxes did not start");
 	// the processes are up; their leases were written before pid 1 was released
-	run_on(&o, "true", NULL, NULL);
+	lbt_run_net(&o, "on", "true", NULL, NULL);
 	lbt_assert_error_line(&o, 125, "exhausted");
 	lbt_out_free(&o);
 	for (int i = 0; i < POOL; i++)

@@ -219,30 +219,6 @@ static void wait_pastas_exited(void)
 	}                                                                                          \
 	static void rl_body_##name(void)
 
-// `sh -c script` in a rootless sandbox of the busybox rootfs, with up to two options first.
-static void run_rl(struct lb_run_out *o, const char *net, const char *script, const char *opt1,
-		   const char *opt2)
-{
-	const char *args[16];
-	int n = 0;
-
-	args[n++] = "run";
-	args[n++] = "--rootfs";
-	args[n++] = lbt_rootfs();
-	args[n++] = "--network";
-	args[n++] = net;
-	if (opt1)
-		args[n++] = opt1;
-	if (opt2)
-		args[n++] = opt2;
-	args[n++] = "--";
-	args[n++] = "sh";
-	args[n++] = "-c";
-	args[n++] = script;
-	args[n] = NULL;
-	lbt_runv(o, args);
-}
-
 // "<url> ok" per line when the URL answered, "<url> no" when not (refused, unreachable or timed
 // out).
 #define PROBE(url)                                                                                 \
@@ -253,13 +229,14 @@ RL_TEST(off_is_a_user_namespace_with_only_lo)
 {
 	struct lb_run_out o;
 
-	run_rl(&o, "off",
-	       "id -u; cat /proc/self/uid_map /proc/self/gid_map | tr -s ' '; ls /sys/class/net; "
-	       "grep CapEff /proc/self/status; "
-	       "cat /proc/1/environ >/dev/null 2>&1 || echo no-environ; "
-	       "ls /proc/1/ns/net >/dev/null 2>&1 && readlink /proc/1/ns/net || echo no-ns; "
-	       "tr '\\0' ' ' </proc/1/cmdline",
-	       NULL, NULL);
+	lbt_run_net(
+	    &o, "off",
+	    "id -u; cat /proc/self/uid_map /proc/self/gid_map | tr -s ' '; ls /sys/class/net; "
+	    "grep CapEff /proc/self/status; "
+	    "cat /proc/1/environ >/dev/null 2>&1 || echo no-environ; "
+	    "ls /proc/1/ns/net >/dev/null 2>&1 && readlink /proc/1/ns/net || echo no-ns; "
+	    "tr '\\0' ' ' </proc/1/cmdline",
+	    NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	// uid 0 inside is nobody outside, and nothing else is mapped
 	cr_assert(strstr(o.out, "0\n 0 65534 1\n 0 65534 1\nlo\n"), "identity: %s", o.out);
@@ -274,7 +251,7 @@ RL_TEST(on_reaches_upstream_natted_and_says_pasta)
 {
 	struct lb_run_out o;
 
-	run_rl(&o, "on", "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL, NULL);
+	lbt_run_net(&o, "on", "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	// the upstream sees the host's own address: pasta's sockets are the user's
 	LBT_ASSERT_OUT(o, HOST "\n");
@@ -286,7 +263,7 @@ RL_TEST(on_interface_route_resolvers_and_hosts)
 {
 	struct lb_run_out o;
 
-	run_rl(
+	lbt_run_net(
 	    &o, "on",
 	    "ls /sys/class/net | tr '\\n' ' '; echo; ip -4 -o addr show eth0 | awk '{print $4}'; "
 	    "ip route | grep default; cat /etc/resolv.conf; "
@@ -304,13 +281,13 @@ RL_TEST(on_dns_resolves_through_the_hosts_resolver)
 {
 	struct lb_run_out o;
 
-	run_rl(&o, "on", "nslookup " DNS_NAME " 2>&1", NULL, NULL);
+	lbt_run_net(&o, "on", "nslookup " DNS_NAME " 2>&1", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, DNS_ADDR), "not resolved by the test resolver: %s", o.out);
 	lbt_out_free(&o);
 	// port 53 is open to the resolvers only, not to any private address
-	run_rl(&o, "on", "timeout 5 nslookup " DNS_NAME " " PRIVATE " 2>&1; echo rc=$?", NULL,
-	       NULL);
+	lbt_run_net(&o, "on", "timeout 5 nslookup " DNS_NAME " " PRIVATE " 2>&1; echo rc=$?", NULL,
+		    NULL);
 	cr_assert(!strstr(o.out, DNS_ADDR) && !strstr(o.out, "rc=0"),
 		  "a private DNS server answered: %s", o.out);
 	lbt_out_free(&o);
@@ -321,11 +298,11 @@ RL_TEST(on_refuses_host_metadata_and_private_ranges)
 	struct lb_run_out o;
 
 	// the very first connection is refused: the filter is in place before the command starts
-	run_rl(&o, "on",
-	       PROBE(META ":80") PROBE(UP ":8080") PROBE(HOST_OTHER ":18081") PROBE(HOST ":18081")
-		   PROBE("127.0.0.1:18082") PROBE(UP ":18082") PROBE(PRIVATE ":8080")
-		       PROBE("[" UP6 "]:8086"),
-	       NULL, NULL);
+	lbt_run_net(&o, "on",
+		    PROBE(META ":80") PROBE(UP ":8080") PROBE(HOST_OTHER ":18081")
+			PROBE(HOST ":18081") PROBE("127.0.0.1:18082") PROBE(UP ":18082")
+			    PROBE(PRIVATE ":8080") PROBE("[" UP6 "]:8086"),
+		    NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, UP ":8080 ok\n"), "the upstream is not reachable: %s", o.out);
 	// HOST and 127.0.0.1 are the sandbox's own (pasta copies the host's address); the host's
@@ -343,37 +320,64 @@ RL_TEST(allow_host_opens_one_exception)
 {
 	struct lb_run_out o;
 
-	run_rl(&o, "on", PROBE(PRIVATE ":8080") PROBE(META ":80"), "--allow-host", PRIVATE ":8080");
+	lbt_run_net(&o, "on", PROBE(PRIVATE ":8080") PROBE(META ":80"), "--allow-host",
+		    PRIVATE ":8080");
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, PRIVATE ":8080 ok\n"), "--allow-host did not open it: %s", o.out);
 	cr_assert(strstr(o.out, META ":80 no\n"), "metadata opened too: %s", o.out);
 	lbt_out_free(&o);
-	run_rl(&o, "on", PROBE(PRIVATE ":8080"), "--allow-host", PRIVATE ":9999");
+	lbt_run_net(&o, "on", PROBE(PRIVATE ":8080"), "--allow-host", PRIVATE ":9999");
 	cr_assert(strstr(o.out, PRIVATE ":8080 no\n"), "another port was opened: %s", o.out);
 	lbt_out_free(&o);
-	run_rl(&o, "on", PROBE(HOST_OTHER ":18081"), "--allow-host", HOST_OTHER);
+	lbt_run_net(&o, "on", PROBE(HOST_OTHER ":18081"), "--allow-host", HOST_OTHER);
 	cr_assert(strstr(o.out, HOST_OTHER ":18081 ok\n"), "ADDR did not open the host: %s", o.out);
 	lbt_out_free(&o);
 }
 
-RL_TEST(nothing_reaches_a_sandbox_from_outside)
-{
-	char *dir = lbt_mkdir_work("a"), *vol = lbt_strdupf("%s:/w", dir);
-	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
-	struct lbt_proc a;
-	struct lb_run_out o, oa;
+// A rootless "on" sandbox in the background: it runs script with /w (a work directory of
+// nobody's), then says ready and stays until the test lets it go (bg_stop).
+struct bg {
+	struct lbt_proc p;
+	char *dir, *done;
+};
 
-	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
-	lbt_spawn(&a, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-v", vol, "--", "sh",
-		  "-c",
-		  "echo sandbox-a > /w/index.html; httpd -p 8080 -h /w && touch /w/ready; "
-		  "while [ ! -e /w/done ]; do sleep 0.1; done",
-		  NULL);
+static void bg_start(struct bg *b, const char *name, const char *script)
+{
+	char *vol, *ready, *full;
+
+	b->dir = lbt_mkdir_work(name);
+	b->done = lbt_strdupf("%s/done", b->dir);
+	vol = lbt_strdupf("%s:/w", b->dir);
+	ready = lbt_strdupf("%s/ready", b->dir);
+	full = lbt_strdupf("%s touch /w/ready; while [ ! -e /w/done ]; do sleep 0.1; done", script);
+	cr_assert_eq(chown(b->dir, NOBODY, NOBODY), 0);
+	lbt_spawn(&b->p, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-v", vol, "--", "sh",
+		  "-c", full, NULL);
 	for (int i = 0; i < 100 && access(ready, F_OK) != 0; i++)
 		usleep(100000);
-	cr_assert_eq(access(ready, F_OK), 0, "sandbox a did not start");
+	cr_assert_eq(access(ready, F_OK), 0, "the background sandbox did not get ready");
+	free(vol), free(ready), free(full);
+}
+
+static void bg_stop(struct bg *b)
+{
+	struct lb_run_out o;
+
+	lbt_write_file(b->done, "");
+	lbt_wait(&b->p, &o, 20);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	free(b->dir), free(b->done);
+}
+
+RL_TEST(nothing_reaches_a_sandbox_from_outside)
+{
+	struct bg a;
+	struct lb_run_out o;
+
+	bg_start(&a, "a", "echo sandbox-a > /w/index.html; httpd -p 8080 -h /w &&");
 	// another sandbox, on the address both share, and the host itself: no port forwarding
-	run_rl(&o, "on", PROBE(HOST ":8080"), NULL, NULL);
+	lbt_run_net(&o, "on", PROBE(HOST ":8080"), NULL, NULL);
 	cr_assert(strstr(o.out, HOST ":8080 no\n"), "reached sandbox a: %s", o.out);
 	lbt_out_free(&o);
 	char *cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" HOST ":8080/ "
@@ -382,30 +386,17 @@ RL_TEST(nothing_reaches_a_sandbox_from_outside)
 				R.hns, R.hns);
 	char *got = lbt_sh_out(cmd);
 	cr_assert(!strstr(got, "sandbox-a"), "the host reached sandbox a: %s", got);
-	lbt_write_file(done, "");
-	lbt_wait(&a, &oa, 20);
-	LBT_ASSERT_EXIT(oa, 0);
-	lbt_out_free(&oa);
-	free(dir), free(vol), free(ready), free(done), free(cmd), free(got);
+	bg_stop(&a);
+	free(cmd), free(got);
 }
 
 // `lbbox network inspect` reads each live rootless sandbox's counters from its namespace.
 RL_TEST(dropped_traffic_is_counted_in_inspect)
 {
-	char *dir = lbt_mkdir_work("c"), *vol = lbt_strdupf("%s:/w", dir);
-	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
-	struct lbt_proc a;
-	struct lb_run_out o, oa;
+	struct bg c;
+	struct lb_run_out o;
 
-	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
-	lbt_spawn(
-	    &a, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-v", vol, "--", "sh", "-c",
-	    PROBE(META ":80") PROBE(PRIVATE ":8080") "touch /w/ready; "
-						     "while [ ! -e /w/done ]; do sleep 0.1; done",
-	    NULL);
-	for (int i = 0; i < 100 && access(ready, F_OK) != 0; i++)
-		usleep(100000);
-	cr_assert_eq(access(ready, F_OK), 0, "the sandbox did not probe");
+	bg_start(&c, "c", PROBE(META ":80") PROBE(PRIVATE ":8080"));
 	lbt_run(&o, "network", "inspect", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	json_t *j = lbt_json(o.out), *d = json_object_get(j, "dropped");
@@ -423,20 +414,22 @@ RL_TEST(dropped_traffic_is_counted_in_inspect)
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert(strstr(o.out, "pasta"), "%s", o.out);
 	lbt_out_free(&o);
-	lbt_write_file(done, "");
-	lbt_wait(&a, &oa, 20);
-	LBT_ASSERT_EXIT(oa, 0);
-	lbt_out_free(&oa);
-	free(dir), free(vol), free(ready), free(done);
+	bg_stop(&c);
+}
+
+// `echo ran` in an "on" sandbox, with var=value in lbbox's environment.
+static void run_on_with(struct lb_run_out *o, const char *var, const char *value)
+{
+	setenv(var, value, 1);
+	lbt_run_net(o, "on", "echo ran", NULL, NULL);
+	unsetenv(var);
 }
 
 RL_TEST(missing_pasta_is_one_clear_error)
 {
 	struct lb_run_out o;
 
-	setenv("LBBOX_PASTA", "/nonexistent/pasta", 1);
-	run_rl(&o, "on", "echo ran", NULL, NULL);
-	unsetenv("LBBOX_PASTA");
+	run_on_with(&o, "LBBOX_PASTA", "/nonexistent/pasta");
 	lbt_assert_error_line(&o, 125, "needs pasta");
 	cr_assert(strstr(o.err, "does not fall back"), "%s", o.err);
 	lbt_out_free(&o);
@@ -446,9 +439,7 @@ RL_TEST(unusable_tun_is_one_clear_error)
 {
 	struct lb_run_out o;
 
-	setenv("LBT_NO_TUN", "1", 1);
-	run_rl(&o, "on", "echo ran", NULL, NULL);
-	unsetenv("LBT_NO_TUN");
+	run_on_with(&o, "LBT_NO_TUN", "1");
 	lbt_assert_error_line(&o, 125, "/dev/net/tun");
 	lbt_out_free(&o);
 }
@@ -485,7 +476,7 @@ RL_TEST(pasta_dies_with_a_killed_lbbox)
 	// the orphaned sandbox ends with its command; the next lbbox collects its state
 	cr_assert_eq(lbt_kill_marked("987653"), 1);
 	cr_assert_eq(lbt_wait_procs_with_arg("987653", 0, 10), 0);
-	run_rl(&o, "off", "true", NULL, NULL);
+	lbt_run_net(&o, "off", "true", NULL, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 }
@@ -493,14 +484,9 @@ RL_TEST(pasta_dies_with_a_killed_lbbox)
 RL_TEST(parallel_sandboxes_all_connect_and_clean_up, .timeout = 200)
 {
 	enum { N_SB = 10 };
-	struct lbt_proc p[N_SB];
 	struct lb_run_out o[N_SB];
 
-	for (int i = 0; i < N_SB; i++)
-		lbt_spawn(&p[i], "run", "--rootfs", lbt_rootfs(), "--network", "on", "--", "sh",
-			  "-c", "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL);
-	for (int i = 0; i < N_SB; i++)
-		lbt_wait(&p[i], &o[i], 60);
+	lbt_run_on_parallel(N_SB, "timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", o, 60);
 	for (int i = 0; i < N_SB; i++) {
 		LBT_ASSERT_EXIT(o[i], 0);
 		LBT_ASSERT_OUT(o[i], HOST "\n");
@@ -513,8 +499,9 @@ RL_TEST(cap_add_that_reaches_past_the_isolation_is_refused)
 	struct lb_run_out o;
 
 	// the filter lives in the sandbox's own namespace: these would undo or bypass it
-	const char *const net[] = {"NET_ADMIN", "NET_RAW"};
-	for (size_t i = 0; i < 2; i++) {
+	// (SYS_ADMIN: remount /proc/sys writable, then net sysctls of the namespace the user owns)
+	const char *const net[] = {"NET_ADMIN", "NET_RAW", "SYS_ADMIN"};
+	for (size_t i = 0; i < 3; i++) {
 		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--network", "on", "--cap-add", net[i],
 			"--", "true", NULL);
 		lbt_assert_error_line(&o, 125, net[i]);
@@ -542,14 +529,24 @@ RL_TEST(pasta_failing_after_its_start_is_one_clear_error)
 
 	lbt_write_file(fake, "#!/bin/sh\necho 'Cannot frobnicate the tap' >&2\nexit 1\n");
 	cr_assert_eq(chmod(fake, 0755), 0);
-	setenv("LBBOX_PASTA", fake, 1);
-	run_rl(&o, "on", "echo ran", NULL, NULL);
-	unsetenv("LBBOX_PASTA");
+	run_on_with(&o, "LBBOX_PASTA", fake);
 	LBT_ASSERT_EXIT(o, 125);
 	cr_assert_str_eq(o.out, "", "the command ran: %s", o.out);
 	cr_assert(strstr(o.err, "lbbox: pasta could not connect the sandbox: Cannot frobnicate "
 				"the tap\n"),
 		  "%s", o.err);
+	lbt_out_free(&o);
+	// one that complains and stays, never configuring the interface: pid 1 gives up after
+	// 10 s, with pasta's words; the fake pasta (lbbox's child) is killed, nothing is left
+	lbt_add_marker("987654");
+	lbt_write_file(fake, "#!/bin/sh\necho 'Cannot add the route' >&2\nexec sleep 987654\n");
+	run_on_with(&o, "LBBOX_PASTA", fake);
+	LBT_ASSERT_EXIT(o, 125);
+	cr_assert_str_eq(o.out, "", "the command ran: %s", o.out);
+	cr_assert(strstr(o.err, "did not configure the sandbox's network in 10 s (pasta: Cannot "
+				"add the route)\n"),
+		  "%s", o.err);
+	cr_assert_eq(lbt_wait_procs_with_arg("987654", 0, 5), 0, "the fake pasta is left");
 	lbt_out_free(&o);
 	free(fake);
 }
