@@ -100,8 +100,10 @@ int lb_net_on_setup(const struct lb_spec *spec, const char *runroot, const char 
 void lb_net_on_teardown(const struct lb_spec *spec, const char *runroot, struct lb_net_handle *h);
 /* net_pasta.c: network "on" without root: pasta (passt) connects pid's namespace to the host
  * through user-mode sockets, and lbbox's filter is written into the sandbox's own namespace. */
-int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_handle *h,
-		       struct lb_err **err);
+/* record: a session's state directory, where pasta's pid is written before it runs (it then
+ * outlives lbbox and goes with the sandbox, gc.c); NULL: pasta dies with lbbox. */
+int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, const char *record,
+		       struct lb_net_handle *h, struct lb_err **err);
 /* pasta exited before the sandbox was ready: why, from its stderr. */
 int lb_net_pasta_failed(struct lb_net_handle *h, struct lb_err **err);
 /* The first line pasta wrote to stderr so far (without waiting), if any. */
@@ -109,6 +111,10 @@ bool lb_net_pasta_said(struct lb_net_handle *h, char *out, size_t size);
 /* The sandbox is ready: pasta's stderr is no longer read. */
 void lb_net_pasta_ready(struct lb_net_handle *h);
 void lb_net_pasta_teardown(struct lb_net_handle *h);
+/* The session keeps its pasta: only lbbox's handles on it are closed. */
+void lb_net_pasta_detach(struct lb_net_handle *h);
+/* Kills the pasta recorded in a dead sandbox's state directory, if it still runs. */
+void lb_net_pasta_reap_record(const char *statedir);
 #define LB_PASTA_TIMEOUT_MS 10000
 /* Frees the leases (and their filter rules) of dead sandboxes of every network of runroot. */
 void lb_net_gc(const char *runroot);
@@ -145,6 +151,7 @@ struct lb_sandbox {
 	struct lb_spec spec;  /* what an exec applies: uid, gid, caps, rlimits, seccomp, env, net */
 	struct lb_seccomp_prog *seccomp; /* prepared on first spawn */
 	bool seccomp_ready;
+	bool userns; /* rootless: its own user namespace, joined by every exec */
 };
 
 /* gc.c: removes a dead sandbox's cgroups and state directory; false while pid 1 lives. */

@@ -199,7 +199,8 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		_exit(LB_EXIT_SETUP);
 	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
 		fail(s->err_w, LB_EXIT_SETUP, err);
-	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET);
+	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET) |
+		    (s->sb->userns ? CLONE_NEWUSER : 0);
 	if (setns(s->sb->pidfd, flags) < 0) {
 		lb_err_set(&err, errno, "join sandbox %s", s->sb->id);
 		fail(s->err_w, LB_EXIT_SETUP, err);

@@ -78,12 +78,10 @@ json_t *lb_host_features(void)
 			 on, "host", true);
 }
 
-/* Sessions keep sandboxes across lbbox processes, which needs root (run.c). */
 bool lb_host_can_run_box(const json_t *f)
 {
 	const json_t *cg = json_object_get(f, "cgroups");
-	return !json_is_true(json_object_get(f, "rootless")) &&
-	       json_is_true(json_object_get(f, "namespaces")) &&
+	return json_is_true(json_object_get(f, "namespaces")) &&
 	       json_is_true(json_object_get(cg, "memory")) &&
 	       json_is_true(json_object_get(cg, "pids")) &&
 	       json_is_true(json_object_get(cg, "cpu"));

@@ -60,6 +60,7 @@ static bool collect_one(const char *statedir, bool *collected)
 		return false;
 	}
 	if (!is_alive(&st) && remove_cgroups(st.cgroups)) {
+		lb_net_pasta_reap_record(statedir); /* a rootless session's pasta */
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
 		*collected = true;

@@ -148,14 +148,31 @@ static char *ruleset(const struct lb_spec *spec, struct lb_err **err)
 	return text;
 }
 
-/* The child: pasta in the foreground, in a session of its own (the terminal's ^C is the
- * sandbox's, not pasta's), dying with lbbox, its stderr into the pipe errw. */
-__attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, int errw)
+#define PASTA_RECORD "pasta"
+
+/*
+ * The child: pasta in the foreground, in a session of its own (the terminal's ^C is the
+ * sandbox's, not pasta's), its stderr into the pipe errw, dying with lbbox. For a session
+ * (record), its pid and start time are written first and only then is the parent-death
+ * signal cleared: whatever instant lbbox dies at, pasta is either killed or recorded.
+ */
+__attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, const char *record,
+						 int errw)
 {
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)target);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
+	if (record) {
+		char path[4200], text[64];
+		snprintf(path, sizeof(path), "%s/" PASTA_RECORD, record);
+		snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
+			 (unsigned long long)lb_proc_starttime(getpid()));
+		if (lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600,
+				    NULL) < 0 ||
+		    prctl(PR_SET_PDEATHSIG, 0) < 0)
+			_exit(127);
+	}
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errw, 2) < 0)
 		_exit(127);
@@ -175,7 +192,8 @@ __attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, int
 	_exit(127);
 }
 
-static int start_pasta(pid_t target, struct lb_net_handle *h, struct lb_err **err)
+static int start_pasta(pid_t target, const char *record, struct lb_net_handle *h,
+		       struct lb_err **err)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -183,7 +201,7 @@ static int start_pasta(pid_t target, struct lb_net_handle *h, struct lb_err **er
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0)
-		exec_pasta(target, parent, p[1]);
+		exec_pasta(target, parent, record, p[1]);
 	int e = errno;
 	close(p[1]);
 	if (pid < 0) {
@@ -217,12 +235,12 @@ static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg
  * in, waits for eth0's default route before it builds anything (/etc/hosts names the address).
  * lbbox watches pasta meanwhile (run.c): an early exit fails the start with pasta's own words.
  */
-int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, struct lb_net_handle *h,
-		       struct lb_err **err)
+int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, const char *record,
+		       struct lb_net_handle *h, struct lb_err **err)
 {
 	struct lb_net_cfg cfg;
 	lb_net_cfg_resolve(&spec->net_opts, NULL, &cfg);
-	if (start_pasta(pid, h, err) < 0 || apply_filter(spec, &cfg, pid, err) < 0)
+	if (start_pasta(pid, record, h, err) < 0 || apply_filter(spec, &cfg, pid, err) < 0)
 		return -1;
 	h->lease = (struct lb_net_lease){.pasta = true};
 	return 0;
@@ -267,15 +285,36 @@ void lb_net_pasta_ready(struct lb_net_handle *h)
  * when lbbox returns; the zombie is reaped when lbbox exits (lbbox run) or by a caller that
  * reaps its children.
  */
+void lb_net_pasta_detach(struct lb_net_handle *h)
+{
+	lb_net_pasta_ready(h);
+	if (h->pasta_pidfd >= 0)
+		close(h->pasta_pidfd);
+	h->pasta_pidfd = -1;
+	h->pasta = 0;
+}
+
 void lb_net_pasta_teardown(struct lb_net_handle *h)
 {
 	if (h->pasta <= 0)
 		return;
 	kill(h->pasta, SIGKILL);
 	waitpid(h->pasta, NULL, WNOHANG);
-	lb_net_pasta_ready(h);
-	if (h->pasta_pidfd >= 0)
-		close(h->pasta_pidfd);
-	h->pasta_pidfd = -1;
-	h->pasta = 0;
+	lb_net_pasta_detach(h);
+}
+
+void lb_net_pasta_reap_record(const char *statedir)
+{
+	char path[4200];
+	_cleanup_free_ char *text = NULL;
+	int pid = 0;
+	unsigned long long start = 0;
+	snprintf(path, sizeof(path), "%s/" PASTA_RECORD, statedir);
+	if (lb_read_file(path, 64, &text, NULL, NULL) < 0 ||
+	    sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0)
+		return;
+	/* through a pidfd checked against the start time: never a recycled pid */
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0 && lb_proc_starttime(pid) == start)
+		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 }

@@ -181,7 +181,9 @@ static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_f
 static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	char msg[1 + sizeof(struct lb_net_lease)] = "1";
-	int set = r->userns ? lb_net_pasta_setup(spec, r->pid, &r->net, err)
+	/* a session's pasta outlives this lbbox: recorded in the state directory (gc.c) */
+	int set = r->userns ? lb_net_pasta_setup(spec, r->pid, spec->session ? r->statedir : NULL,
+						 &r->net, err)
 			    : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
 	if (set < 0 ||
 	    lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease, err) < 0)
@@ -450,11 +452,9 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 
 	if (!spec->session)
 		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
-	if (lb_rootless())
-		return lb_err_set(
-		    err, 0,
-		    "sessions need root: without it lbbox runs one-shot sandboxes only "
-		    "(lbbox run)");
+	r.userns = lb_rootless();
+	if (r.userns && lb_rootless_check(spec, err) < 0)
+		return -1;
 	r.init_fd = open_init();
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
@@ -468,6 +468,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 	memcpy(id, r.id, sizeof(r.id));
 	/* hand everything over to the sandbox: nothing of it is undone below */
 	r.pid = 0;
+	lb_net_pasta_detach(&r.net);
 	r.net = (struct lb_net_handle){.pasta_pidfd = -1, .pasta_err = -1};
 	lb_cgroup_forget(r.cg);
 	r.cg = NULL;

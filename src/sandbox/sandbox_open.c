@@ -77,6 +77,7 @@ static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	const char *net =
 	    json_string_value(json_object_get(json_object_get(st, "spec"), "network"));
 	s->net = net && !strcmp(net, "host") ? LB_NET_HOST : LB_NET_OFF;
+	sb->userns = json_is_true(json_object_get(st, "userns"));
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "lbbox/cleanup.h"
 #include "lbbox/json_util.h"
 #include "lbbox/util.h"
+#include "lbbox/sandbox.h"
 #include "sandbox/engine.h"
 
 uint64_t lb_proc_starttime(pid_t pid)
@@ -120,6 +121,8 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "cgroup_dirs", cgroup_dirs_json(cg));
 	json_object_set_new(st, "spec", spec_json(spec));
 	json_object_set_new(st, "exec", exec_json(spec));
+	/* rootless: an exec joins the sandbox's user namespace too */
+	json_object_set_new(st, "userns", json_boolean(lb_rootless()));
 	if (lease)
 		json_object_set_new(st, "net", lease_json(lease));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);

@@ -264,9 +264,6 @@ static int backend_usable(const struct server *s, struct lb_err **err)
 	if (lb_host_can_run_box(f))
 		return 0;
 	bool rootless = json_is_true(json_object_get(f, "rootless"));
-	if (rootless)
-		n += (size_t)snprintf(missing + n, sizeof(missing) - n,
-				      ", root (sessions outlive the lbbox that made them)");
 	if (!json_is_true(json_object_get(f, "namespaces")))
 		n += (size_t)snprintf(missing + n, sizeof(missing) - n, ", %s",
 				      rootless ? "user namespaces" : "namespaces");

@@ -444,16 +444,41 @@ RL_TEST(unusable_tun_is_one_clear_error)
 	lbt_out_free(&o);
 }
 
-RL_TEST(other_users_and_sessions_need_root)
+RL_TEST(other_users_are_refused)
 {
 	struct lb_run_out o;
 
 	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--user", "1000", "--", "true", NULL);
 	lbt_assert_error_line(&o, 125, "maps only your own user");
 	lbt_out_free(&o);
-	lbt_run(&o, "session", "create", "--rootfs", lbt_rootfs(), NULL);
-	lbt_assert_error_line(&o, 125, "sessions need root");
+}
+
+// Sessions without root: LangBot's default limits need a delegated cgroup (refused without);
+// with one, a session with network "on" keeps its pasta after `session create` returned,
+// its execs join its user namespace and reach the upstream through the filter, and
+// `session rm` ends pasta with the sandbox.
+RL_TEST(sessions_with_network_on)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "session", "create", "rl1", "--rootfs", lbt_rootfs(), NULL);
+	lbt_assert_error_line(&o, 125, "no writable cgroup");
 	lbt_out_free(&o);
+	lbt_delegate_cgroups(NOBODY, NOBODY);
+	lbt_run(&o, "session", "create", "rl1", "--rootfs", lbt_rootfs(), "--network", "on", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(pastas(), 1, "the session's pasta is not running");
+	lbt_run(&o, "session", "exec", "rl1", "--", "sh", "-c",
+		"id -u; timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip; " PROBE(META ":80"),
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "0\n" HOST "\n" META ":80 no\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "rm", "rl1", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(pastas(), 0, "pasta outlived its session");
 }
 
 RL_TEST(pasta_dies_with_a_killed_lbbox)
