@@ -115,6 +115,8 @@ void lb_net_pasta_teardown(struct lb_net_handle *h);
 void lb_net_pasta_detach(struct lb_net_handle *h);
 /* Kills the pasta recorded in a dead sandbox's state directory, if it still runs. */
 void lb_net_pasta_reap_record(const char *statedir);
+/* False when the state directory records a pasta that is no longer running. */
+bool lb_net_pasta_record_ok(const char *statedir);
 #define LB_PASTA_TIMEOUT_MS 10000
 /* Frees the leases (and their filter rules) of dead sandboxes of every network of runroot. */
 void lb_net_gc(const char *runroot);
@@ -135,9 +137,9 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 void lb_state_free(struct lb_state *st);
 /* /proc/PID/stat start time, 0 when the process does not exist or is a zombie. */
 uint64_t lb_proc_starttime(pid_t pid);
-/* lease: network "on" only, else NULL. */
+/* lease: network "on" only, else NULL; userns: the sandbox has its own user namespace. */
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
-		   const struct lb_cgroup *cg, const struct lb_net_lease *lease,
+		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err);
 
 /* A live sandbox reopened from its state (sandbox_open.c), joined by exec.c. */

@@ -7,6 +7,7 @@
  * the sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid 1's.
  */
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
@@ -201,6 +202,12 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET) |
 		    (s->sb->userns ? CLONE_NEWUSER : 0);
+	/* root joining a rootless sandbox: its user namespace denies setgroups, so root's groups
+	 * must go before */
+	if (s->sb->userns && geteuid() == 0 && setgroups(0, NULL) < 0) {
+		lb_err_set(&err, errno, "setgroups");
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	}
 	if (setns(s->sb->pidfd, flags) < 0) {
 		lb_err_set(&err, errno, "join sandbox %s", s->sb->id);
 		fail(s->err_w, LB_EXIT_SETUP, err);

@@ -55,12 +55,15 @@ static bool collect_one(const char *statedir, bool *collected)
 	if (lock_held(statedir))
 		return false;
 	if (lb_state_read(statedir, &st, NULL) < 0) {
-		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS)
+		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS) {
+			lb_net_pasta_reap_record(statedir); /* its creator died mid-start */
 			lb_rm_rf(statedir, NULL);
+		}
 		return false;
 	}
+	if (!is_alive(&st))
+		lb_net_pasta_reap_record(statedir); /* a rootless session's pasta, at once */
 	if (!is_alive(&st) && remove_cgroups(st.cgroups)) {
-		lb_net_pasta_reap_record(statedir); /* a rootless session's pasta */
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
 		*collected = true;

@@ -148,9 +148,10 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
  * pid 1 is a copy of lbbox: its argv and environment (host paths, maybe tokens) would be readable
  * from the sandbox through /proc/1/cmdline and /proc/1/environ. Wipe them in place (renaming the
  * process needs CAP_SYS_RESOURCE) and make pid 1 non-dumpable so its memory cannot be read.
- * Rootless, pid 1 stays dumpable: pasta and `lbbox network inspect` (the same user, who could
- * trace their own lbbox anyway) enter its namespaces, which needs ptrace access; the command
- * still cannot read it, as it lacks capabilities pid 1 has (the kernel's ptrace rule).
+ * Rootless, pid 1 stays dumpable: pasta, execs and `lbbox network inspect` (the same user, who
+ * could trace their own lbbox anyway) enter its namespaces, which needs ptrace access; the
+ * command still cannot read it, as it lacks capabilities pid 1 has (the kernel's ptrace rule;
+ * CAP_SYS_PTRACE is refused, userns.c). A session's lbbox-init makes itself non-dumpable.
  */
 static void hide_lbbox(bool userns)
 {

@@ -12,9 +12,11 @@
  * that reach switched off: no port forwarding in either direction, no mapping of the gateway
  * address to the host's loopback, IPv4 only.
  *
- * pasta runs in the foreground as lbbox's child, with SIGKILL as its parent-death signal: it
- * ends with lbbox even when lbbox is killed. Nothing of it is written to files (no pid file,
- * no log): AppArmor's profile for pasta lets it write only under /tmp and $HOME.
+ * pasta runs in the foreground as lbbox's child, with SIGKILL as its parent-death signal: for
+ * `lbbox run` it ends with lbbox even when lbbox is killed. A session's pasta outlives the
+ * lbbox that starts it: recorded (by lbbox, before exec) in the session's state directory, it
+ * is killed when the session goes (gc.c). pasta itself writes no file (no pid file, no log):
+ * AppArmor's profile for pasta lets it write only under /tmp and $HOME.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,9 +169,10 @@ __attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, con
 	if (record) {
 		char path[4200], text[64];
 		snprintf(path, sizeof(path), "%s/" PASTA_RECORD, record);
-		snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
-			 (unsigned long long)lb_proc_starttime(getpid()));
-		if (lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600,
+		unsigned long long start = lb_proc_starttime(getpid());
+		snprintf(text, sizeof(text), "%d %llu", (int)getpid(), start);
+		if (start == 0 ||
+		    lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600,
 				    NULL) < 0 ||
 		    prctl(PR_SET_PDEATHSIG, 0) < 0)
 			_exit(127);
@@ -303,18 +307,53 @@ void lb_net_pasta_teardown(struct lb_net_handle *h)
 	lb_net_pasta_detach(h);
 }
 
-void lb_net_pasta_reap_record(const char *statedir)
+/*
+ * The recorded pasta as a pidfd: 0 = no record, 1 = running (*pfd), -1 = recorded but gone.
+ * The record must be our own file and the process ours, with the recorded start time: never
+ * a recycled pid, nor one a record planted by someone else names.
+ */
+static int recorded_pasta(const char *statedir, int *pfd)
 {
-	char path[4200];
-	_cleanup_free_ char *text = NULL;
+	char buf[64];
+	struct stat st;
 	int pid = 0;
 	unsigned long long start = 0;
-	snprintf(path, sizeof(path), "%s/" PASTA_RECORD, statedir);
-	if (lb_read_file(path, 64, &text, NULL, NULL) < 0 ||
-	    sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0)
-		return;
-	/* through a pidfd checked against the start time: never a recycled pid */
-	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pfd >= 0 && lb_proc_starttime(pid) == start)
+	_cleanup_close_ int dirfd = open(statedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int fd =
+	    dirfd < 0 ? -1 : openat(dirfd, PASTA_RECORD, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
+	    sscanf(buf, "%d %llu", &pid, &start) != 2 || pid <= 0)
+		return 0;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/%d", pid);
+	*pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (*pfd >= 0 && lb_proc_starttime(pid) == start && stat(proc, &st) == 0 &&
+	    st.st_uid == geteuid())
+		return 1;
+	if (*pfd >= 0)
+		close(*pfd);
+	*pfd = -1;
+	return -1;
+}
+
+void lb_net_pasta_reap_record(const char *statedir)
+{
+	int pfd = -1;
+	if (recorded_pasta(statedir, &pfd) == 1) {
 		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		close(pfd);
+	}
+}
+
+bool lb_net_pasta_record_ok(const char *statedir)
+{
+	int pfd = -1;
+	int r = recorded_pasta(statedir, &pfd);
+	if (pfd >= 0)
+		close(pfd);
+	return r >= 0;
 }

@@ -185,8 +185,8 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 	int set = r->userns ? lb_net_pasta_setup(spec, r->pid, spec->session ? r->statedir : NULL,
 						 &r->net, err)
 			    : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
-	if (set < 0 ||
-	    lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease, err) < 0)
+	if (set < 0 || lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease,
+				      r->userns, err) < 0)
 		return -1;
 	memcpy(msg + 1, &r->net.lease, sizeof(r->net.lease));
 	if (lb_write_all(r->sync_w, msg, sizeof(msg)) < 0)
@@ -251,7 +251,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		return -1;
 	if (spec->net == LB_NET_ON)
 		return start_networked(r, spec, err);
-	if (lb_state_write(r->statedir, r->id, pid, spec, r->cg, NULL, err) < 0)
+	if (lb_state_write(r->statedir, r->id, pid, spec, r->cg, NULL, r->userns, err) < 0)
 		return -1;
 	if (lb_write_all(r->sync_w, "1", 1) < 0)
 		return lb_err_set(err, errno, "start the sandbox");

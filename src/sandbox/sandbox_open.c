@@ -150,7 +150,9 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 	if (lb_state_read(statedir, &st, NULL) < 0)
 		return false;
 	uint64_t start = lb_proc_starttime(st.pid);
-	bool alive = start != 0 && start == st.pid_start;
+	/* a rootless session whose pasta is gone (killed with its creator's login, say) has no
+	 * network any more: as good as dead, so the Box replaces it */
+	bool alive = start != 0 && start == st.pid_start && lb_net_pasta_record_ok(statedir);
 	lb_state_free(&st);
 	return alive;
 }

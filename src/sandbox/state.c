@@ -104,7 +104,7 @@ static json_t *lease_json(const struct lb_net_lease *lease)
 }
 
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
-		   const struct lb_cgroup *cg, const struct lb_net_lease *lease,
+		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err)
 {
 	char path[4096];
@@ -122,7 +122,7 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "spec", spec_json(spec));
 	json_object_set_new(st, "exec", exec_json(spec));
 	/* rootless: an exec joins the sandbox's user namespace too */
-	json_object_set_new(st, "userns", json_boolean(lb_rootless()));
+	json_object_set_new(st, "userns", json_boolean(userns));
 	if (lease)
 		json_object_set_new(st, "net", lease_json(lease));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);

@@ -49,10 +49,12 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		       /* the sandbox's mounts are its own: /proc/sys could be made writable */
 		       {CAP_SYS_ADMIN, "SYS_ADMIN", true}};
 	if (spec->uid != 0 || spec->gid != 0)
-		return lb_err_set(err, 0,
-				  "--user %u:%u: a rootless sandbox maps only your own user (uid 0 "
-				  "inside); other users need lbbox run as root",
-				  spec->uid, spec->gid);
+		return lb_err_set(
+		    err, 0,
+		    "user %u:%u (--user, or the image's USER): a rootless sandbox maps "
+		    "only your own user (uid 0 inside); other users need lbbox run as "
+		    "root",
+		    spec->uid, spec->gid);
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		if (!(spec->caps & (1ULL << refused[i].cap)) ||
 		    (refused[i].net_on_only && spec->net != LB_NET_ON))

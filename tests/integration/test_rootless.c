@@ -167,12 +167,14 @@ static void rl_fini(void)
 TestSuite(rootless, .init = rl_init, .fini = rl_fini, .timeout = 240);
 
 // pasta processes (comm "pasta" or "passt.avx2") in this test's private cgroups.
-static int pastas_in_our_cgroups(bool live_only)
+// `then` runs on each (as $p, /proc/PID), output counted.
+static int pastas_in_our_cgroups(bool live_only, const char *then)
 {
 	char *cmd = lbt_strdupf(
 	    "for p in /proc/[0-9]*; do grep -qs '^pas' $p/comm && "
-	    "grep -qs ':/lbt-%d' $p/cgroup && %s echo $p; done | wc -l",
-	    (int)getpid(), live_only ? "[ -n \"$(tr -d '\\0' <$p/cmdline 2>/dev/null)\" ] &&" : "");
+	    "grep -qs ':/lbt-%d' $p/cgroup && %s %s; done | wc -l",
+	    (int)getpid(), live_only ? "[ -n \"$(tr -d '\\0' <$p/cmdline 2>/dev/null)\" ] &&" : "",
+	    then);
 	char *out = lbt_sh_out(cmd);
 	int n = out ? atoi(out) : -1;
 	free(cmd), free(out);
@@ -182,7 +184,7 @@ static int pastas_in_our_cgroups(bool live_only)
 // Live pastas of this test (an exiting one has no command line any more).
 static int pastas(void)
 {
-	return pastas_in_our_cgroups(true);
+	return pastas_in_our_cgroups(true, "echo $p");
 }
 
 // The host namespace has only what the test gave it: lo and the uplink, no nft table.
@@ -204,7 +206,7 @@ static void assert_host_untouched(void)
 // Wait until no pasta of this test is still exiting; then the usual checks, strict.
 static void wait_pastas_exited(void)
 {
-	for (int i = 0; i < 100 && pastas_in_our_cgroups(false) > 0; i++)
+	for (int i = 0; i < 100 && pastas_in_our_cgroups(false, "echo $p") > 0; i++)
 		usleep(50000);
 }
 
@@ -474,6 +476,19 @@ RL_TEST(sessions_with_network_on)
 		NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	LBT_ASSERT_OUT(o, "0\n" HOST "\n" META ":80 no\n");
+	lbt_out_free(&o);
+	// its pasta killed (by a logout, say): the session counts as dead, and is replaced
+	cr_assert_eq(pastas_in_our_cgroups(true, "kill -KILL ${p#/proc/} && echo $p"), 1);
+	for (int i = 0; i < 50 && pastas() > 0; i++)
+		usleep(100000);
+	lbt_run(&o, "session", "create", "rl1", "--rootfs", lbt_rootfs(), "--network", "on", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(pastas(), 1, "the replaced session has no pasta");
+	lbt_run(&o, "session", "exec", "rl1", "--", "sh", "-c",
+		"timeout 5 wget -q -O - http://" UP ":8080/cgi-bin/ip", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, HOST "\n");
 	lbt_out_free(&o);
 	lbt_run(&o, "session", "rm", "rl1", NULL);
 	LBT_ASSERT_EXIT(o, 0);
