@@ -562,33 +562,34 @@ RL_TEST(cap_add_that_reaches_past_the_isolation_is_refused)
 	}
 }
 
-RL_TEST(pasta_failing_after_its_start_is_one_clear_error)
+// An "on" run with a fake pasta (a shell script): exit 125, the command never ran, and the
+// error names what pasta said.
+static void run_fake_pasta(const char *script, const char *want_err)
 {
 	struct lb_run_out o;
-	char *fake = lbt_strdupf("%s/rl/pasta-fails", lbt_workdir());
+	char *fake = lbt_strdupf("%s/rl/pasta-fake", lbt_workdir());
 
-	lbt_write_file(fake, "#!/bin/sh\necho 'Cannot frobnicate the tap' >&2\nexit 1\n");
+	lbt_write_file(fake, script);
 	cr_assert_eq(chmod(fake, 0755), 0);
 	run_on_with(&o, "LBBOX_PASTA", fake);
 	LBT_ASSERT_EXIT(o, 125);
 	cr_assert_str_eq(o.out, "", "the command ran: %s", o.out);
-	cr_assert(strstr(o.err, "lbbox: pasta could not connect the sandbox: Cannot frobnicate "
-				"the tap\n"),
-		  "%s", o.err);
+	cr_assert(strstr(o.err, want_err), "%s", o.err);
 	lbt_out_free(&o);
+	free(fake);
+}
+
+RL_TEST(pasta_failing_after_its_start_is_one_clear_error)
+{
+	run_fake_pasta("#!/bin/sh\necho 'Cannot frobnicate the tap' >&2\nexit 1\n",
+		       "lbbox: pasta could not connect the sandbox: Cannot frobnicate the tap\n");
 	// one that complains and stays, never configuring the interface: pid 1 gives up after
 	// 10 s, with pasta's words; the fake pasta (lbbox's child) is killed, nothing is left
 	lbt_add_marker("987654");
-	lbt_write_file(fake, "#!/bin/sh\necho 'Cannot add the route' >&2\nexec sleep 987654\n");
-	run_on_with(&o, "LBBOX_PASTA", fake);
-	LBT_ASSERT_EXIT(o, 125);
-	cr_assert_str_eq(o.out, "", "the command ran: %s", o.out);
-	cr_assert(strstr(o.err, "did not configure the sandbox's network in 10 s (pasta: Cannot "
-				"add the route)\n"),
-		  "%s", o.err);
+	run_fake_pasta("#!/bin/sh\necho 'Cannot add the route' >&2\nexec sleep 987654\n",
+		       "did not configure the sandbox's network in 10 s (pasta: Cannot add the "
+		       "route)\n");
 	cr_assert_eq(lbt_wait_procs_with_arg("987654", 0, 5), 0, "the fake pasta is left");
-	lbt_out_free(&o);
-	free(fake);
 }
 
 // Without --root and --runroot: $HOME/.local/share/lbbox and $XDG_RUNTIME_DIR/lbbox, or a
