@@ -480,7 +480,8 @@ def check_clean(box):
     left = [d for d in glob.glob(os.path.join(box.runroot, "*")) if not d.endswith("/box")]
     left += glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
     assert not left, "left behind: %s" % left
-    cgs = glob.glob("/sys/fs/cgroup/*/lbbox-*") + glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*")
+    cgs = (glob.glob("/sys/fs/cgroup/*/lbbox-*") + glob.glob("/sys/fs/cgroup/*/*/lbbox-*") +
+           glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*"))
     ours = [c for c in cgs if any(c.endswith(i) for i in box.ids)]
     assert not ours, "cgroups left: %s" % ours
     poll(lambda: not leftover_processes(box.tmp), 2.0)  # (processes just exiting)
@@ -494,6 +495,7 @@ class Harness:
     def __init__(self, tmp):
         self.tmp = tmp
         self.servers = []
+        self.cleanups = []  # run after every server of the test ended, pass or fail
 
     def start(self, kind, **kw):
         cls = Box if kind == "stdio" else WsBox
@@ -934,6 +936,71 @@ def backend_unavailable_without_root(h):
     ready = json.loads(body)
     assert status == 503 and ready["ready"] is False, (status, body)
     assert ready["checks"] == {"backend_available": False}, ready
+
+
+def delegated_cgroups(h, uid, gid):
+    """A child of this process's cgroup in each hierarchy lbbox uses (v2, or v1 memory, pids,
+    cpu, cpuacct, freezer), handed to uid (as systemd delegates a user's slice); removed after
+    the test. Returns the directories."""
+    dirs = []
+    used = {"memory", "pids", "cpu", "cpuacct", "freezer"}
+    v2_only = not os.path.isdir("/sys/fs/cgroup/unified")
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if ctrls and not used & set(ctrls.split(",")) or not ctrls and not v2_only:
+                continue
+            mnt = "/sys/fs/cgroup" + ("/" + ctrls if ctrls else "")
+            if not os.path.isdir(mnt):
+                continue
+            d = os.path.join(mnt + path, "lbt-rpc-%d" % os.getpid())
+            os.mkdir(d)
+            os.chown(d, uid, gid)
+            dirs.append(d)
+
+    def remove():
+        for d in dirs:
+            for sub in sorted(glob.glob(d + "/**/", recursive=True), key=len, reverse=True):
+                try:
+                    os.rmdir(sub)
+                except OSError:
+                    pass
+    h.cleanups.append(remove)
+    return dirs
+
+
+@stdio_only
+def rootless_runtime_in_a_delegated_cgroup(h):
+    """Without root but with a delegated cgroup, the runtime is a real backend: sessions in
+    their own user namespace, LangBot's limits enforced, managed processes, nothing left."""
+    pw = pwd.getpwnam("nobody")
+    os.chmod(h.tmp, 0o711)
+    for d in ("run", "root"):
+        os.makedirs(os.path.join(h.tmp, d))
+        os.chown(os.path.join(h.tmp, d), pw.pw_uid, pw.pw_gid)
+    dirs = delegated_cgroups(h, pw.pw_uid, pw.pw_gid)
+    enter = "for d in %s; do echo $$ > $d/cgroup.procs || exit 99; done; exec \"$@\"" % (
+        " ".join(dirs))
+    box = h.start("stdio", prefix=["sh", "-c", enter, "sh", "setpriv", "--reuid",
+                                   str(pw.pw_uid), "--regid", str(pw.pw_gid), "--clear-groups"])
+    assert box.ok("box_get_backend_info", {}, None) == {"name": "lbbox", "available": True}
+    assert box.ok("box_health", {}, None)["features"]["rootless"] is True
+    r = box.ok("box_exec", spec("r1", "id -u; tr -s ' ' < /proc/self/uid_map; "
+                                "cat /sys/fs/cgroup/memory/memory.limit_in_bytes; "
+                                "cat /sys/fs/cgroup/pids/pids.max"))
+    assert r["exit_code"] == 0, r
+    assert r["stdout"] == "0\n 0 %d 1\n%d\n128" % (pw.pw_uid, 512 << 20), r
+    b = box
+    b.ok("box_start_managed_process", {"session_id": "r1", "spec": {
+        "command": "sh", "args": ["-c", "while true; do sleep 1; done"]}})
+    assert b.ok("box_get_managed_process", {"session_id": "r1", "process_id": "default"})[
+        "status"] == "running"
+    assert b.ok("box_stop_managed_process", {"session_id": "r1", "process_id": "default"}) == \
+        {"stopped": "default"}
+    r = b.ok("box_exec", spec("r1", "sleep 1000 & sleep 1000", timeout_sec=1))
+    assert r["status"] == "timed_out", r
+    b.ok("box_exec", spec("r2", "true"))
+    b.ok("box_delete_session", {"session_id": "r2"})
 
 
 # -- HTTP side: health, /rpc/ws, relay (fn(h, kind); kind "stdio" or "serve") --------------------
@@ -1558,6 +1625,8 @@ def main():
             subprocess.run([LBBOX, "--runroot", os.path.join(tmp, "run"), "--root",
                             os.path.join(tmp, "root"), "session", "gc", "--ttl", "1"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for fn in h.cleanups:
+                fn()
             shutil.rmtree(tmp, ignore_errors=True)
     print("[====] Synthesis: Tested: %d | Passing: %d | Failing: %d | Crashing: 0"
           % (passed + failed, passed, failed))
