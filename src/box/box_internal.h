@@ -51,6 +51,10 @@ uint64_t box_realtime_ns(void);
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);
 /* Destroys the session's sandbox and record; the caller holds the global lock. */
 int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
+/* The same, releasing the global lock *lock (held by the caller) after the first step. */
+int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err);
+/* Another live process is deleting the session in sdir (its second step, unlocked). */
+bool box_deleting_elsewhere(const char *sdir);
 
 /* reap.c: the TTL and orphan rules; the caller holds the global lock. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);

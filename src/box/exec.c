@@ -264,7 +264,7 @@ static int drop_if_same(struct lb_box *box, const char *id, const char *sandbox,
 		return 0;
 	bool same = !strcmp(cur.sandbox, sandbox);
 	lb_box_session_free(&cur);
-	return same ? box_session_drop(box, id, err) : 0;
+	return same ? box_session_drop_unlocking(box, id, &glock, err) : 0;
 }
 
 /* Beyond this a deadline in ns would overflow; LangBot's own maximum is 300 s. */

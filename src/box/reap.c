@@ -67,6 +67,8 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 {
 	struct reap_ctx *r = ctx;
 	struct lb_box_session s;
+	if (box_deleting_elsewhere(sdir))
+		return;
 	if (box_record_read_dir(box, key, &s, NULL) < 0) {
 		/* a delete that was interrupted: finish it */
 		if (box_record_read_file(box, key, "deleting.json", &s, NULL) == 0) {
@@ -101,8 +103,9 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 static void drop_if_owned(struct lb_box *box, const char *key, const char *sdir, void *ctx)
 {
 	struct lb_box_session s;
-	if (box_record_read_dir(box, key, &s, NULL) < 0 &&
-	    box_record_read_file(box, key, "deleting.json", &s, NULL) < 0)
+	if (box_deleting_elsewhere(sdir) ||
+	    (box_record_read_dir(box, key, &s, NULL) < 0 &&
+	     box_record_read_file(box, key, "deleting.json", &s, NULL) < 0))
 		return;
 	if (!strcmp(s.owner, box->owner))
 		box_session_drop(box, s.session_id, NULL);

@@ -38,21 +38,50 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 	return r;
 }
 
-int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
+/*
+ * A drop has two steps. The first, under the global lock: the record becomes deleting.json
+ * (execs and managed-process starts see "being deleted") and a marker names this process as
+ * the deleter. The second, which may wait out the managed processes' grace period, needs no
+ * lock: others leave a session alone while its deleter lives (box_deleting_elsewhere), and
+ * finish the delete themselves if that process died.
+ */
+#define DELETER "deleter"
+
+static int drop_begin(struct lb_box *box, const char *id, struct lb_err **err)
 {
-	char sdir[4200], rec[4300], del[4300];
-	struct lb_box_session s;
+	char sdir[4200], rec[4300], del[4300], mark[4300], text[64];
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
-	char key[BOX_KEY_MAX];
-	box_session_key(id, key);
-	/* an earlier delete that was interrupted left its record as deleting.json */
-	bool have = box_record_read(box, id, &s, NULL) == 0 ||
-		    box_record_read_file(box, key, "deleting.json", &s, NULL) == 0;
+	snprintf(mark, sizeof(mark), "%s/" DELETER, sdir);
 	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
+	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
+		 (unsigned long long)lb_proc_starttime(getpid()));
+	return lb_write_fileat(AT_FDCWD, mark, text, strlen(text), O_CREAT | O_TRUNC, 0600, err);
+}
+
+bool box_deleting_elsewhere(const char *sdir)
+{
+	char path[4300];
+	_cleanup_free_ char *text = NULL;
+	int pid = 0;
+	unsigned long long start = 0;
+	snprintf(path, sizeof(path), "%s/" DELETER, sdir);
+	return lb_read_file(path, 64, &text, NULL, NULL) == 0 &&
+	       sscanf(text, "%d %llu", &pid, &start) == 2 && pid > 0 && pid != getpid() &&
+	       lb_proc_starttime(pid) == start;
+}
+
+static int drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
+{
+	char sdir[4200];
+	struct lb_box_session s;
+	box_session_dir(box, id, sdir, sizeof(sdir));
+	char key[BOX_KEY_MAX];
+	box_session_key(id, key);
+	bool have = box_record_read_file(box, key, "deleting.json", &s, NULL) == 0;
 	_cleanup_close_ int plock = -1; /* no managed process starts from now on */
 	box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, NULL);
 	box_procs_terminate_all(box, sdir);
@@ -63,6 +92,20 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
 	if (r == 0 && lb_rm_rf(sdir, err) < 0)
 		r = -1;
 	return r;
+}
+
+int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
+{
+	return drop_begin(box, id, err) < 0 ? -1 : drop_finish(box, id, err);
+}
+
+int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err)
+{
+	if (drop_begin(box, id, err) < 0)
+		return -1;
+	close(*lock);
+	*lock = -1;
+	return drop_finish(box, id, err);
 }
 
 /*
@@ -194,7 +237,7 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 		if (box_session_drop(box, bs->session_id, err) < 0)
 			return -1;
 	} else if (access(sdir, F_OK) == 0) {
-		if (creator(sdir)) {
+		if (creator(sdir) || box_deleting_elsewhere(sdir)) {
 			*what = WAIT;
 			return 0;
 		}
@@ -255,7 +298,8 @@ int lb_box_session_delete(struct lb_box *box, const char *id, struct lb_err **er
 	if (box_record_read(box, id, &cur, err) < 0)
 		return -1;
 	lb_box_session_free(&cur);
-	return box_session_drop(box, id, err);
+	/* the managed processes' grace period is waited out without holding up other sessions */
+	return box_session_drop_unlocking(box, id, &lock, err);
 }
 
 static int cmp_session(const void *a, const void *b)

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void create(const char *name, const char *extra)
@@ -346,6 +347,39 @@ LBT_TEST(proc, interrupted_delete_is_finished_later)
 	LBT_ASSERT_OUT(o, "1\n");
 	lbt_out_free(&o);
 	// the host check below: no sandbox, cgroup or process of s1 is left
+}
+
+// A delete waits out a stubborn managed process's 5 s grace without the runtime-wide lock:
+// another session is looked up (create = get-or-create, as each box_exec does, under that
+// lock) while that delete is still running, and the same id can be created again after it.
+LBT_TEST(proc, a_slow_delete_holds_up_no_other_session)
+{
+	struct lb_run_out o;
+	struct lbt_proc rm;
+	int st;
+	create("s1", NULL);
+	create("s2", NULL);
+	json_decref(proc_json("start", "s1", "stubborn", "--", "sh", "-c",
+			      "trap '' TERM; while true; do sleep 1; done", NULL));
+	usleep(300000);
+	lbt_spawn(&rm, "session", "rm", "s1", NULL);
+	for (int i = 0; i < 100; i++) { /* the delete has begun: s1's record is gone */
+		lbt_run(&o, "session", "inspect", "s1", NULL);
+		int status = o.status;
+		lbt_out_free(&o);
+		if (status != 0)
+			break;
+		usleep(20000);
+	}
+	create("s2", NULL);
+	cr_assert_eq(waitpid(rm.pid, &st, WNOHANG), 0,
+		     "looking s2 up waited for the delete of s1 to end");
+	lbt_wait(&rm, &o, 20);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	create("s1", NULL);
+	lbt_session_rm("s1");
+	lbt_session_rm("s2");
 }
 
 LBT_TEST(proc, concurrent_starts_of_one_id_leave_one_process)
