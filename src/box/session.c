@@ -38,6 +38,31 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 	return r;
 }
 
+/* Markers in a session directory naming a live process: "<pid> <start time>". */
+static int mark_process(const char *sdir, const char *name, int flags, struct lb_err **err)
+{
+	char path[4300], text[64];
+	snprintf(path, sizeof(path), "%s/%s", sdir, name);
+	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
+		 (unsigned long long)lb_proc_starttime(getpid()));
+	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | flags, 0600, err);
+}
+
+/* The live process a marker names: 1 = this one, 2 = another, 0 = none. */
+static int marked_process(const char *sdir, const char *name)
+{
+	char path[4300];
+	_cleanup_free_ char *text = NULL;
+	int pid = 0;
+	unsigned long long start = 0;
+	snprintf(path, sizeof(path), "%s/%s", sdir, name);
+	if (lb_read_file(path, 64, &text, NULL, NULL) < 0 ||
+	    sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 ||
+	    lb_proc_starttime(pid) != start)
+		return 0;
+	return pid == getpid() ? 1 : 2;
+}
+
 /*
  * A drop has two steps. The first, under the global lock: the record becomes deleting.json
  * (execs and managed-process starts see "being deleted") and a marker names this process as
@@ -49,29 +74,19 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 
 static int drop_begin(struct lb_box *box, const char *id, struct lb_err **err)
 {
-	char sdir[4200], rec[4300], del[4300], mark[4300], text[64];
+	char sdir[4200], rec[4300], del[4300];
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
-	snprintf(mark, sizeof(mark), "%s/" DELETER, sdir);
 	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
-	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
-		 (unsigned long long)lb_proc_starttime(getpid()));
-	return lb_write_fileat(AT_FDCWD, mark, text, strlen(text), O_CREAT | O_TRUNC, 0600, err);
+	return mark_process(sdir, DELETER, O_TRUNC, err);
 }
 
 bool box_deleting_elsewhere(const char *sdir)
 {
-	char path[4300];
-	_cleanup_free_ char *text = NULL;
-	int pid = 0;
-	unsigned long long start = 0;
-	snprintf(path, sizeof(path), "%s/" DELETER, sdir);
-	return lb_read_file(path, 64, &text, NULL, NULL) == 0 &&
-	       sscanf(text, "%d %llu", &pid, &start) == 2 && pid > 0 && pid != getpid() &&
-	       lb_proc_starttime(pid) == start;
+	return marked_process(sdir, DELETER) == 2;
 }
 
 static int drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
@@ -125,26 +140,13 @@ static void creating_path(const char *sdir, char *out, size_t len)
 
 static int mark_creating(const char *sdir, struct lb_err **err)
 {
-	char path[4300], text[64];
-	creating_path(sdir, path, sizeof(path));
-	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
-		 (unsigned long long)lb_proc_starttime(getpid()));
-	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600, err);
+	return mark_process(sdir, CREATING, O_EXCL, err);
 }
 
 /* The live process creating the session in sdir: 1 = this one, 2 = another, 0 = none. */
 static int creator(const char *sdir)
 {
-	char path[4300];
-	_cleanup_free_ char *text = NULL;
-	int pid = 0;
-	unsigned long long start = 0;
-	creating_path(sdir, path, sizeof(path));
-	if (lb_read_file(path, 64, &text, NULL, NULL) < 0 ||
-	    sscanf(text, "%d %llu", &pid, &start) != 2 || pid <= 0 ||
-	    lb_proc_starttime(pid) != start)
-		return 0;
-	return pid == getpid() ? 1 : 2;
+	return marked_process(sdir, CREATING);
 }
 
 /* Under the lock, with the spec built: the sandbox and its record. */
