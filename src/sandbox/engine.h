@@ -131,7 +131,8 @@ struct lb_state {
 	pid_t pid;	    /* the sandbox's pid 1, as seen from lbbox */
 	uint64_t pid_start; /* its start time in clock ticks since boot */
 	char **cgroups;	    /* absolute cgroup directories, NULL-terminated */
-	bool net_on;	    /* network "on": its lease may need collecting */
+	bool net_on;	    /* network "on" on a bridge: its lease may need collecting */
+	bool pasta;	    /* network "on" through pasta (rootless): pasta may need killing */
 };
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
 void lb_state_free(struct lb_state *st);

@@ -61,9 +61,10 @@ static bool collect_one(const char *statedir, bool *collected)
 		}
 		return false;
 	}
-	if (!is_alive(&st))
+	bool dead = !is_alive(&st);
+	if (dead && st.pasta)
 		lb_net_pasta_reap_record(statedir); /* a rootless session's pasta, at once */
-	if (!is_alive(&st) && remove_cgroups(st.cgroups)) {
+	if (dead && remove_cgroups(st.cgroups)) {
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
 		*collected = true;

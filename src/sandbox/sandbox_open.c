@@ -152,7 +152,8 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 	uint64_t start = lb_proc_starttime(st.pid);
 	/* a rootless session whose pasta is gone (killed with its creator's login, say) has no
 	 * network any more: as good as dead, so the Box replaces it */
-	bool alive = start != 0 && start == st.pid_start && lb_net_pasta_record_ok(statedir);
+	bool alive =
+	    start != 0 && start == st.pid_start && (!st.pasta || lb_net_pasta_record_ok(statedir));
 	lb_state_free(&st);
 	return alive;
 }

@@ -156,7 +156,9 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	out->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
 	out->pid_start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
 	out->cgroups = lb_json_to_strv(json_object_get(st, "cgroups"));
-	out->net_on = json_object_get(st, "net") != NULL;
+	json_t *net = json_object_get(st, "net");
+	out->pasta = json_is_string(json_object_get(net, "mode"));
+	out->net_on = net && !out->pasta;
 	json_decref(st);
 	if (out->pid <= 0 || !out->cgroups)
 		return lb_err_set(err, 0, "%s: incomplete state", path);
