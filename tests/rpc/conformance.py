@@ -1295,11 +1295,17 @@ def wait_attached(b, logical, pid, value, ctx=CTX):
     return d
 
 
+def relay_session(h, kind, session, pid, command, args=()):
+    """A runtime (with the control token) and a session running one managed process."""
+    b = h.start(kind, token=TOKEN)
+    b.ok("box_create_session", spec(session))
+    start_process(b, session, pid, command, args)
+    return b
+
+
 @http_test()
 def relay_echo_detach_reattach(h, kind):
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r1"))
-    start_process(b, "r1", "cat1", "cat")
+    b = relay_session(h, kind, "r1", "cat1", "cat")
     ws = b.relay("r1", "cat1")
     wait_attached(b, "r1", "cat1", True)
     ws.send_text('{"a":1}')
@@ -1340,9 +1346,7 @@ DUP = ('while read l; do case "$l" in split*) printf "%s" "$l"; sleep 0.3; '
 def relay_one_line_per_message(h, kind):
     """stdout lines become one text message each, newline removed, empty lines skipped, partial
     lines joined (§6.9)."""
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r2"))
-    start_process(b, "r2", "dup", "sh", ["-c", DUP])
+    b = relay_session(h, kind, "r2", "dup", "sh", ["-c", DUP])
     ws = b.relay("r2", "dup")
     ws.send_text("a")  # the process writes "a\na-2\n" at once
     assert [ws.recv_text(5), ws.recv_text(5)] == ["a", "a-2"]
@@ -1360,11 +1364,20 @@ def relay_one_line_per_message(h, kind):
     b.ok("box_delete_session", {"session_id": "r2"})
 
 
+def assert_relay_400(b, path, code, message):
+    """The relay refuses the upgrade with 400 and LangBot's JSON error body."""
+    e = b.refused(path, b.relay_headers(), ["mcp"])
+    assert e.status == 400, (path, e.status, e.body)
+    try:
+        body = json.loads(e.body)
+    except ValueError:
+        raise AssertionError("%s: body is not JSON: %r" % (path, e.body))
+    assert body == {"error": {"code": code, "message": message}}, (path, body)
+
+
 @http_test()
 def relay_process_exit_closes(h, kind):
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r3"))
-    start_process(b, "r3", "once", "sh", ["-c", 'read l; echo "bye $l"'])
+    b = relay_session(h, kind, "r3", "once", "sh", ["-c", 'read l; echo "bye $l"'])
     ws = b.relay("r3", "once")
     ws.send_text("x")
     assert ws.recv_text(5) == "bye x"
@@ -1373,23 +1386,17 @@ def relay_process_exit_closes(h, kind):
     d = poll(lambda: (lambda i: i if i["status"] == "exited" else None)(
         proc_info(b, "r3", "once")), 5)
     assert d and d["exit_code"] == 0 and d["attached"] is False, d
-    e = b.refused(relay_path(physical("r3"), "once"), b.relay_headers(), ["mcp"])
-    assert e.status == 400, (e.status, e.body)
-    assert json.loads(e.body) == {"error": {"code": "BoxManagedProcessConflictError", "message":
-                                            "managed process once in session %s is not running"
-                                            % physical("r3")}}, e.body
+    assert_relay_400(b, relay_path(physical("r3"), "once"), "BoxManagedProcessConflictError",
+                     "managed process once in session %s is not running" % physical("r3"))
     b.ok("box_delete_session", {"session_id": "r3"})
 
 
 @http_test()
 def relay_errors_are_400_json(h, kind):
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r4"))
-    start_process(b, "r4", "p1", "cat")
+    b = relay_session(h, kind, "r4", "p1", "cat")
     b.ok("box_start_managed_process", {"session_id": "r4", "spec": {  # may be over already
         "process_id": "gone", "command": "sh", "args": ["-c", "exit 0"]}})
     assert poll(lambda: proc_info(b, "r4", "gone")["status"] == "exited", 5)
-    hdr = b.relay_headers()
     cases = [
         (relay_path(physical("nosuch"), "p1"), "BoxSessionNotFoundError",
          "session %s not found" % physical("nosuch")),
@@ -1401,13 +1408,7 @@ def relay_errors_are_400_json(h, kind):
          "managed process gone in session %s is not running" % physical("r4")),
     ]
     for path, code, message in cases:
-        e = b.refused(path, hdr, ["mcp"])
-        assert e.status == 400, (path, e.status, e.body)
-        try:
-            body = json.loads(e.body)
-        except ValueError:
-            raise AssertionError("%s: body is not JSON: %r" % (path, e.body))
-        assert body == {"error": {"code": code, "message": message}}, (path, body)
+        assert_relay_400(b, path, code, message)
     ws = b.relay("r4", "p1")  # the live one still attaches
     ws.send_text("ok")
     assert ws.recv_text(5) == "ok"
@@ -1417,9 +1418,7 @@ def relay_errors_are_400_json(h, kind):
 
 @http_test()
 def relay_auth_and_generation_401(h, kind):
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r5"))
-    start_process(b, "r5", "default", "cat")
+    b = relay_session(h, kind, "r5", "default", "cat")
     b.ok("box_get_sessions", {}, dict(CTX, workspace_uuid="ws-2"))  # ws-2 is at generation 1
     path = relay_path(physical("r5"), "default")
     good = b.relay_headers()
@@ -1490,9 +1489,7 @@ def relay_legacy_without_headers(h, kind):
 @http_test()
 def relay_closes_when_placement_stale(h, kind):
     """§6.9: a newer placement generation removes the session; its relay is closed."""
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("st"))
-    start_process(b, "st", "p", "cat")
+    b = relay_session(h, kind, "st", "p", "cat")
     ws = b.relay("st", "p")
     ws.send_text("x")
     assert ws.recv_text(5) == "x"
@@ -1506,9 +1503,7 @@ def relay_closes_when_placement_stale(h, kind):
 @http_test()
 def relay_single_attachment(h, kind):
     """A second client is upgraded but waits until the first detaches (§6.9)."""
-    b = h.start(kind, token=TOKEN)
-    b.ok("box_create_session", spec("r7"))
-    start_process(b, "r7", "cat", "cat")
+    b = relay_session(h, kind, "r7", "cat", "cat")
     first = b.relay("r7", "cat")
     wait_attached(b, "r7", "cat", True)
     second = b.relay("r7", "cat")
