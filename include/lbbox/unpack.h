@@ -7,8 +7,8 @@
 #include "lbbox/err.h"
 
 enum lb_unpack_flags {
-	/* Unprivileged unpack: no device nodes (skipped), setuid/setgid bits dropped, ownership and
-	 * xattr failures ignored, no trusted.* xattrs. */
+	/* Unprivileged unpack: setuid/setgid bits dropped, ownership and xattr failures ignored,
+	 * no trusted.* xattrs. (Device nodes are skipped in every mode.) */
 	LB_UNPACK_ROOTLESS = 1 << 0,
 	/* Apply onto an existing merged tree (the copy fallback when overlayfs is unavailable):
 	 * whiteouts delete what lower layers put there instead of being converted to overlayfs
@@ -36,7 +36,7 @@ struct lb_unpack_result {
 	uint64_t tar_size;   /* bytes of the uncompressed tar stream */
 	uint64_t entries;    /* tar entries read */
 	uint64_t file_bytes; /* declared sizes of regular files written */
-	uint64_t skipped;    /* entries dropped: device nodes when not allowed, sockets */
+	uint64_t skipped;    /* entries dropped: character and block devices, sockets */
 };
 
 /* Unpacks the layer read from blob_fd (read sequentially; a pipe is fine) into the directory

@@ -26,7 +26,6 @@ static void ctx_init(struct unpack_ctx *c, int root_fd, const struct lb_unpack_o
 	*c = (struct unpack_ctx){
 	    .root_fd = root_fd,
 	    .flags = o->flags,
-	    .may_mknod = privileged,
 	    .may_trusted = privileged,
 	    .max_entries = o->max_entries ? o->max_entries : LB_UNPACK_DEFAULT_MAX_ENTRIES,
 	    .max_total_size =

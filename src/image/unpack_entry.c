@@ -232,17 +232,21 @@ static int make_hardlink(struct unpack_ctx *c, const struct dest *d, const char 
 	return 0;
 }
 
-/* Character and block devices need privilege (and are skipped without it); FIFOs do not. */
+/*
+ * Character and block devices are skipped, as rootless podman does, with or without privilege: a
+ * node for a host disk in a layer would be the host's disk. A sandbox gets its devices from
+ * lbbox's own /dev only (and image roots are mounted nodev besides). FIFOs are kept.
+ */
 static int make_node(struct unpack_ctx *c, const struct dest *d, struct archive_entry *e,
 		     mode_t type, struct lb_err **err)
 {
 	struct timespec ts[2];
 
-	if (type != S_IFIFO && !c->may_mknod) {
+	if (type != S_IFIFO) {
 		c->res.skipped++;
 		return 1;
 	}
-	if (mknodat(d->pfd, d->name, type | 0600, type == S_IFIFO ? 0 : archive_entry_rdev(e)) < 0)
+	if (mknodat(d->pfd, d->name, S_IFIFO | 0600, 0) < 0)
 		return lb_err_set(err, errno, "mknod %s", d->path);
 	if (set_owner(c, d, e, err) < 0)
 		return -1;

@@ -29,7 +29,6 @@ struct unpack_dirmeta {
 struct unpack_ctx {
 	int root_fd;
 	unsigned flags;
-	bool may_mknod;	  /* root and not rootless: character and block devices allowed */
 	bool may_trusted; /* root and not rootless: trusted.* xattrs allowed */
 	uint64_t max_entries, max_total_size, max_path;
 	struct lb_unpack_result res;

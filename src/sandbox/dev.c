@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -63,8 +64,11 @@ int lb_mount_dev(int rootfd, struct lb_err **err)
 		if (symlinkat(links[i].target, devfd, links[i].name) < 0)
 			return lb_err_set(err, errno, "symlink /dev/%s", links[i].name);
 	if (mount_sub(devfd, "pts", "devpts", MS_NOSUID | MS_NOEXEC,
-		      "newinstance,ptmxmode=0666,mode=0620", err) < 0)
+		      "newinstance,ptmxmode=0666,mode=0620", err) < 0 ||
+	    mount_sub(devfd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		      "mode=1777,size=65536k", err) < 0)
 		return -1;
-	return mount_sub(devfd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			 "mode=1777,size=65536k", err);
+	/* /dev is the one place without nodev: read-only, so even a command given CAP_MKNOD
+	 * cannot add a node to it (pts and shm below stay writable). */
+	return lb_mount_setattr(devfd, false, MOUNT_ATTR_RDONLY, 0, err);
 }

@@ -48,8 +48,13 @@ int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, in
 		    struct lb_err **err);
 int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned long flags,
 		const char *data, struct lb_err **err);
+/* Adds attrs (MOUNT_ATTR_*) to the mount fd refers to (and every mount below it when rec),
+ * keeping its other flags; propagation: MS_PRIVATE, MS_SLAVE ..., or 0 to leave it. */
+int lb_mount_setattr(int fd, bool rec, uint64_t attrs, uint64_t propagation, struct lb_err **err);
 /* Makes an existing mount read-only (recursively when rec), keeping nosuid/nodev/noexec. */
 int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
+/* Binds source (a host path) on target inside the root: nodev, nosuid, private propagation,
+ * read-only when asked, recursively. */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
 		    struct lb_err **err);
 

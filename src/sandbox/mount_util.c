@@ -91,27 +91,54 @@ int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned 
 	return 0;
 }
 
-int lb_remount_ro(const char *path, bool rec, struct lb_err **err)
+/* Older kernels (no mount_setattr): a bind remount must repeat the flags the mount has. */
+static int setattr_fallback(int fd, uint64_t attrs, uint64_t propagation, struct lb_err **err)
 {
-	/* mount_setattr changes a whole subtree at once and keeps every other flag. */
-	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-	unsigned int at = AT_NO_AUTOMOUNT | (rec ? AT_RECURSIVE : 0);
-	if (syscall(SYS_mount_setattr, AT_FDCWD, path, at, &attr, sizeof(attr)) == 0)
-		return 0;
-	if (errno != ENOSYS)
-		return lb_err_set(err, errno, "make %s read-only", path);
-
-	/* Older kernels: a bind remount must repeat the flags the mount already has. */
+	char path[64];
 	struct statvfs sv;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (statvfs(path, &sv) < 0)
 		return lb_err_set(err, errno, "statvfs %s", path);
-	unsigned long keep = sv.f_flag & (ST_NOSUID | ST_NODEV | ST_NOEXEC | ST_NOATIME |
-					  ST_NODIRATIME | ST_RELATIME);
-	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0)
-		return lb_err_set(err, errno, "make %s read-only", path);
+	unsigned long flags = sv.f_flag & (ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC |
+					   ST_NOATIME | ST_NODIRATIME | ST_RELATIME);
+	flags |= (attrs & MOUNT_ATTR_RDONLY ? MS_RDONLY : 0) |
+		 (attrs & MOUNT_ATTR_NOSUID ? MS_NOSUID : 0) |
+		 (attrs & MOUNT_ATTR_NODEV ? MS_NODEV : 0);
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
+		return lb_err_set(err, errno, "remount %s", path);
+	if (propagation && mount(NULL, path, NULL, propagation | MS_REC, NULL) < 0)
+		return lb_err_set(err, errno, "change propagation of %s", path);
 	return 0;
 }
 
+int lb_mount_setattr(int fd, bool rec, uint64_t attrs, uint64_t propagation, struct lb_err **err)
+{
+	/* mount_setattr changes a whole subtree at once and keeps every other flag. */
+	struct mount_attr attr = {.attr_set = attrs, .propagation = propagation};
+	unsigned int at = AT_EMPTY_PATH | AT_NO_AUTOMOUNT | (rec ? AT_RECURSIVE : 0);
+	if (syscall(SYS_mount_setattr, fd, "", at, &attr, sizeof(attr)) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return lb_err_set(err, errno, "set mount attributes");
+	return setattr_fallback(fd, attrs, propagation, err);
+}
+
+int lb_remount_ro(const char *path, bool rec, struct lb_err **err)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "open %s", path);
+	if (lb_mount_setattr(fd, rec, MOUNT_ATTR_RDONLY, 0, err) < 0)
+		return lb_err_wrap(err, "make %s read-only", path);
+	return 0;
+}
+
+/*
+ * Whatever comes from the host (volumes, the host image's directories, generated /etc files) is
+ * bound nodev and nosuid, so no device node or setuid file on the host side becomes usable
+ * through it, and private, so nothing mounted on the host later (under a shared mount) appears
+ * inside, writable, and nothing mounted inside leaks out.
+ */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
 		    struct lb_err **err)
 {
@@ -123,13 +150,12 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 		return lb_err_wrap(err, "bind %s on %s", source, target);
 	if (lb_mount_fd(source, fd, NULL, MS_BIND | MS_REC, NULL, err) < 0)
 		return lb_err_wrap(err, "bind on %s", target);
-	if (!readonly)
-		return 0;
 	/* The bind now covers the opened dentry; reopen to reach the new mount's root. */
 	_cleanup_close_ int mfd = -1;
 	if (lb_open_in_root(rootfd, target, false, false, &mfd, err) < 0)
 		return -1;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
-	return lb_remount_ro(path, true, err);
+	uint64_t attrs = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | (readonly ? MOUNT_ATTR_RDONLY : 0);
+	if (lb_mount_setattr(mfd, true, attrs, MS_PRIVATE, err) < 0)
+		return lb_err_wrap(err, "bind on %s", target);
+	return 0;
 }

@@ -1,6 +1,7 @@
 /* The sandbox's root: a bind of the rootfs (or the host image), the system mounts, pivot_root. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -177,6 +178,10 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
 		return lb_err_set(err, errno, "open %s", newroot);
+	/* A device node in an image (or a rootfs directory) is never usable: the only devices a
+	 * sandbox can open are the ones lb_mount_dev binds into /dev, mounted after this. */
+	if (lb_mount_setattr(rootfd, true, MOUNT_ATTR_NODEV, 0, err) < 0)
+		return lb_err_wrap(err, "root %s", newroot);
 	if (lb_spec_is_host_image(spec) && lb_rootfs_host_image(rootfd, err) < 0)
 		return -1;
 	if (lb_mount_proc_sys(rootfd, ctx->cg, err) < 0)
