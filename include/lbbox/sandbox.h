@@ -13,6 +13,15 @@ struct lb_paths {
 	const char *runroot; /* runtime state (default /run/lbbox) */
 };
 
+/* Creates the store and the runtime directory private to this user (0700), tightens existing
+ * ones that are plainly lbbox's, refuses ones that belong to someone else or are open to others
+ * otherwise. Every program of lbbox calls it before using either. */
+int lb_paths_secure(const struct lb_paths *p, struct lb_err **err);
+/* Refuses a host path (canonical) that is, contains or lies inside the store or the runtime
+ * directory, by name or by identity (another name for the same directory). */
+int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const char *original,
+			 struct lb_err **err);
+
 struct lb_result {
 	int exit_code; /* the command's status, or 128 + signal */
 	int signal;    /* signal that ended the command, 0 if it exited */

@@ -19,6 +19,9 @@ struct lb_mount {
 	char *source; /* host path, canonical (realpath) after lb_spec_check */
 	char *target; /* absolute path inside the sandbox */
 	bool readonly;
+	/* lbbox's own directory (a session's workspace in its state): exempt from the rules on
+	 * host paths a user gives, which forbid lbbox's state. Never set from user input. */
+	bool owned;
 };
 
 struct lb_rlimit {
@@ -110,11 +113,13 @@ int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err);
 /* LangBot's blocked-path rule on an already canonical path: 0 when allowed. */
 int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err);
 
+struct lb_paths;
 /*
- * Validates the spec before anything is created: canonicalises and checks every mount source,
- * checks limits (memory >= 32 MiB, pids >= 1 when set), cwd and targets absolute, rootfs a
- * directory. Fills in canonical mount sources.
+ * Validates the spec before anything is created: canonicalises and checks every mount source
+ * (the blocked paths, and never lbbox's own store or state in paths), checks limits (memory >=
+ * 32 MiB, pids >= 1 when set), cwd and targets absolute, rootfs a directory. Fills in canonical
+ * mount sources.
  */
-int lb_spec_check(struct lb_spec *spec, struct lb_err **err);
+int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_err **err);
 
 #endif

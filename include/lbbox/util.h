@@ -25,6 +25,14 @@ int lb_write_fileat(int dirfd, const char *path, const char *buf, size_t len, in
 int lb_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 			 struct lb_err **err);
 int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err);
+/*
+ * A directory only this user may enter (lbbox's store and runtime state; what = its name in
+ * messages): created 0700 (missing parents 0755). An existing one must belong to this user; if
+ * others may enter it, it is made 0700 when it is empty or every entry passes ours(name) (may be
+ * NULL), and refused otherwise, as is one others may write to.
+ */
+int lb_private_dir(const char *path, const char *what, bool (*ours)(const char *name),
+		   struct lb_err **err);
 /* Removes a directory tree (no crossing of mount points is attempted: callers own the tree). */
 int lb_rm_rf(const char *path, struct lb_err **err);
 

@@ -1,5 +1,6 @@
 /* Parsing, whole-file I/O and path helpers. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -175,6 +176,57 @@ int lb_write_file_atomic(const char *path, const void *buf, size_t len, mode_t m
 		unlink(tmp);
 		return lb_err_set(err, e, "rename %s", path);
 	}
+	return 0;
+}
+
+/* Every entry of the directory fd satisfies ours(name). Consumes nothing: fd stays open. */
+static bool only_ours(int fd, bool (*ours)(const char *name))
+{
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	bool ok = d != NULL;
+	for (struct dirent *de; ok && (de = readdir(d));)
+		ok = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		     (ours && ours(de->d_name));
+	if (d)
+		closedir(d);
+	else if (dfd >= 0)
+		close(dfd);
+	return ok;
+}
+
+int lb_private_dir(const char *path, const char *what, bool (*ours)(const char *name),
+		   struct lb_err **err)
+{
+	_cleanup_free_ char *parent = strdup(path);
+	if (!parent)
+		return lb_err_set(err, ENOMEM, "%s %s", what, path);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		if (lb_mkdir_p(parent, 0755, err) < 0)
+			return lb_err_wrap(err, "%s %s", what, path);
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return lb_err_set(err, errno, "%s %s", what, path);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return lb_err_set(err, errno, "%s %s", what, path);
+	if (st.st_uid != geteuid())
+		return lb_err_set(err, 0, "%s %s belongs to uid %u, not to this user (uid %u)",
+				  what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (!(st.st_mode & 077))
+		return 0;
+	/* Open to others: tightened only when it is plainly lbbox's own (or empty); a directory
+	 * others could write to, or one holding anything else, is not ours to chmod. */
+	if ((st.st_mode & 022) || !only_ours(fd, ours))
+		return lb_err_set(err, 0,
+				  "%s %s is open to other users (mode %04o); make it private "
+				  "(chmod 700) or choose another directory",
+				  what, path, (unsigned)(st.st_mode & 07777));
+	if (fchmod(fd, 0700) < 0)
+		return lb_err_set(err, errno, "make %s %s private", what, path);
 	return 0;
 }
 

@@ -13,7 +13,7 @@
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 
-static int add_mount(struct lb_spec *spec, const char *src, const char *dst, bool ro,
+static int add_mount(struct lb_spec *spec, const char *src, const char *dst, bool ro, bool owned,
 		     struct lb_err **err)
 {
 	if (spec->n_mounts >= LB_MAX_MOUNTS)
@@ -23,6 +23,7 @@ static int add_mount(struct lb_spec *spec, const char *src, const char *dst, boo
 	m->source = strdup(src);
 	m->target = strdup(dst);
 	m->readonly = ro;
+	m->owned = owned;
 	spec->n_mounts++;
 	if (!m->source || !m->target)
 		return lb_err_set(err, ENOMEM, "mount");
@@ -59,27 +60,13 @@ static int check_allowed(char *const *roots, const char *path, struct lb_err **e
 			  p);
 }
 
-/* lbbox's own state (runroot: keeper sockets, records; root: the store and its seccomp cache)
- * mounted into a sandbox would hand it the other sandboxes: refused, whatever the roots say. */
-static int check_not_own(const struct lb_paths *own, const char *path, struct lb_err **err)
-{
-	_cleanup_free_ char *real = realpath(path, NULL);
-	const char *dirs[] = {own->runroot, own->root};
-	for (size_t i = 0; real && i < 2; i++) {
-		_cleanup_free_ char *d = realpath(dirs[i], NULL);
-		if (d && (under(real, d) || under(d, real)))
-			return lb_err_box(err, LB_BOX_EVALIDATION,
-					  "host_path %s overlaps lbbox's own state (%s)", path, d);
-	}
-	return 0;
-}
-
 static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *own,
 			   char *const *roots, const char *workspace, struct lb_spec *spec,
 			   struct lb_err **err)
 {
+	/* the session's own workspace, in lbbox's state: not a host path of the user's */
 	if (!bs->host_path)
-		return add_mount(spec, workspace, bs->mount_path, false, err);
+		return add_mount(spec, workspace, bs->mount_path, false, true, err);
 	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)
 		return 0;
 	if (check_allowed(roots, bs->host_path, err) < 0)
@@ -88,11 +75,10 @@ static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *
 	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_p(bs->host_path, 0755, NULL) < 0)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "host_path %s cannot be created",
 				  bs->host_path);
-	if (check_allowed(roots, bs->host_path, err) < 0 || /* now by its realpath */
-	    check_not_own(own, bs->host_path, err) < 0)
+	if (check_allowed(roots, bs->host_path, err) < 0) /* now by its realpath */
 		return -1;
 	return add_mount(spec, bs->host_path, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
-			 err);
+			 false, err);
 }
 
 int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
@@ -105,9 +91,8 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 		if (m->mode == LB_BOX_MOUNT_NONE)
 			continue;
 		if (check_allowed(roots, m->host_path, err) < 0 ||
-		    check_not_own(own, m->host_path, err) < 0 ||
-		    add_mount(spec, m->host_path, m->mount_path, m->mode == LB_BOX_MOUNT_RO, err) <
-			0)
+		    add_mount(spec, m->host_path, m->mount_path, m->mode == LB_BOX_MOUNT_RO, false,
+			      err) < 0)
 			return -1;
 	}
 	spec->limits.memory_bytes = (uint64_t)bs->memory_mb << 20;
@@ -119,7 +104,7 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
 	spec->readonly_root = bs->read_only_rootfs;
 	spec->session = true;
-	if (lb_spec_check(spec, err) < 0) {
+	if (lb_spec_check(spec, own, err) < 0) {
 		if (!(*err)->cls)
 			(*err)->cls = LB_BOX_EVALIDATION;
 		return -1;

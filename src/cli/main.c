@@ -151,6 +151,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return LB_EXIT_SETUP;
 	}
+	/* before any verb touches them, whichever runs first on this host */
+	struct lb_err *err = NULL;
+	if (lb_paths_secure(&g.paths, &err) < 0) {
+		cli_error("%s", err->msg);
+		lb_err_free(&err);
+		return LB_EXIT_SETUP;
+	}
 	const char *verb = argv[optind];
 	if (strcmp(verb, "run") == 0)
 		return cli_run(&g, argc - optind, argv + optind);

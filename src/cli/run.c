@@ -511,7 +511,7 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	struct lb_result res;
 	int setup_exit = LB_EXIT_SETUP, code;
 
-	if (prepare(&o, g, argc, argv, &err) < 0 || lb_spec_check(&o.spec, &err) < 0) {
+	if (prepare(&o, g, argc, argv, &err) < 0 || lb_spec_check(&o.spec, &g->paths, &err) < 0) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);
 		return LB_EXIT_SETUP;

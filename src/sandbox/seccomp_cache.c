@@ -85,17 +85,51 @@ int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[L
 	return 0;
 }
 
-/* Only a regular file of ours that nobody else can write may become a seccomp filter. */
-static int read_trusted(const char *path, char **out, size_t *size)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
+/*
+ * A cached program is a filter every later sandbox installs, so it is trusted only as far as
+ * its place is: the store is private to lbbox's user and no sandbox may mount it (paths.c). On
+ * top of that, the directory and the file must be ours and closed to others, and the file
+ * carries a checksum over its key and its program, which catches truncated, corrupted and
+ * misplaced files (it is not a secret: it cannot stop a writer who can reach the file, which is
+ * why nothing but lbbox may).
+ */
+#define CACHE_MAGIC "lbbpf01"
 
-	if (fd < 0 || fstat(fd, &st) < 0)
+struct cache_header {
+	char magic[8];
+	uint64_t sum;
+};
+
+/* FNV-1a, 64 bits: cheap (no crypto library on the run path) and enough to catch damage. */
+static uint64_t cache_sum(const char *key, const void *prog, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ ((const unsigned char *)prog)[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static bool private_to_us(int fd, bool dir)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 077))
+		return false;
+	return dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+static int read_trusted(const char *dir, const char *name, char **out, size_t *size)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || !private_to_us(dfd, true))
 		return -1;
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || !private_to_us(fd, false) || fstat(fd, &st) < 0)
 		return -1;
-	if (st.st_size <= 0 || (size_t)st.st_size > BPF_MAXINSNS * sizeof(struct sock_filter))
+	if (st.st_size <= 0 || (size_t)st.st_size > sizeof(struct cache_header) +
+							BPF_MAXINSNS * sizeof(struct sock_filter))
 		return -1;
 	_cleanup_free_ char *buf = malloc((size_t)st.st_size);
 	if (!buf || lb_read_all(fd, buf, (size_t)st.st_size) != st.st_size)
@@ -107,17 +141,23 @@ static int read_trusted(const char *path, char **out, size_t *size)
 
 int lb_scmp_cache_load(const char *dir, const char *key, struct lb_seccomp_prog **out)
 {
-	_cleanup_free_ char *path = NULL, *buf = NULL;
+	_cleanup_free_ char *name = NULL, *buf = NULL;
 	_cleanup_err_ struct lb_err *e = NULL;
+	struct cache_header h;
 	size_t size;
 
-	if (asprintf(&path, "%s/%s.bpf", dir, key) < 0) {
-		path = NULL;
+	if (asprintf(&name, "%s.bpf", key) < 0) {
+		name = NULL;
 		return -1;
 	}
-	if (read_trusted(path, &buf, &size) < 0)
+	if (read_trusted(dir, name, &buf, &size) < 0 || size <= sizeof(h))
 		return -1;
-	if (lb_scmp_prog_from_bytes(buf, size, out, &e) < 0)
+	memcpy(&h, buf, sizeof(h));
+	const char *prog = buf + sizeof(h);
+	size -= sizeof(h);
+	if (memcmp(h.magic, CACHE_MAGIC, sizeof(h.magic)) || h.sum != cache_sum(key, prog, size))
+		return -1;
+	if (lb_scmp_prog_from_bytes(prog, size, out, &e) < 0)
 		return -1;
 	(*out)->from_cache = 1;
 	return 0;
@@ -125,17 +165,20 @@ int lb_scmp_cache_load(const char *dir, const char *key, struct lb_seccomp_prog 
 
 void lb_scmp_cache_store(const char *dir, const char *key, const struct lb_seccomp_prog *prog)
 {
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *buf = NULL;
 	_cleanup_err_ struct lb_err *e = NULL;
+	size_t len = prog->len * sizeof(struct sock_filter);
+	struct cache_header h = {.magic = CACHE_MAGIC, .sum = cache_sum(key, prog->filter, len)};
 
 	if (asprintf(&path, "%s/%s.bpf", dir, key) < 0) {
 		path = NULL;
 		return;
 	}
-	if (lb_mkdir_p(dir, 0700, &e) < 0)
+	if (lb_mkdir_p(dir, 0700, &e) < 0 || !(buf = malloc(sizeof(h) + len)))
 		return;
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), prog->filter, len);
 	/* Errors (read-only or full file system, a racing writer) only cost the next run
 	 * a recompilation. */
-	(void)lb_write_file_atomic(path, prog->filter, prog->len * sizeof(struct sock_filter), 0600,
-				   &e);
+	(void)lb_write_file_atomic(path, buf, sizeof(h) + len, 0600, &e);
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
 #include "lbbox/spec.h"
 #include "lbbox/util.h"
 
@@ -208,12 +209,13 @@ int lb_check_host_path(const char *canonical, const char *original, struct lb_er
 	return 0;
 }
 
-static int check_mount(struct lb_mount *m, struct lb_err **err)
+static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct lb_err **err)
 {
 	char *real = realpath(m->source, NULL);
 	if (!real)
 		return lb_err_set(err, errno, "volume host path %s", m->source);
-	if (lb_check_host_path(real, m->source, err) < 0) {
+	if (!m->owned && (lb_check_host_path(real, m->source, err) < 0 ||
+			  lb_paths_check_mount(paths, real, m->source, err) < 0)) {
 		free(real);
 		return -1;
 	}
@@ -232,7 +234,7 @@ static int check_limits(const struct lb_spec *spec, struct lb_err **err)
 	return 0;
 }
 
-int lb_spec_check(struct lb_spec *spec, struct lb_err **err)
+int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_err **err)
 {
 	struct stat st;
 
@@ -254,7 +256,7 @@ int lb_spec_check(struct lb_spec *spec, struct lb_err **err)
 	if (check_limits(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (check_mount(&spec->mounts[i], err) < 0)
+		if (check_mount(&spec->mounts[i], paths, err) < 0)
 			return -1;
 	return 0;
 }

@@ -803,7 +803,8 @@ Test(seccomp_cache, second_prepare_hits)
 	cr_assert(same_prog(first, uncached));
 	cr_assert_not(same_prog(first, other_caps));
 	cr_assert_eq(stat(file, &st), 0);
-	cr_assert_eq((size_t)st.st_size, first->len * sizeof(struct sock_filter));
+	/* a 16-byte header (magic, checksum), then the program */
+	cr_assert_eq((size_t)st.st_size, 16 + first->len * sizeof(struct sock_filter));
 	lb_seccomp_prog_free(first);
 	lb_seccomp_prog_free(second);
 	lb_seccomp_prog_free(other_caps);
@@ -848,21 +849,62 @@ Test(seccomp_cache, corrupt_file_recompiled)
 	tmpdir_free(dir);
 }
 
+/* The program a sandbox would most like to plant: allow everything. */
+static const struct sock_filter allow_all[1] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
+
+static void expect_not_loaded(const char *dir, const struct lb_seccomp_prog *good, const char *why)
+{
+	struct lb_seccomp_prog *p = prepare_ok(NULL, 0, dir);
+	cr_assert_eq(p->from_cache, 0, "%s: loaded from the cache", why);
+	cr_assert(same_prog(p, good));
+	lb_seccomp_prog_free(p);
+}
+
 Test(seccomp_cache, untrusted_file_ignored)
 {
 	char *dir = tmpdir_new(), *file = cache_file(dir, 0);
 	struct lb_seccomp_prog *good = prepare_ok(NULL, 0, dir);
-	/* a valid program, but writable by others: never loaded */
-	struct sock_filter allow_all[1] = {BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)};
 	struct lb_err *err = NULL;
+
+	/* a valid program without the header (as a writer who knows only the old format) */
+	cr_assert_eq(lb_write_file_atomic(file, allow_all, sizeof(allow_all), 0600, &err), 0);
+	expect_not_loaded(dir, good, "headerless program");
+	/* a valid program, but readable or writable by others: never loaded */
 	cr_assert_eq(lb_write_file_atomic(file, allow_all, sizeof(allow_all), 0666, &err), 0);
 	cr_assert_eq(chmod(file, 0666), 0);
-	struct lb_seccomp_prog *p = prepare_ok(NULL, 0, dir);
-	cr_assert_eq(p->from_cache, 0);
-	cr_assert(same_prog(p, good));
-	lb_seccomp_prog_free(p);
+	expect_not_loaded(dir, good, "mode 0666");
 	lb_seccomp_prog_free(good);
 	free(file);
+	tmpdir_free(dir);
+}
+
+/* A genuine cache file of another key (other capabilities) copied over this key's name. */
+Test(seccomp_cache, file_of_another_key_ignored)
+{
+	char *dir = tmpdir_new(), *mine = cache_file(dir, 0),
+	     *other = cache_file(dir, 1ULL << CAP_SYSLOG);
+	struct lb_seccomp_prog *good = prepare_ok(NULL, 0, NULL);
+	lb_seccomp_prog_free(prepare_ok(NULL, 1ULL << CAP_SYSLOG, dir));
+	cr_assert_eq(rename(other, mine), 0);
+	expect_not_loaded(dir, good, "another key's file");
+	lb_seccomp_prog_free(good);
+	free(mine);
+	free(other);
+	tmpdir_free(dir);
+}
+
+/* The directory others may enter or write: nothing in it is trusted. */
+Test(seccomp_cache, open_directory_ignored)
+{
+	char *dir = tmpdir_new();
+	struct lb_seccomp_prog *good = prepare_ok(NULL, 0, dir);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	expect_not_loaded(dir, good, "directory 0755");
+	cr_assert_eq(chmod(dir, 0700), 0);
+	struct lb_seccomp_prog *p = prepare_ok(NULL, 0, dir);
+	cr_assert_eq(p->from_cache, 1, "a private directory's file is used");
+	lb_seccomp_prog_free(p);
+	lb_seccomp_prog_free(good);
 	tmpdir_free(dir);
 }
 

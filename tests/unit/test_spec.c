@@ -8,8 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lbbox/sandbox.h"
 #include "lbbox/spec.h"
 #include "lbbox/util.h"
+
+// No store or runtime directory: these tests are about the other rules.
+static const struct lb_paths test_paths = {"/nonexistent-lbbox-test-root",
+					   "/nonexistent-lbbox-test-run"};
 
 static void mount_free(struct lb_mount *m)
 {
@@ -184,7 +189,7 @@ Test(spec_check, symlink_into_blocked_path_is_refused)
 	spec.mounts[0].target = strdup("/x");
 	spec.n_mounts = 1;
 	struct lb_err *err = NULL;
-	cr_assert_lt(lb_spec_check(&spec, &err), 0);
+	cr_assert_lt(lb_spec_check(&spec, &test_paths, &err), 0);
 	cr_assert(strstr(err->msg, "is blocked for security"), "%s", err->msg);
 	cr_assert(strstr(err->msg, link), "message names the path given: %s", err->msg);
 	lb_err_free(&err);
@@ -201,21 +206,21 @@ Test(spec_check, limits_and_paths)
 	spec.argv = calloc(2, sizeof(char *));
 	spec.argv[0] = strdup("true");
 	spec.limits.memory_bytes = 16ULL << 20;
-	cr_assert_lt(lb_spec_check(&spec, &err), 0);
+	cr_assert_lt(lb_spec_check(&spec, &test_paths, &err), 0);
 	cr_assert(strstr(err->msg, "32 MiB"), "%s", err->msg);
 	lb_err_free(&err);
 	spec.limits.memory_bytes = 64ULL << 20;
 	spec.rootfs = strdup("/nonexistent-lbbox-rootfs");
-	cr_assert_lt(lb_spec_check(&spec, &err), 0);
+	cr_assert_lt(lb_spec_check(&spec, &test_paths, &err), 0);
 	cr_assert(strstr(err->msg, "/nonexistent-lbbox-rootfs"), "%s", err->msg);
 	lb_err_free(&err);
 	free(spec.rootfs);
 	spec.rootfs = NULL;
 	spec.cwd = strdup("relative");
-	cr_assert_lt(lb_spec_check(&spec, &err), 0);
+	cr_assert_lt(lb_spec_check(&spec, &test_paths, &err), 0);
 	lb_err_free(&err);
 	free(spec.cwd);
 	spec.cwd = strdup("/workspace");
-	cr_assert_eq(lb_spec_check(&spec, &err), 0);
+	cr_assert_eq(lb_spec_check(&spec, &test_paths, &err), 0);
 	lb_spec_free(&spec);
 }

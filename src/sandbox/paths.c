@@ -1,0 +1,94 @@
+/*
+ * lbbox's own directories: the store (--root: images, unpacked snapshots, the seccomp cache) and
+ * the runtime state (--runroot). Both are private to the user running lbbox, as podman's and
+ * Docker's are: an image's setuid file in a snapshot must never be reachable from the host, nor
+ * another sandbox's state. And no sandbox may mount either of them, or a directory holding them:
+ * a sandbox could rewrite the cached seccomp programs or the state of the others.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "lbbox/cleanup.h"
+#include "lbbox/sandbox.h"
+#include "lbbox/util.h"
+
+/* What lbbox itself puts at the top of the store (image/ and the seccomp cache). */
+static bool root_entry(const char *name)
+{
+	static const char *const names[] = {"oci-layout", "blobs",  "tmp",	 "snapshots",
+					    "cache",	  "images", "index.json"};
+	if (name[0] == '.' || !strncmp(name, "index.json", 10))
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* Sandboxes' state directories (12 hex digits), the Box's and the networks' state, locks. */
+static bool runroot_entry(const char *name)
+{
+	if (name[0] == '.' || !strcmp(name, "box") || !strcmp(name, "net"))
+		return true;
+	size_t n = strspn(name, "0123456789abcdef");
+	return n == 12 && name[n] == '\0';
+}
+
+int lb_paths_secure(const struct lb_paths *p, struct lb_err **err)
+{
+	if (lb_private_dir(p->root, "store", root_entry, err) < 0 ||
+	    lb_private_dir(p->runroot, "runtime directory", runroot_entry, err) < 0)
+		return -1;
+	return 0;
+}
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strcmp(dir, "/") || (!strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/'));
+}
+
+/* Whether the directory (dev, ino) is path or one of its ancestors: the same directory seen
+ * through another name (a bind mount of it) counts too. */
+static bool on_chain(const char *path, dev_t dev, ino_t ino)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return true; /* out of memory: refuse rather than guess */
+	for (char *end = p; end;) {
+		struct stat st;
+		if (stat(*p ? p : "/", &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+			return true;
+		end = strrchr(p, '/');
+		if (end)
+			*end = '\0';
+	}
+	return false;
+}
+
+static bool overlaps(const char *canonical, const char *dir)
+{
+	_cleanup_free_ char *real = realpath(dir, NULL);
+	struct stat a, b;
+	if (!real)
+		return false; /* not created yet: nothing of it can be mounted */
+	if (under(canonical, real) || under(real, canonical))
+		return true;
+	if (stat(canonical, &a) < 0 || stat(real, &b) < 0)
+		return false;
+	return on_chain(real, a.st_dev, a.st_ino) || on_chain(canonical, b.st_dev, b.st_ino);
+}
+
+int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const char *original,
+			 struct lb_err **err)
+{
+	const char *dirs[] = {p->root, p->runroot};
+	for (size_t i = 0; i < 2; i++)
+		if (dirs[i] && overlaps(canonical, dirs[i]))
+			return lb_err_set(err, 0,
+					  "host path %s overlaps lbbox's own state (%s): refused",
+					  original, dirs[i]);
+	return 0;
+}
