@@ -70,6 +70,9 @@ static void upstream_up(void)
 	lbt_serve(cmd), free(cmd);
 	cmd = lbt_strdupf("ip netns exec %s busybox wget -q -O - http://" UP_PEER ":8080/", N.ns);
 	lbt_wait_ready(cmd), free(cmd);
+	/* the DNS responder (Python) starts slower than httpd: wait for its answer too */
+	cmd = lbt_strdupf("ip netns exec %s busybox nslookup " DNS_NAME " " UP_PEER, N.ns);
+	lbt_wait_ready(cmd), free(cmd);
 	free(www), free(cgi), free(script), free(py), free(idx);
 }
 
