@@ -20,13 +20,18 @@
 int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, char **lowerdir,
 			 size_t *missing, struct lb_err **err);
 
-/* Unpacks every missing layer of the image (lbbox-image only: links libarchive). */
+struct lb_unpack_opts;
+/* Unpacks every missing layer of the image (lbbox-image only: links libarchive). limits (may be
+ * NULL: the defaults): max_entries and max_total_size bound what this image's layers unpack in
+ * all. */
 int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
-			const struct lb_image_config *cfg, struct lb_err **err);
+			const struct lb_image_config *cfg, const struct lb_unpack_opts *limits,
+			struct lb_err **err);
 
 /* Where overlayfs is missing: all layers applied onto one tree (lbbox-image only). */
 int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
-			     const struct lb_image_config *cfg, struct lb_err **err);
+			     const struct lb_image_config *cfg, const struct lb_unpack_opts *limits,
+			     struct lb_err **err);
 /* Its path ROOT/snapshots/<top chain id>.flat/fs in *dir, and whether it exists yet. */
 int lb_snapshot_flat_dir(const char *root, const struct lb_image_config *cfg, char **dir,
 			 bool *exists, struct lb_err **err);

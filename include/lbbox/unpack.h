@@ -19,8 +19,10 @@ enum lb_unpack_flags {
 	LB_UNPACK_USERXATTR = 1 << 2,
 };
 
+/* Per image (all its layers unpacked in one go); users set them with LBBOX_UNPACK_MAX_ENTRIES
+ * and LBBOX_UNPACK_MAX_SIZE (lbbox-image reads them). */
 #define LB_UNPACK_DEFAULT_MAX_ENTRIES	 1000000ULL
-#define LB_UNPACK_DEFAULT_MAX_TOTAL_SIZE (64ULL << 30) /* sum of the file sizes in the layer */
+#define LB_UNPACK_DEFAULT_MAX_TOTAL_SIZE (64ULL << 30) /* sum of the declared file sizes */
 #define LB_UNPACK_DEFAULT_MAX_PATH	 4096
 
 struct lb_unpack_opts {
@@ -29,6 +31,8 @@ struct lb_unpack_opts {
 	uint64_t max_entries;	 /* 0: LB_UNPACK_DEFAULT_MAX_ENTRIES */
 	uint64_t max_total_size; /* 0: LB_UNPACK_DEFAULT_MAX_TOTAL_SIZE */
 	uint64_t max_path;	 /* bytes of a path or link target; 0: LB_UNPACK_DEFAULT_MAX_PATH */
+	/* Already used by the image's lower layers, counted against the two maxima above. */
+	uint64_t used_entries, used_bytes;
 };
 
 struct lb_unpack_result {

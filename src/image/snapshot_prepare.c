@@ -17,13 +17,21 @@
 #include "lbbox/unpack.h"
 #include "lbbox/util.h"
 
+/* The image's unpack budget (limits from the caller, what its layers used so far). */
+struct budget {
+	struct lb_unpack_opts limits;
+};
+
 static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, const char *fs,
-		       const char *want_diff_id, unsigned flags, struct lb_err **err)
+		       const char *want_diff_id, unsigned flags, struct budget *b,
+		       struct lb_err **err)
 {
 	_cleanup_close_ int blob = -1, fsfd = -1;
 	uint64_t size;
 	struct lb_unpack_result res;
-	struct lb_unpack_opts opts = {.media_type = layer->media_type, .flags = flags};
+	struct lb_unpack_opts opts = b->limits;
+	opts.media_type = layer->media_type;
+	opts.flags = flags;
 
 	if (mkdir(fs, 0755) < 0 && !(flags & LB_UNPACK_APPLY && errno == EEXIST))
 		return lb_err_set(err, errno, "mkdir %s", fs);
@@ -34,6 +42,8 @@ static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, co
 		return lb_err_set(err, errno, "open %s", fs);
 	if (lb_unpack_layer_fd(blob, fsfd, &opts, &res, err) < 0)
 		return lb_err_wrap(err, "layer %s", layer->digest);
+	b->limits.used_entries += res.entries;
+	b->limits.used_bytes += res.file_bytes;
 	if (strcmp(res.diff_id, want_diff_id) != 0)
 		return lb_err_set(err, 0,
 				  "layer %s: DiffID %s does not match the image config's %s",
@@ -42,7 +52,7 @@ static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, co
 }
 
 static int prepare_one(struct lb_store *s, const struct lb_descriptor *layer, const char *dir,
-		       const char *diff_id, struct lb_err **err)
+		       const char *diff_id, struct budget *b, struct lb_err **err)
 {
 	char tmp[4200], fs[4300];
 	struct stat st;
@@ -54,7 +64,7 @@ static int prepare_one(struct lb_store *s, const struct lb_descriptor *layer, co
 	if (mkdir(tmp, 0700) < 0)
 		return lb_err_set(err, errno, "mkdir %s", tmp);
 	snprintf(fs, sizeof(fs), "%s/fs", tmp);
-	if (unpack_into(s, layer, fs, diff_id, 0, err) < 0 || chmod(tmp, 0755) < 0 ||
+	if (unpack_into(s, layer, fs, diff_id, 0, b, err) < 0 || chmod(tmp, 0755) < 0 ||
 	    rename(tmp, dir) < 0) {
 		int e = errno;
 		lb_rm_rf(tmp, NULL);
@@ -77,8 +87,10 @@ static int lock_snapshots(const char *root, int *fd, struct lb_err **err)
 }
 
 int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
-			const struct lb_image_config *cfg, struct lb_err **err)
+			const struct lb_image_config *cfg, const struct lb_unpack_opts *limits,
+			struct lb_err **err)
 {
+	struct budget b = {.limits = limits ? *limits : (struct lb_unpack_opts){0}};
 	const char *root = lb_store_root(s);
 	_cleanup_close_ int lock = -1;
 	char chain[65], dir[4096];
@@ -92,7 +104,7 @@ int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
 		if (lb_snapshot_chain_id(i ? chain : NULL, cfg->diff_ids[i], chain, err) < 0)
 			return -1;
 		snprintf(dir, sizeof(dir), "%s/snapshots/%s", root, chain);
-		if (prepare_one(s, &m->layers[i], dir, cfg->diff_ids[i], err) < 0)
+		if (prepare_one(s, &m->layers[i], dir, cfg->diff_ids[i], &b, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -103,8 +115,10 @@ int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
  * layers wrote), ROOT/snapshots/<top chain id>.flat/fs, used read-only or copied per sandbox.
  */
 int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
-			     const struct lb_image_config *cfg, struct lb_err **err)
+			     const struct lb_image_config *cfg, const struct lb_unpack_opts *limits,
+			     struct lb_err **err)
 {
+	struct budget b = {.limits = limits ? *limits : (struct lb_unpack_opts){0}};
 	const char *root = lb_store_root(s);
 	_cleanup_close_ int lock = -1;
 	char chain[65], dir[4096], tmp[4200], fs[4300];
@@ -127,7 +141,8 @@ int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
 	if (mkdir(tmp, 0700) < 0)
 		return lb_err_set(err, errno, "mkdir %s", tmp);
 	for (size_t i = 0; i < m->n_layers; i++) {
-		if (unpack_into(s, &m->layers[i], fs, cfg->diff_ids[i], LB_UNPACK_APPLY, err) < 0) {
+		if (unpack_into(s, &m->layers[i], fs, cfg->diff_ids[i], LB_UNPACK_APPLY, &b, err) <
+		    0) {
 			lb_rm_rf(tmp, NULL);
 			return -1;
 		}

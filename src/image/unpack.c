@@ -31,6 +31,8 @@ static void ctx_init(struct unpack_ctx *c, int root_fd, const struct lb_unpack_o
 	    .max_total_size =
 		o->max_total_size ? o->max_total_size : LB_UNPACK_DEFAULT_MAX_TOTAL_SIZE,
 	    .max_path = o->max_path ? o->max_path : LB_UNPACK_DEFAULT_MAX_PATH,
+	    .used_entries = o->used_entries,
+	    .used_bytes = o->used_bytes,
 	    .cache_fd = -1,
 	};
 }
@@ -53,8 +55,10 @@ static int one_entry(struct unpack_ctx *c, struct archive *a, struct archive_ent
 	const char *raw = archive_entry_pathname(e);
 	_cleanup_free_ char *path = NULL;
 
-	if (++c->res.entries > c->max_entries)
-		return lb_err_set(err, 0, "layer has more than %llu entries (limit)",
+	if (c->used_entries + ++c->res.entries > c->max_entries)
+		return lb_err_set(err, 0,
+				  "image has more than %llu entries, the unpack limit "
+				  "(LBBOX_UNPACK_MAX_ENTRIES)",
 				  (unsigned long long)c->max_entries);
 	if (!raw)
 		return lb_err_set(err, 0, "tar entry %llu has no usable path",

@@ -128,11 +128,13 @@ static int make_file(struct unpack_ctx *c, const struct dest *d, struct archive 
 	int64_t size = archive_entry_size_is_set(e) ? archive_entry_size(e) : 0;
 	struct timespec ts[2];
 
-	if (size < 0 || (uint64_t)size > c->max_total_size - c->res.file_bytes)
-		return lb_err_set(err, 0,
-				  "layer too large: files exceed the limit of %llu bytes (%s "
-				  "declares %lld)",
-				  (unsigned long long)c->max_total_size, d->path, (long long)size);
+	uint64_t used = c->used_bytes + c->res.file_bytes;
+	if (size < 0 || used > c->max_total_size || (uint64_t)size > c->max_total_size - used)
+		return lb_err_set(
+		    err, 0,
+		    "image too large: its files exceed the unpack limit of %llu bytes "
+		    "(LBBOX_UNPACK_MAX_SIZE; %s declares %lld)",
+		    (unsigned long long)c->max_total_size, d->path, (long long)size);
 	c->res.file_bytes += (uint64_t)size;
 	_cleanup_close_ int fd =
 	    openat(d->pfd, d->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -31,6 +31,7 @@ struct unpack_ctx {
 	unsigned flags;
 	bool may_trusted; /* root and not rootless: trusted.* xattrs allowed */
 	uint64_t max_entries, max_total_size, max_path;
+	uint64_t used_entries, used_bytes; /* by lower layers of the same image */
 	struct lb_unpack_result res;
 	/* Paths this layer created (and their ancestors): a whiteout or opaque marker only hides
 	 * what lower layers put there, never what this same layer wrote. */

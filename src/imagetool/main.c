@@ -19,6 +19,7 @@
 #include "lbbox/registry.h"
 #include "lbbox/snapshot.h"
 #include "lbbox/store.h"
+#include "lbbox/unpack.h"
 #include "lbbox/util.h"
 
 #define EXIT_FAIL 125
@@ -84,14 +85,31 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 	return r;
 }
 
+/* The user's unpack limits, from the environment lbbox passes on; unset: the defaults. */
+static int unpack_limits(struct lb_unpack_opts *o, struct lb_err **err)
+{
+	const char *size = getenv("LBBOX_UNPACK_MAX_SIZE"),
+		   *entries = getenv("LBBOX_UNPACK_MAX_ENTRIES");
+	*o = (struct lb_unpack_opts){0};
+	if (size && *size &&
+	    (lb_parse_size(size, &o->max_total_size, err) < 0 || !o->max_total_size))
+		return lb_err_set(err, 0, "invalid LBBOX_UNPACK_MAX_SIZE '%s' (e.g. 20g)", size);
+	if (entries && *entries &&
+	    (lb_parse_u64(entries, &o->max_entries, err) < 0 || !o->max_entries))
+		return lb_err_set(err, 0, "invalid LBBOX_UNPACK_MAX_ENTRIES '%s'", entries);
+	return 0;
+}
+
 static int do_prepare(struct lb_store *s, const char *name, bool flat, struct lb_err **err)
 {
 	struct lb_manifest *m = NULL;
 	struct lb_image_config *cfg = NULL;
-	if (lb_store_image_manifest(s, name, NULL, &m, &cfg, err) < 0)
+	struct lb_unpack_opts limits;
+	if (unpack_limits(&limits, err) < 0 ||
+	    lb_store_image_manifest(s, name, NULL, &m, &cfg, err) < 0)
 		return -1;
-	int r =
-	    flat ? lb_snapshot_prepare_flat(s, m, cfg, err) : lb_snapshot_prepare(s, m, cfg, err);
+	int r = flat ? lb_snapshot_prepare_flat(s, m, cfg, &limits, err)
+		     : lb_snapshot_prepare(s, m, cfg, &limits, err);
 	lb_manifest_free(m);
 	lb_image_config_free(cfg);
 	return r;

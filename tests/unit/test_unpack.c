@@ -765,7 +765,12 @@ Test(unpack, limit_total_size)
 	write_blob(&t, GZIP);
 	struct lb_unpack_opts o = {.max_total_size = 1 << 20};
 	cr_assert_lt(unpack_opts(&o, &res, &err), 0);
-	cr_assert(strstr(err->msg, "layer too large"), "%s", err->msg);
+	cr_assert(strstr(err->msg, "image too large"), "%s", err->msg);
+	lb_err_free(&err);
+	/* 2 MiB fit in 3 MiB, not after 1.5 MiB of lower layers */
+	o = (struct lb_unpack_opts){.max_total_size = 3 << 20, .used_bytes = 3 << 19};
+	cr_assert_lt(unpack_opts(&o, &res, &err), 0);
+	cr_assert(strstr(err->msg, "image too large"), "%s", err->msg);
 	lb_err_free(&err);
 	cr_assert(!exists(at_root("bomb")));
 	free(t.buf);
@@ -780,7 +785,7 @@ Test(unpack, limit_huge_declared_size)
 	raw_entry(&t, "bomb", '0', 100ULL << 30, NULL);
 	write_blob(&t, ZSTD);
 	cr_assert_lt(unpack_flags(0, &res, &err), 0);
-	cr_assert(strstr(err->msg, "layer too large"), "%s", err->msg);
+	cr_assert(strstr(err->msg, "image too large"), "%s", err->msg);
 	lb_err_free(&err);
 	cr_assert(!exists(at_root("bomb")));
 	free(t.buf);
@@ -802,6 +807,11 @@ Test(unpack, limit_entries_and_path)
 	struct lb_unpack_opts o = {.max_entries = 10};
 	cr_assert_lt(unpack_opts(&o, &res, &err), 0);
 	cr_assert(strstr(err->msg, "more than 10 entries"), "%s", err->msg);
+	lb_err_free(&err);
+	/* lower layers of the same image count: 20 entries fit in 30, not with 11 already used */
+	o = (struct lb_unpack_opts){.max_entries = 30, .used_entries = 11};
+	cr_assert_lt(unpack_opts(&o, &res, &err), 0);
+	cr_assert(strstr(err->msg, "more than 30 entries"), "%s", err->msg);
 	lb_err_free(&err);
 	free(t.buf);
 
