@@ -37,27 +37,41 @@ static bool under(const char *path, const char *root)
 	       (!strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/'));
 }
 
-/*
- * §5.3 step 4, for every host path here (LangBot checks only host_path): the realpath must lie
- * under an allowed root. A path that does not exist yet is judged by its text (no "..").
- */
-static int check_allowed(char *const *roots, const char *path, struct lb_err **err)
+/* A lower layer's error, as LangBot reports a bad host path. */
+static int as_validation(struct lb_err **err)
 {
-	if (!roots)
-		return 0;
-	if (!*roots)
+	if (err && *err && !(*err)->cls)
+		(*err)->cls = LB_BOX_EVALIDATION;
+	return -1;
+}
+
+/*
+ * §5.3 step 4, for every host path here (LangBot checks only host_path), and lbbox's own rules
+ * (blocked paths, never lbbox's state), all on the canonical path the host path has, or will
+ * have once created: nothing is created before every rule passed.
+ */
+static int check_host_path(const struct lb_paths *own, char *const *roots, const char *path,
+			   char **canonical, struct lb_err **err)
+{
+	if (roots && !*roots)
 		return lb_err_box(
 		    err, LB_BOX_EVALIDATION,
 		    "host_path mounting is disabled because no allowed_mount_roots are "
 		    "configured");
-	_cleanup_free_ char *real = realpath(path, NULL);
-	const char *p = real ? real : path;
-	bool ok = real || (errno == ENOENT && !strstr(path, "/../") && !strstr(path, "/./"));
-	for (char *const *r = roots; ok && *r; r++)
-		if (under(p, *r))
-			return 0;
-	return lb_err_box(err, LB_BOX_EVALIDATION, "host_path is outside allowed_mount_roots: %s",
-			  p);
+	if (lb_path_resolve_missing(path, canonical, err) < 0) {
+		lb_err_wrap(err, "host_path %s", path);
+		return as_validation(err);
+	}
+	bool ok = !roots;
+	for (char *const *r = roots; !ok && *r; r++)
+		ok = under(*canonical, *r);
+	if (!ok)
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "host_path is outside allowed_mount_roots: %s", *canonical);
+	if (lb_check_host_path(*canonical, path, err) < 0 ||
+	    lb_paths_check_mount(own, *canonical, path, err) < 0)
+		return as_validation(err);
+	return 0;
 }
 
 static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *own,
@@ -69,15 +83,15 @@ static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *
 		return add_mount(spec, workspace, bs->mount_path, false, true, err);
 	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)
 		return 0;
-	if (check_allowed(roots, bs->host_path, err) < 0)
+	_cleanup_free_ char *canonical = NULL;
+	if (check_host_path(own, roots, bs->host_path, &canonical, err) < 0)
 		return -1;
 	/* LangBot creates a missing host workspace before mounting it */
-	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_p(bs->host_path, 0755, NULL) < 0)
-		return lb_err_box(err, LB_BOX_EVALIDATION, "host_path %s cannot be created",
-				  bs->host_path);
-	if (check_allowed(roots, bs->host_path, err) < 0) /* now by its realpath */
-		return -1;
-	return add_mount(spec, bs->host_path, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
+	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_nofollow(canonical, 0755, err) < 0) {
+		lb_err_wrap(err, "host_path %s cannot be created", bs->host_path);
+		return as_validation(err);
+	}
+	return add_mount(spec, canonical, bs->mount_path, bs->host_path_mode == LB_BOX_MOUNT_RO,
 			 false, err);
 }
 
@@ -90,8 +104,9 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 		const struct lb_box_mount *m = &bs->extra_mounts[i];
 		if (m->mode == LB_BOX_MOUNT_NONE)
 			continue;
-		if (check_allowed(roots, m->host_path, err) < 0 ||
-		    add_mount(spec, m->host_path, m->mount_path, m->mode == LB_BOX_MOUNT_RO, false,
+		_cleanup_free_ char *canonical = NULL;
+		if (check_host_path(own, roots, m->host_path, &canonical, err) < 0 ||
+		    add_mount(spec, canonical, m->mount_path, m->mode == LB_BOX_MOUNT_RO, false,
 			      err) < 0)
 			return -1;
 	}
@@ -104,10 +119,7 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
 	spec->readonly_root = bs->read_only_rootfs;
 	spec->session = true;
-	if (lb_spec_check(spec, own, err) < 0) {
-		if (!(*err)->cls)
-			(*err)->cls = LB_BOX_EVALIDATION;
-		return -1;
-	}
+	if (lb_spec_check(spec, own, err) < 0)
+		return as_validation(err);
 	return 0;
 }
