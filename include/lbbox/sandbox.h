@@ -37,7 +37,12 @@ struct lb_result {
  * Exit codes for failures of lbbox itself, as docker/podman: 125 = lbbox could not build the
  * sandbox, 126 = the command exists but cannot be executed, 127 = the command was not found.
  */
-enum { LB_EXIT_SETUP = 125, LB_EXIT_CANNOT_EXEC = 126, LB_EXIT_NOT_FOUND = 127 };
+enum {
+	LB_EXIT_TIMEOUT = 124,
+	LB_EXIT_SETUP = 125,
+	LB_EXIT_CANNOT_EXEC = 126,
+	LB_EXIT_NOT_FOUND = 127
+};
 
 /*
  * True when lbbox runs without root (nor CAP_SYS_ADMIN): sandboxes then get a user namespace

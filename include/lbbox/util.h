@@ -13,11 +13,17 @@
 int lb_parse_size(const char *s, uint64_t *out, struct lb_err **err);
 /* Non-negative decimal integer, the whole string. */
 int lb_parse_u64(const char *s, uint64_t *out, struct lb_err **err);
+/* A numeric uid or gid: decimal, 0 to 4294967294 ((uid_t)-1 is not an id). */
+int lb_parse_id(const char *s, uint32_t *out, struct lb_err **err);
 
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int lb_read_file(const char *path, size_t max, char **out, size_t *len, struct lb_err **err);
 int lb_read_fileat(int dirfd, const char *path, size_t max, char **out, size_t *len,
 		   struct lb_err **err);
+/* Reads path below rootfd, resolved as inside a chroot (symlinks cannot leave it): a regular
+ * file of at most max bytes, opened non-blocking (a FIFO or device is refused, never waited on). */
+int lb_read_file_in_root(int rootfd, const char *path, size_t max, char **out, size_t *len,
+			 struct lb_err **err);
 /* Writes the whole buffer (open O_WRONLY|O_TRUNC; creates with mode when O_CREAT is in flags). */
 int lb_write_fileat(int dirfd, const char *path, const char *buf, size_t len, int flags,
 		    mode_t mode, struct lb_err **err);
@@ -33,6 +39,13 @@ int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err);
  */
 int lb_private_dir(const char *path, const char *what, bool (*ours)(const char *name),
 		   struct lb_err **err);
+/* path.c: host paths that may not exist yet. */
+/* The canonical path that path will have once its missing directories are created: realpath of
+ * its deepest existing ancestor, then the missing components ("." and ".." there are refused). */
+int lb_path_resolve_missing(const char *path, char **out, struct lb_err **err);
+/* Creates the missing directories of canonical (as lb_path_resolve_missing returns it) walking
+ * from / without following any symlink: one planted since the check makes it fail. */
+int lb_mkdir_nofollow(const char *canonical, mode_t mode, struct lb_err **err);
 /* Removes a directory tree (no crossing of mount points is attempted: callers own the tree). */
 int lb_rm_rf(const char *path, struct lb_err **err);
 

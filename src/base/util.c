@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -110,6 +112,38 @@ int lb_read_fileat(int dirfd, const char *path, size_t max, char **out, size_t *
 	if (len)
 		*len = n;
 	*out = LB_TAKE_PTR(buf);
+	return 0;
+}
+
+int lb_read_file_in_root(int rootfd, const char *path, size_t max, char **out, size_t *len,
+			 struct lb_err **err)
+{
+	/* O_NONBLOCK: a FIFO planted in an image must not hang lbbox in open() or read() */
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	_cleanup_close_ int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return lb_err_set(err, errno, "open %s", path);
+	if (!S_ISREG(st.st_mode))
+		return lb_err_set(err, 0, "%s is not a regular file", path);
+	if ((uint64_t)st.st_size > max)
+		return lb_err_set(err, EFBIG, "%s is larger than %zu bytes", path, max);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return lb_read_fileat(AT_FDCWD, proc, max, out, len, err);
+}
+
+int lb_parse_id(const char *s, uint32_t *out, struct lb_err **err)
+{
+	uint64_t v;
+	if (lb_parse_u64(s, &v, err) < 0)
+		return -1;
+	/* (uid_t)-1 means "unchanged" to setresuid: it would keep the caller's uid 0 */
+	if (v >= UINT32_MAX)
+		return lb_err_set(err, ERANGE, "id %s is out of range (0 to %u)", s,
+				  UINT32_MAX - 1);
+	*out = (uint32_t)v;
 	return 0;
 }
 

@@ -150,17 +150,15 @@ static int parse_bool(const char *s, bool *out, struct lb_err **err)
 
 static int parse_user(const char *s, struct lb_spec *spec, struct lb_err **err)
 {
-	uint64_t uid, gid;
+	uint32_t uid, gid;
 	_cleanup_free_ char *copy = strdup(s);
 	if (!copy)
 		return lb_err_set(err, ENOMEM, "user");
 	char *g = strchr(copy, ':');
 	if (g)
 		*g++ = '\0';
-	if (lb_parse_u64(copy, &uid, err) < 0 || (g && lb_parse_u64(g, &gid, err) < 0))
+	if (lb_parse_id(copy, &uid, err) < 0 || (g && lb_parse_id(g, &gid, err) < 0))
 		return lb_err_wrap(err, "invalid --user '%s' (numeric UID[:GID])", s);
-	if (uid >= UINT32_MAX || (g && gid >= UINT32_MAX))
-		return lb_err_set(err, 0, "invalid --user '%s'", s);
 	spec->uid = (uid_t)uid;
 	spec->gid = g ? (gid_t)gid : (gid_t)uid;
 	return 0;
@@ -456,7 +454,7 @@ static void print_json(const struct lb_result *res)
 
 static int report(const struct run_opts *o, const struct lb_result *res)
 {
-	int code = res->timed_out ? 124 : res->exit_code;
+	int code = res->timed_out ? LB_EXIT_TIMEOUT : res->exit_code;
 	if (o->json) {
 		print_json(res);
 		return code;

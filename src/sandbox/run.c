@@ -44,7 +44,13 @@ struct run {
 	int init_fd;		  /* session: lbbox-init, opened before the clone */
 	int alive_fd;		  /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
 	bool userns;		  /* rootless: the sandbox gets its own user namespace */
+	uint64_t setup_deadline;  /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
+	bool setup_timeout;	  /* the deadline is the run's own --timeout */
 };
+
+/* Building a sandbox takes milliseconds; whatever hangs it (a hostile image, a stuck file
+ * system) must not hang lbbox or a Box action with it. A run's --timeout, when shorter, wins. */
+#define LB_SETUP_TIMEOUT_MS 60000ULL
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
@@ -259,30 +265,49 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	return 0;
 }
 
-/* Rootless "on": until pid 1 reports, pasta must not exit; if it does, its words are the error. */
-static int watch_pasta(struct run *r, struct lb_err **err)
+/* ms left until the setup deadline, at least 0 */
+static int setup_left_ms(const struct run *r)
+{
+	uint64_t now = lb_now_ns();
+	return now >= r->setup_deadline ? 0 : (int)((r->setup_deadline - now) / 1000000 + 1);
+}
+
+/*
+ * Until pid 1 reports (its own failure, or EOF once the command runs) or the deadline passes.
+ * Rootless "on": until then pasta must not exit; if it does, its words are the error.
+ */
+static int watch_setup(struct run *r, int *setup_exit, struct lb_err **err)
 {
 	struct pollfd p[2] = {{.fd = r->err_r, .events = POLLIN},
-			      {.fd = r->net.pasta_pidfd, .events = POLLIN}};
+			      {.fd = r->net.pasta > 0 ? r->net.pasta_pidfd : -1, .events = POLLIN}};
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		int n = poll(p, 2, setup_left_ms(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
 			return lb_err_set(err, errno, "wait for the sandbox");
-		}
 		/* pid 1 first: its own report (or EOF, ready) wins over a pasta that just ended */
 		if (p[0].revents)
 			return 0;
 		if (p[1].revents)
 			return lb_net_pasta_failed(&r->net, err);
+		if (n == 0 && setup_left_ms(r) == 0)
+			break;
 	}
+	if (r->setup_timeout) {
+		*setup_exit = LB_EXIT_TIMEOUT;
+		return lb_err_set(err, 0, "timed out while the sandbox was being set up");
+	}
+	*setup_exit = LB_EXIT_SETUP;
+	return lb_err_set(err, ETIMEDOUT, "the sandbox was not set up within %llu s",
+			  LB_SETUP_TIMEOUT_MS / 1000);
 }
 
 /* Blocks until pid 1 has exec'd the command (EOF) or reported why it could not. */
 static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 {
 	struct lb_child_msg msg;
-	if (r->net.pasta > 0 && watch_pasta(r, err) < 0)
+	if (watch_setup(r, setup_exit, err) < 0)
 		return -1;
 	ssize_t n = lb_read_all(r->err_r, &msg, sizeof(msg));
 	close_fd(&r->err_r);
@@ -301,6 +326,16 @@ static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 				  said);
 	return lb_err_set(err, 0, "%s",
 			  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
+}
+
+static void set_setup_deadline(struct run *r, uint64_t start)
+{
+	uint64_t ms = LB_SETUP_TIMEOUT_MS;
+	if (r->spec->timeout_ms && r->spec->timeout_ms < ms) {
+		ms = r->spec->timeout_ms;
+		r->setup_timeout = true;
+	}
+	r->setup_deadline = start + ms * 1000000ULL;
 }
 
 static void kill_sandbox(struct run *r)
@@ -399,6 +434,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
+	set_setup_deadline(&r, start);
 	if (r.userns && lb_rootless_check(spec, err) < 0)
 		return -1;
 	lb_sandbox_gc(paths, NULL);
@@ -452,6 +488,7 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 
 	if (!spec->session)
 		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
+	set_setup_deadline(&r, lb_now_ns());
 	r.userns = lb_rootless();
 	if (r.userns && lb_rootless_check(spec, err) < 0)
 		return -1;
