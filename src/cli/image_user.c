@@ -48,7 +48,8 @@ static int layer_file(const char *lowerdir, const char *path, char **text, struc
 	return 0;
 }
 
-/* Field 3 (and 4) of the line whose first field is name, in passwd or group format. */
+/* Field 3 (and 4) of the line whose first field is name, in passwd or group format: 0, or -1
+ * when there is no such line, or -2 when its ids are not valid ids. */
 static int find_entry(const char *text, const char *name, uint32_t *id, uint32_t *gid)
 {
 	size_t n = strlen(name);
@@ -59,9 +60,9 @@ static int find_entry(const char *text, const char *name, uint32_t *id, uint32_t
 		char num[2][24] = {"", ""};
 		if (!f || sscanf(f + 1, "%23[0-9]:%23[0-9]", num[0], num[1]) < 1 ||
 		    lb_parse_id(num[0], id, NULL) < 0)
-			return -1;
+			return -2;
 		if (gid && num[1][0] && lb_parse_id(num[1], gid, NULL) < 0)
-			return -1;
+			return -2;
 		return 0;
 	}
 	return -1;
@@ -84,7 +85,11 @@ static int group_id(const char *lowerdir, const char *group, gid_t *gid, struct 
 	_cleanup_free_ char *text = NULL;
 	if (layer_file(lowerdir, "etc/group", &text, err) < 0)
 		return -1;
-	if (!text || find_entry(text, group, &id, NULL) < 0)
+	int r = text ? find_entry(text, group, &id, NULL) : -1;
+	if (r == -2)
+		return lb_err_set(
+		    err, 0, "image group '%s' has no valid id in the image's /etc/group", group);
+	if (r < 0)
 		return lb_err_set(err, 0, "image group '%s' is not in the image's /etc/group",
 				  group);
 	*gid = id;
@@ -109,7 +114,12 @@ int cli_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gi
 		_cleanup_free_ char *text = NULL;
 		if (layer_file(lowerdir, "etc/passwd", &text, err) < 0)
 			return -1;
-		if (!text || find_entry(text, copy, &u, &g) < 0)
+		int r = text ? find_entry(text, copy, &u, &g) : -1;
+		if (r == -2)
+			return lb_err_set(
+			    err, 0, "image user '%s' has no valid id in the image's /etc/passwd",
+			    copy);
+		if (r < 0)
 			return lb_err_set(
 			    err, 0, "image user '%s' is not in the image's /etc/passwd", copy);
 	}

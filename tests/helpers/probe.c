@@ -18,7 +18,9 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -376,6 +378,40 @@ static int cmd_read(char **argv)
 	return 0;
 }
 
+// Open for reading, without blocking (a FIFO) or taking a terminal: for device nodes.
+static int cmd_openr(char **argv)
+{
+	int fd = open(argv[0], O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd >= 0)
+		close(fd);
+	return report(fd);
+}
+
+// mknod PATH c|b MAJOR:MINOR
+static int cmd_mknod(char **argv)
+{
+	unsigned maj, min;
+
+	if (sscanf(argv[2], "%u:%u", &maj, &min) != 2)
+		return 2;
+	mode_t type = argv[1][0] == 'b' ? S_IFBLK : S_IFCHR;
+	return report(mknod(argv[0], type | 0666, makedev(maj, min)));
+}
+
+// A signal with a forged siginfo: si_pid 0 (as if from outside) and the given si_code.
+static int cmd_sigqueue(char **argv)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	si.si_signo = atoi(argv[1]);
+	si.si_code = atoi(argv[2]);
+	si.si_pid = 0;
+	si.si_uid = 0;
+	return report(syscall(SYS_rt_sigqueueinfo, atoi(argv[0]), si.si_signo, &si));
+}
+
 static int skip_dots(const struct dirent *d)
 {
 	return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
@@ -579,6 +615,9 @@ static const struct command commands[] = {
     {"write", 1, cmd_write, "write PATH"},
     {"openw", 1, cmd_openw, "openw PATH"},
     {"read", 1, cmd_read, "read PATH"},
+    {"openr", 1, cmd_openr, "openr PATH"},
+    {"mknod", 3, cmd_mknod, "mknod PATH c|b MAJOR:MINOR"},
+    {"sigqueue", 3, cmd_sigqueue, "sigqueue PID SIGNAL SI_CODE"},
     {"ls", 1, cmd_ls, "ls DIR"},
     {"status", 1, cmd_status, "status KEY"},
     {"cmdline", 1, cmd_cmdline, "cmdline PID"},
