@@ -73,7 +73,7 @@ void lb_cgroup_forget(struct lb_cgroup *cg);
 /* rmdir of path and of every cgroup below it, children first (retries while memory is busy). */
 int lb_cgroup_remove_path(const char *path, struct lb_err **err);
 /* Upper bound of lb_cgroup_dir_info's count. */
-#define LB_CGROUP_MAX_DIRS 5
+#define LB_CGROUP_MAX_DIRS 6
 
 /*
  * What the sandbox should mount at /sys/fs/cgroup (read-only, inside its cgroup namespace):

@@ -44,7 +44,7 @@ static const struct {
 	unsigned role;
 } cg_roles[] = {
     {"memory", CG_MEMORY},   {"pids", CG_PIDS},	      {"cpu", CG_CPU},
-    {"cpuacct", CG_CPUACCT}, {"freezer", CG_FREEZER},
+    {"cpuacct", CG_CPUACCT}, {"freezer", CG_FREEZER}, {"devices", CG_DEVICES},
 };
 
 const char *cg_role_name(unsigned role)

@@ -16,10 +16,11 @@ enum {
 	CG_CPU = 1u << 2,
 	CG_CPUACCT = 1u << 3,
 	CG_FREEZER = 1u << 4,
+	CG_DEVICES = 1u << 5,
 };
 #define CG_LIMIT_ROLES (CG_MEMORY | CG_PIDS | CG_CPU)
 /* At most one directory per controller bit. */
-#define CG_MAX_DIRS 5
+#define CG_MAX_DIRS 6
 
 /* The leaf lbbox moves the processes of a v2 parent into (no-internal-process rule). */
 #define CG_LEAF_NAME "lbbox-leaf"
@@ -94,6 +95,11 @@ int cg_dir_make(struct cg_dir *d, struct lb_err **err);
 int cg_dir_remove(struct cg_dir *d, struct lb_err **err);
 /* Deadline-bounded wait step: sleeps a little longer each round (1, 2, 4 .. 16 ms). */
 void cg_backoff(unsigned *round);
+
+/* cgroup_devices.c: only the devices lbbox's /dev offers may be opened (root only: the kernel
+ * refuses both to anyone else, whose sandboxes are nodev by their user namespace anyway). */
+int cg_devices_v1(const struct cg_dir *d, struct lb_err **err);
+int cg_devices_v2(const struct cg_dir *d, struct lb_err **err);
 
 /* cgroup_v2.c; cg->dirs[0] was filled (path, not created) by cgroup.c. */
 int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);

@@ -177,9 +177,9 @@ int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	*strrchr(parent, '/') = '\0'; /* d->path is always "<base>/<name>" */
 	if (cg_enable_controllers(parent, cg_limits_roles(lim), err) < 0)
 		return -1;
-	if (cg_dir_make(d, err) < 0)
+	if (cg_dir_make(d, err) < 0 || cg_v2_apply(d, lim, err) < 0)
 		return -1;
-	return cg_v2_apply(d, lim, err);
+	return geteuid() == 0 ? cg_devices_v2(d, err) : 0;
 }
 
 int cg_v2_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)

@@ -380,3 +380,21 @@ LBT_TEST(limits, info_reports_what_the_host_enforces)
 	json_decref(j);
 	lbt_out_free(&o);
 }
+
+// The cgroup's device fence (v1 devices controller, v2 BPF program), behind nodev: even a command
+// given CAP_SYS_ADMIN, CAP_MKNOD and no seccomp filter, which can mount a tmpfs that allows
+// devices, can make and use /dev/null's node but cannot make one for the console's screen
+// (/dev/vcs, 7:0, readable by root). Without root the user namespace allows no node at all.
+LBT_TEST(limits, cgroup_fences_devices)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--cap-add", "SYS_ADMIN", "--cap-add", "MKNOD",
+		"--seccomp", "unconfined", "--", "sh", "-c",
+		"mkdir /tmp/d && mount -t tmpfs -o dev lbt-dev /tmp/d && mknod /tmp/d/null c 1 3 "
+		"2>/dev/null && echo x > /tmp/d/null && echo null-ok; mknod /tmp/d/vcs c 7 0 "
+		"2>/dev/null && echo vcs-made || echo vcs-refused",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, geteuid() == 0 ? "null-ok\nvcs-refused\n" : "vcs-refused\n");
+	lbt_out_free(&o);
+}
