@@ -18,11 +18,14 @@ static int launch(struct cli_globals *g)
 	_cleanup_err_ struct lb_err *err = NULL;
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	if (lb_self_dir(dir, sizeof(dir), &err) < 0)
-		return cli_error("%s", err->msg), 1;
+		return cli_error("%s", err->msg), LB_EXIT_SETUP;
 	snprintf(path, sizeof(path), "%s/lbbox-server", dir);
 	g->argv[0] = path;
 	execv(path, g->argv);
-	return cli_error("cannot run the Box runtime %s: %s", path, strerror(errno)), 1;
+	return cli_error("cannot run the Box runtime %s (%s): lbbox-server must be installed "
+			 "beside lbbox",
+			 path, strerror(errno)),
+	       LB_EXIT_SETUP;
 }
 
 int cli_box(struct cli_globals *g, int argc, char **argv)

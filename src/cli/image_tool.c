@@ -26,7 +26,10 @@ static int tool_path(char *out, size_t len, struct lb_err **err)
 		return lb_err_wrap(err, "find lbbox-image");
 	snprintf(out, len, "%s/lbbox-image", self);
 	if (access(out, X_OK) < 0)
-		return lb_err_set(err, errno, "image tool %s", out);
+		return lb_err_set(err, 0,
+				  "the image helper %s is missing (%s): lbbox-image must be "
+				  "installed beside lbbox",
+				  out, strerror(errno));
 	return 0;
 }
 

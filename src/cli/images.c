@@ -51,7 +51,13 @@ static int cmd_load(struct cli_globals *g, int argc, char **argv)
 	}
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];
-	return cli_image_tool(g, args, false, NULL);
+	_cleanup_err_ struct lb_err *err = NULL;
+	int code = cli_image_tool(g, args, false, &err);
+	if (code < 0) {
+		cli_error("%s", err->msg);
+		return LB_EXIT_SETUP;
+	}
+	return code;
 }
 
 static int cmd_images(struct cli_globals *g, struct lb_err **err)
