@@ -31,7 +31,7 @@ static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, co
 	struct lb_unpack_result res;
 	struct lb_unpack_opts opts = b->limits;
 	opts.media_type = layer->media_type;
-	opts.flags = flags;
+	opts.flags |= flags;
 
 	if (mkdir(fs, 0755) < 0 && !(flags & LB_UNPACK_APPLY && errno == EEXIST))
 		return lb_err_set(err, errno, "mkdir %s", fs);

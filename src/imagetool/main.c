@@ -85,12 +85,17 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 	return r;
 }
 
-/* The user's unpack limits, from the environment lbbox passes on; unset: the defaults. */
-static int unpack_limits(struct lb_unpack_opts *o, struct lb_err **err)
+/* How this user unpacks, and the limits from the environment lbbox passes on (unset: the
+ * defaults). */
+static int unpack_opts(struct lb_unpack_opts *o, struct lb_err **err)
 {
 	const char *size = getenv("LBBOX_UNPACK_MAX_SIZE"),
 		   *entries = getenv("LBBOX_UNPACK_MAX_ENTRIES");
-	*o = (struct lb_unpack_opts){0};
+	/* Without root nothing but the user's own uid can own a file (no subordinate ids are
+	 * mapped): ownership is not kept, setuid bits dropped, and the overlay markers are the
+	 * user.overlay.* ones a rootless overlay mount ("userxattr") reads. */
+	*o = (struct lb_unpack_opts){
+	    .flags = geteuid() == 0 ? 0 : LB_UNPACK_ROOTLESS | LB_UNPACK_USERXATTR};
 	if (size && *size &&
 	    (lb_parse_size(size, &o->max_total_size, err) < 0 || !o->max_total_size))
 		return lb_err_set(err, 0, "invalid LBBOX_UNPACK_MAX_SIZE '%s' (e.g. 20g)", size);
@@ -105,7 +110,7 @@ static int do_prepare(struct lb_store *s, const char *name, bool flat, struct lb
 	struct lb_manifest *m = NULL;
 	struct lb_image_config *cfg = NULL;
 	struct lb_unpack_opts limits;
-	if (unpack_limits(&limits, err) < 0 ||
+	if (unpack_opts(&limits, err) < 0 ||
 	    lb_store_image_manifest(s, name, NULL, &m, &cfg, err) < 0)
 		return -1;
 	int r = flat ? lb_snapshot_prepare_flat(s, m, cfg, &limits, err)

@@ -71,8 +71,9 @@ static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *lower,
 	snprintf(work, sizeof(work), "%s/work", ctx->statedir);
 	if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir overlay directories in %s", ctx->statedir);
-	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper,
-			     work) >= sizeof(opts))
+	/* rootless: the user.overlay.* markers lbbox-image writes for such a store */
+	if ((size_t)snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", lower,
+			     upper, work, ctx->userns ? ",userxattr" : "") >= sizeof(opts))
 		return lb_err_set(err, E2BIG, "overlay options for %s", lower);
 	if (mount("lbbox-root", newroot, "overlay", 0, opts) < 0)
 		return lb_err_set(err, errno, "mount overlay root on %s", lower);

@@ -645,3 +645,36 @@ RL_TEST(limits_need_and_use_a_delegated_cgroup)
 	cr_assert(forked > 0 && forked <= 32, "forked %d under --pids 32", forked);
 	lbt_out_free(&o);
 }
+
+// An image whose files belong to root (every image does), with a whiteout and an opaque
+// directory in its second layer: unpacked into the user's store without chown (only the user's
+// uid exists here), its setuid bits dropped, the markers as user.overlay.* xattrs for a
+// "userxattr" overlay. Inside, the files are root's (the user is uid 0 there).
+RL_TEST(image_with_root_owned_files_and_whiteouts)
+{
+	struct lb_run_out o;
+	char *layout = lbt_strdupf("%s/layout", lbt_workdir());
+	const char *argv[] = {"python3",
+			      LBBOX_SOURCE_DIR "/tests/security/mkimage.py",
+			      layout,
+			      "localhost/lbt-rl:1",
+			      "--base",
+			      lbt_rootfs(),
+			      "file:bin/.wh.vi:644:",
+			      "file:etc/.wh..wh..opq:644:",
+			      "file:etc/only-new:644:new",
+			      "file:bin/suid:4755:x",
+			      NULL};
+	cr_assert_eq(lbt_system(argv), 0);
+	lbt_run(&o, "load", "--oci-dir", layout, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "--image", "localhost/lbt-rl:1", "--", "sh", "-c",
+		"id -u; stat -c '%u %a' /bin/busybox /bin/suid; test -e /bin/vi || echo vi-gone; "
+		"cat /etc/only-new; echo; test -e /etc/group || echo group-gone",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "0\n0 755\n0 755\nvi-gone\nnew\ngroup-gone\n");
+	lbt_out_free(&o);
+	free(layout);
+}
