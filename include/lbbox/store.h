@@ -79,6 +79,8 @@ int lb_blob_writer_begin(struct lb_store_txn *t, const char *want_digest, int64_
 int lb_blob_writer_write(struct lb_blob_writer *w, const void *buf, size_t len,
 			 struct lb_err **err);
 /* Verifies, fsyncs and stages the blob; frees w in every case. digest may be NULL. */
+/* Bytes written so far (a transfer that broke off resumes from here). */
+uint64_t lb_blob_writer_size(const struct lb_blob_writer *w);
 int lb_blob_writer_finish(struct lb_blob_writer *w, char digest[LB_DIGEST_BUF], uint64_t *size,
 			  struct lb_err **err);
 void lb_blob_writer_abort(struct lb_blob_writer *w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "image/registry_internal.h"
 #include "lbbox/cleanup.h"
@@ -52,14 +53,29 @@ static void progress(struct pull *p, const char *what, const char *digest, uint6
 		p->opts->progress(&p->prog, p->opts->progress_ctx);
 }
 
+/* Tries of one blob: a connection that breaks off mid-layer is resumed where it stopped. */
+#define BLOB_ATTEMPTS	4
+#define BLOB_BACKOFF_MS 200
+
+/* One try of the blob into sink.w, from what it already holds; *again: worth another try. */
+static int fetch_blob_once(struct pull *p, const char *path, struct reg_sink *sink, bool *again,
+			   struct lb_err **err)
+{
+	struct reg_response resp = {0};
+	sink->offset = lb_blob_writer_size(sink->w);
+	sink->restart = false;
+	int r = reg_get(&p->c, path, NULL, sink, &resp, "blob", err);
+	*again = r < 0 && (resp.transient || sink->restart);
+	reg_response_clear(&resp);
+	return r;
+}
+
 /* Streams one blob into the transaction, verified against d; skipped when already stored. */
 static int fetch_blob(struct pull *p, const struct lb_descriptor *d, const char *what,
 		      struct lb_err **err)
 {
 	_cleanup_free_ char *path = NULL;
-	struct reg_response resp = {0};
 	struct reg_sink sink = {.want_size = d->size, .progress = &p->prog};
-	int r;
 
 	if (lb_store_txn_has(p->t, d->digest)) {
 		progress(p, what, d->digest, d->size, true);
@@ -70,11 +86,25 @@ static int fetch_blob(struct pull *p, const struct lb_descriptor *d, const char 
 	if (lb_blob_writer_begin(p->t, d->digest, (int64_t)d->size, &sink.w, err) < 0)
 		return -1;
 	progress(p, what, d->digest, d->size, false);
-	r = reg_get(&p->c, path, NULL, &sink, &resp, "blob", err);
-	reg_response_clear(&resp);
-	if (r < 0) {
-		lb_blob_writer_abort(sink.w);
-		return lb_err_wrap(err, "%s %s", what, d->digest);
+	for (int attempt = 1;; attempt++) {
+		_cleanup_err_ struct lb_err *e = NULL;
+		bool again = false;
+		if (fetch_blob_once(p, path, &sink, &again, &e) == 0)
+			break;
+		if (sink.restart) { /* the digest covers every byte: start the writer over */
+			lb_blob_writer_abort(sink.w);
+			sink.w = NULL;
+			if (lb_blob_writer_begin(p->t, d->digest, (int64_t)d->size, &sink.w, err) <
+			    0)
+				return -1;
+		}
+		if (!again || attempt == BLOB_ATTEMPTS) {
+			lb_blob_writer_abort(sink.w);
+			if (err && !*err)
+				*err = LB_TAKE_PTR(e);
+			return lb_err_wrap(err, "%s %s", what, d->digest);
+		}
+		usleep((useconds_t)(BLOB_BACKOFF_MS * 1000 * attempt));
 	}
 	if (lb_blob_writer_finish(sink.w, NULL, NULL, err) < 0)
 		return lb_err_wrap(err, "%s %s", what, d->digest);

@@ -105,7 +105,7 @@ static int sink_check_length(struct xfer *x)
 	curl_easy_getinfo(x->c->curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
 	if (cl < 0)
 		return 0;
-	if ((s->w || s->size_known) && (uint64_t)cl != s->want_size)
+	if ((s->w || s->size_known) && (uint64_t)cl != s->want_size - s->offset)
 		return lb_err_set(&s->err, 0, "registry announced %lld bytes, the descriptor %llu",
 				  (long long)cl, (unsigned long long)s->want_size);
 	if (!s->w && (uint64_t)cl > s->max)
@@ -156,6 +156,12 @@ static size_t write_cb(char *data, size_t size, size_t n, void *ctx)
 		x->started = true;
 		curl_easy_getinfo(x->c->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
 		x->ok = is_2xx(x->resp->status);
+		/* asked for the rest and got the whole: the blob is read again from its start */
+		if (x->ok && x->sink->offset && x->resp->status != 206) {
+			x->sink->restart = true;
+			lb_err_set(&x->sink->err, 0, "the registry ignored the Range request");
+			return 0;
+		}
 		if (x->ok && sink_check_length(x) < 0)
 			return 0;
 	}
@@ -192,25 +198,39 @@ static void collect_response(struct reg_client *c, struct reg_response *r)
 		r->redirect = strdup(loc);
 }
 
-static int build_headers(const char *accept, const char *auth, struct curl_slist **out,
-			 struct lb_err **err)
+static int add_header(struct curl_slist **l, const char *h, struct lb_err **err)
 {
-	_cleanup_free_ char *a = NULL;
-	struct curl_slist *l = NULL, *n;
-
-	if (accept && asprintf(&a, "Accept: %s", accept) < 0)
+	struct curl_slist *n = curl_slist_append(*l, h);
+	if (!n) {
+		curl_slist_free_all(*l);
+		*l = NULL;
 		return lb_err_set(err, ENOMEM, "request headers");
-	if (a && !(l = curl_slist_append(l, a)))
-		return lb_err_set(err, ENOMEM, "request headers");
-	if (auth) {
-		if (!(n = curl_slist_append(l, auth))) {
-			curl_slist_free_all(l);
-			return lb_err_set(err, ENOMEM, "request headers");
-		}
-		l = n;
 	}
+	*l = n;
+	return 0;
+}
+
+static int build_headers(const char *accept, const char *auth, uint64_t offset,
+			 struct curl_slist **out, struct lb_err **err)
+{
+	_cleanup_free_ char *a = NULL, *range = NULL;
+	struct curl_slist *l = NULL;
+
+	if ((accept && asprintf(&a, "Accept: %s", accept) < 0) ||
+	    (offset && asprintf(&range, "Range: bytes=%llu-", (unsigned long long)offset) < 0))
+		return lb_err_set(err, ENOMEM, "request headers");
+	if ((a && add_header(&l, a, err) < 0) || (auth && add_header(&l, auth, err) < 0) ||
+	    (range && add_header(&l, range, err) < 0))
+		return -1;
 	*out = l;
 	return 0;
+}
+
+/* Failures worth a second try: the connection broke off or stalled. */
+static bool transient_curl(CURLcode rc)
+{
+	return rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR ||
+	       rc == CURLE_GOT_NOTHING || rc == CURLE_OPERATION_TIMEDOUT;
 }
 
 int reg_request(struct reg_client *c, const char *url, const char *accept, const char *auth,
@@ -220,7 +240,7 @@ int reg_request(struct reg_client *c, const char *url, const char *accept, const
 	struct curl_slist *hdrs = NULL;
 
 	reg_response_clear(resp);
-	if (build_headers(accept, auth, &hdrs, err) < 0)
+	if (build_headers(accept, auth, sink->offset, &hdrs, err) < 0)
 		return -1;
 	c->curl_err[0] = '\0';
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
@@ -238,8 +258,10 @@ int reg_request(struct reg_client *c, const char *url, const char *accept, const
 		return lb_err_wrap(err, "registry %s: %s", c->display,
 				   sink->what ? sink->what : "response");
 	}
-	if (rc != CURLE_OK)
+	if (rc != CURLE_OK) {
+		resp->transient = transient_curl(rc);
 		return reg_curl_error(c, rc, url, err);
+	}
 	collect_response(c, resp);
 	/* An empty 2xx body never reached write_cb: check its length here. */
 	if (!x.started && is_2xx(resp->status) && sink_check_length(&x) < 0) {
@@ -345,7 +367,9 @@ int reg_get(struct reg_client *c, const char *path, const char *accept, struct r
 		if (!retry)
 			break;
 	}
-	if (!is_2xx(resp->status))
+	if (!is_2xx(resp->status)) {
+		resp->transient = resp->status >= 500;
 		return reg_status_error(c, resp, what, err);
+	}
 	return 0;
 }

@@ -45,6 +45,8 @@ struct reg_sink {
 	uint64_t want_size; /* blob sinks: the descriptor's size, checked first */
 	bool size_known;    /* memory sinks: a descriptor size is known too */
 	struct lb_err *err; /* why the write callback stopped the transfer */
+	uint64_t offset;    /* blob sinks: bytes the writer already has; asked for with Range */
+	bool restart;	    /* the registry ignored the Range: the writer must start over */
 	struct lb_pull_progress *progress;
 	const char *what; /* for messages; set by reg_get */
 };
@@ -58,6 +60,8 @@ struct reg_response {
 	char *redirect; /* absolute Location of a 3xx */
 	char errbody[REG_ERRBODY_MAX + 1];
 	size_t errlen;
+	/* The failure may pass on a second try: the connection broke off, or a 5xx. */
+	bool transient;
 };
 
 struct reg_client {

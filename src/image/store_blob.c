@@ -171,6 +171,11 @@ int lb_blob_writer_write(struct lb_blob_writer *w, const void *buf, size_t len, 
 	return 0;
 }
 
+uint64_t lb_blob_writer_size(const struct lb_blob_writer *w)
+{
+	return w->size;
+}
+
 static int writer_verify(struct lb_blob_writer *w, char got[LB_DIGEST_BUF], struct lb_err **err)
 {
 	if (w->want_size >= 0 && w->size != (uint64_t)w->want_size)

@@ -92,6 +92,7 @@ def cmd_layout(a):
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
     json.dump({"index": ixd["digest"], "amd64": amd["digest"], "arm64": arm["digest"],
                "attestation": atd["digest"], "amd64_layer": amd_layer["digest"],
+               "amd64_layer_size": amd_layer["size"],
                "amd64_config": amd_cfg["digest"], "arm64_layer": arm_layer["digest"]},
               sys.stdout)
     print()
@@ -243,14 +244,31 @@ class Handler(BaseHTTPRequestHandler):
             data = bytes([data[0] ^ 1]) + data[1:]
         if self.st.fault("size", digest):
             data += b"x"
-        if self.st.fault("truncate", digest):
-            self.send(200, b"", "application/octet-stream", length=len(data))
-            self.wfile.write(data[: len(data) // 2])
+        start = self.range_start(len(data))
+        body = data[start:]
+        code, hdrs = 200, []
+        if start:
+            code = 206
+            hdrs = [("Content-Range", "bytes %d-%d/%d" % (start, len(data) - 1, len(data)))]
+        if self.st.fault("blob-503", digest):
+            return self.error(503, "UNAVAILABLE", "injected fault")
+        if self.st.fault("truncate", digest):  # half of what was asked for, then hang up
+            self.send(code, b"", "application/octet-stream", hdrs, length=len(body))
+            self.wfile.write(body[: len(body) // 2])
             self.close_connection = True
             return
+        if start:
+            return self.send(206, body, "application/octet-stream", hdrs)
         if self.st.fault("slow", digest):
             return self.slow(data)
         self.send(200, data, "application/octet-stream")
+
+    def range_start(self, size):
+        """The N of "Range: bytes=N-" when honoured (not with --no-range), else 0."""
+        m = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+        if self.st.a.no_range or not m or int(m.group(1)) >= size:
+            return 0
+        return int(m.group(1))
 
     def slow(self, data):
         self.send(200, b"", "application/octet-stream", length=len(data))
@@ -304,6 +322,7 @@ def main():
     sp.add_argument("--layout", required=True)
     sp.add_argument("--ready", required=True)
     sp.add_argument("--log", required=True)
+    sp.add_argument("--no-range", action="store_true", help="answer Range requests with 200")
     sp.add_argument("--token-ttl", type=float, default=300, help="lifetime the server enforces")
     sp.add_argument("--announce-ttl", type=int, default=300, help="expires_in sent; 0: none")
     sp.add_argument("--token-key", default="token", choices=["token", "access_token"])

@@ -468,6 +468,79 @@ Test(registry, truncated_blob)
 	layer_fault("truncate", "truncated");
 }
 
+/* The Range headers of the requests for path, in order ("" for none), comma-separated. */
+static char *ranges_of(const struct server *s, const char *path)
+{
+	json_t *log = server_log(s), *e;
+	size_t i;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	int seen = 0;
+	json_array_foreach(log, i, e)
+	{
+		const char *p = json_string_value(json_object_get(e, "path"));
+		if (!p || strcmp(p, path) != 0)
+			continue;
+		const char *r =
+		    json_string_value(json_object_get(json_object_get(e, "headers"), "range"));
+		fprintf(f, "%s%s", seen++ ? "," : "", r ? r : "");
+	}
+	fclose(f);
+	json_decref(log);
+	return out;
+}
+
+/* How the second request for the layer asks for it, and whether a third follows. */
+enum recovery { AGAIN_WHOLE, RESUMED, RESUMED_THEN_WHOLE };
+
+/* A layer cut off halfway is pulled again from where it stopped (Range), and verified whole. */
+static void blob_recovers(const char *const *extra, enum recovery how)
+{
+	struct server s;
+	struct lb_pull_result res = {0};
+	make_layout(64 << 10);
+	const char *layer = digest_of("amd64_layer");
+	long long half = json_integer_value(json_object_get(info, "amd64_layer_size")) / 2;
+	const char *args[16] = {"--fault-count", "1", "--target", layer};
+	int n = 4;
+	for (; *extra; extra++)
+		args[n++] = *extra;
+	args[n] = NULL;
+	start_registry(&s, args);
+	struct lb_store *st = open_store();
+	pull_ok(st, &s, ":latest", &res);
+	cr_assert(lb_store_blob_exists(st, layer));
+	char path[256], want[128];
+	snprintf(path, sizeof(path), "/v2/library/img/blobs/%s", layer);
+	snprintf(want, sizeof(want), how == AGAIN_WHOLE ? "," : ",bytes=%lld-%s", half,
+		 how == RESUMED_THEN_WHOLE ? "," : "");
+	char *ranges = ranges_of(&s, path);
+	cr_assert_str_eq(ranges, want);
+	free(ranges);
+	lb_pull_result_clear(&res);
+	lb_store_close(st);
+}
+
+Test(registry, truncated_blob_is_resumed)
+{
+	const char *extra[] = {"--fault", "truncate", NULL};
+	blob_recovers(extra, RESUMED);
+}
+
+/* A registry that ignores Range answers the whole blob: it is read again from the start. */
+Test(registry, truncated_blob_restarts_without_range_support)
+{
+	const char *extra[] = {"--fault", "truncate", "--no-range", NULL};
+	blob_recovers(extra, RESUMED_THEN_WHOLE);
+}
+
+Test(registry, blob_503_is_retried)
+{
+	const char *extra[] = {"--fault", "blob-503", NULL};
+	blob_recovers(extra, AGAIN_WHOLE);
+}
+
 Test(registry, wrong_size)
 {
 	layer_fault("size", "announced");
