@@ -90,6 +90,9 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id);
  * directory and network lease. Idempotent: a sandbox already gone is not an error.
  */
 int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err);
+/* Destroys every sandbox whose spec carried tag (lb_spec.tag): what a creator that died before
+ * noting its sandbox's id left. Scans the runtime directory: for recovery, not hot paths. */
+int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, struct lb_err **err);
 
 /* A command to run inside a live sandbox. */
 struct lb_exec_opts {

@@ -88,6 +88,10 @@ struct lb_spec {
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
+	/* Recorded in the sandbox's state: who made it (a session's directory), so a creator that
+	 * died before noting the sandbox's id can still have it found (lb_sandbox_destroy_tagged).
+	 */
+	char *tag;
 };
 
 static inline bool lb_spec_is_host_image(const struct lb_spec *spec)

@@ -55,6 +55,11 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
 int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err);
 /* Another live process is deleting the session in sdir (its second step, unlocked). */
 bool box_deleting_elsewhere(const char *sdir);
+/* No live process is creating the session in sdir (its creator died, or there is none). */
+bool box_creator_gone(const char *sdir);
+/* Removes what a create whose process died left in sdir: its sandbox (found by its tag), the
+ * directory. Under the global lock. */
+int box_drop_leftover(struct lb_box *box, const char *sdir);
 
 /* reap.c: the TTL and orphan rules; the caller holds the global lock. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);

@@ -74,6 +74,8 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 		if (box_record_read_file(box, key, "deleting.json", &s, NULL) == 0) {
 			r->removed += box_session_drop(box, s.session_id, NULL) == 0;
 			lb_box_session_free(&s);
+		} else if (box_creator_gone(sdir)) { /* a create whose process died */
+			r->removed += box_drop_leftover(box, sdir) == 0;
 		}
 		return;
 	}

@@ -103,6 +103,9 @@ static int drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
 	int r = 0;
 	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
 		r = -1;
+	/* no record: its creator died, maybe after starting the sandbox (tagged with sdir) */
+	if (!have && lb_sandbox_destroy_tagged(&box->paths, sdir, err) < 0)
+		r = -1;
 	lb_box_session_free(&s);
 	if (r == 0 && lb_rm_rf(sdir, err) < 0)
 		r = -1;
@@ -149,14 +152,31 @@ static int creator(const char *sdir)
 	return marked_process(sdir, CREATING);
 }
 
+bool box_creator_gone(const char *sdir)
+{
+	return creator(sdir) == 0;
+}
+
+int box_drop_leftover(struct lb_box *box, const char *sdir)
+{
+	if (lb_sandbox_destroy_tagged(&box->paths, sdir, NULL) < 0)
+		return -1;
+	return lb_rm_rf(sdir, NULL);
+}
+
 /* Under the lock, with the spec built: the sandbox and its record. */
 static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,
 			 const char *sdir, struct lb_box_session *out, struct lb_err **err)
 {
 	char ws[4300], path[4300];
 	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
-	if (box_engine_spec(bs, &box->paths, box->allowed_roots, ws, spec, err) < 0 ||
-	    lb_sandbox_start(spec, &box->paths, out->sandbox, err) < 0)
+	if (box_engine_spec(bs, &box->paths, box->allowed_roots, ws, spec, err) < 0)
+		return -1;
+	/* should this process die before the record is written, the sandbox is found by it */
+	free(spec->tag);
+	if (!(spec->tag = strdup(sdir)))
+		return lb_err_set(err, ENOMEM, "session %s", bs->session_id);
+	if (lb_sandbox_start(spec, &box->paths, out->sandbox, err) < 0)
 		return -1;
 	out->session_id = strdup(bs->session_id);
 	out->owner = strdup(box->owner);

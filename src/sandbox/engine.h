@@ -138,6 +138,7 @@ struct lb_state {
 	char **cgroups;	    /* absolute cgroup directories, NULL-terminated */
 	bool net_on;	    /* network "on" on a bridge: its lease may need collecting */
 	bool pasta;	    /* network "on" through pasta (rootless): pasta may need killing */
+	char *tag;	    /* lb_spec.tag, NULL when none */
 };
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
 void lb_state_free(struct lb_state *st);
@@ -147,6 +148,10 @@ uint64_t lb_proc_starttime(pid_t pid);
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err);
+/* The cgroup paths, noted before pid 1 exists (and so before state.json). */
+int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err);
+/* What lb_state_write_cgroups noted, NULL-terminated; NULL when nothing was. */
+char **lb_state_read_cgroups(const char *statedir);
 
 /* A live sandbox reopened from its state (sandbox_open.c), joined by exec.c. */
 struct lb_sandbox {

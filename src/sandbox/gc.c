@@ -18,8 +18,9 @@
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
 
-/* A state directory without state.json is a sandbox still starting, unless it is this old. */
-#define GC_GRACE_SECONDS 60
+/* A state directory without state.json is a sandbox still starting, unless it is this old (its
+ * creator holds the alive lock from a moment after mkdir: the grace covers that moment). */
+#define GC_GRACE_SECONDS 5
 
 static bool is_alive(const struct lb_state *st)
 {
@@ -57,7 +58,11 @@ static bool collect_one(const char *statedir, bool *collected)
 	if (lb_state_read(statedir, &st, NULL) < 0) {
 		if (stat(statedir, &sb) == 0 && time(NULL) - sb.st_mtime > GC_GRACE_SECONDS) {
 			lb_net_pasta_reap_record(statedir); /* its creator died mid-start */
-			lb_rm_rf(statedir, NULL);
+			char **early = lb_state_read_cgroups(statedir);
+			bool gone = !early || remove_cgroups(early);
+			lb_strvfreep(&early);
+			if (gone)
+				lb_rm_rf(statedir, NULL);
 		}
 		return false;
 	}

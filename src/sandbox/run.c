@@ -443,7 +443,8 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 		goto fail;
 	char cgname[32];
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
-	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0)
+	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0 ||
+	    lb_state_write_cgroups(r.statedir, r.cg, err) < 0)
 		goto fail;
 	if (block_signals(&r, err) < 0 || (spec->die_with_parent && watch_parent(&r, err) < 0) ||
 	    start_child(&r, spec, err) < 0 || wait_setup(&r, setup_exit, err) < 0)
@@ -499,8 +500,8 @@ int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, c
 		goto fail;
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
 	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0 ||
-	    block_signals(&r, err) < 0 || start_child(&r, spec, err) < 0 ||
-	    wait_setup(&r, &setup_exit, err) < 0)
+	    lb_state_write_cgroups(r.statedir, r.cg, err) < 0 || block_signals(&r, err) < 0 ||
+	    start_child(&r, spec, err) < 0 || wait_setup(&r, &setup_exit, err) < 0)
 		goto fail;
 	memcpy(id, r.id, sizeof(r.id));
 	/* hand everything over to the sandbox: nothing of it is undone below */

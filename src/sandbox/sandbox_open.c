@@ -3,6 +3,7 @@
  * pidfd of pid 1 (checked against its recorded start time, so a reused pid is never joined),
  * the cgroup, and what every exec must apply to itself. Also their destruction.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -185,6 +186,34 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 	if (access(statedir, F_OK) == 0 && !lb_gc_collect(paths->runroot, statedir))
 		return lb_err_set(err, EBUSY, "sandbox %s could not be removed", id);
 	return 0;
+}
+
+/* Whether the sandbox whose state is in statedir was made with tag. */
+static bool has_tag(const char *statedir, const char *tag)
+{
+	struct lb_state st;
+	if (lb_state_read(statedir, &st, NULL) < 0)
+		return false;
+	bool match = st.tag && !strcmp(st.tag, tag);
+	lb_state_free(&st);
+	return match;
+}
+
+int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, struct lb_err **err)
+{
+	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
+	int r = 0;
+	if (!d)
+		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
+	for (struct dirent *de; (de = readdir(d));) {
+		char statedir[4200];
+		if (check_id(de->d_name, NULL) < 0)
+			continue;
+		snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, de->d_name);
+		if (has_tag(statedir, tag) && lb_sandbox_destroy(paths, de->d_name, err) < 0)
+			r = -1;
+	}
+	return r;
 }
 
 /* The child cgroup CHILD of sb, opened as ours (destroy removes it). */

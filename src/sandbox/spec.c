@@ -63,6 +63,7 @@ void lb_spec_free(struct lb_spec *spec)
 	}
 	free(spec->cgroup_parent);
 	free(spec->seccomp_profile);
+	free(spec->tag);
 	memset(spec, 0, sizeof(*spec));
 }
 

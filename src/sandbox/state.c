@@ -125,6 +125,8 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "userns", json_boolean(userns));
 	if (lease)
 		json_object_set_new(st, "net", lease_json(lease));
+	if (spec->tag)
+		json_object_set_new(st, "tag", json_string(spec->tag));
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);
 	json_decref(st);
 	if (!text)
@@ -141,7 +143,36 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 void lb_state_free(struct lb_state *st)
 {
 	lb_strvfreep(&st->cgroups);
+	free(st->tag);
 	memset(st, 0, sizeof(*st));
+}
+
+/* Written as soon as the cgroups exist, before pid 1 (state.json comes after it): the GC
+ * removes these directories too when their creator died in between. */
+#define EARLY_CGROUPS "cgroups"
+
+int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err)
+{
+	char path[4200], text[LB_CGROUP_MAX_DIRS * 4200] = "";
+	for (const char *const *c = lb_cgroup_paths(cg); c && *c; c++)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s\n", *c);
+	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
+	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600, err);
+}
+
+char **lb_state_read_cgroups(const char *statedir)
+{
+	char path[4200];
+	_cleanup_free_ char *text = NULL;
+	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
+	if (lb_read_file(path, LB_CGROUP_MAX_DIRS * 4200, &text, NULL, NULL) < 0)
+		return NULL;
+	char **v = calloc(LB_CGROUP_MAX_DIRS + 1, sizeof(char *));
+	size_t n = 0;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); v && l && n < LB_CGROUP_MAX_DIRS;
+	     l = strtok_r(NULL, "\n", &save))
+		v[n++] = strdup(l);
+	return v;
 }
 
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err)
@@ -159,8 +190,12 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	json_t *net = json_object_get(st, "net");
 	out->pasta = json_is_string(json_object_get(net, "mode"));
 	out->net_on = net && !out->pasta;
+	const char *tag = json_string_value(json_object_get(st, "tag"));
+	out->tag = tag ? strdup(tag) : NULL;
 	json_decref(st);
-	if (out->pid <= 0 || !out->cgroups)
+	if (out->pid <= 0 || !out->cgroups) {
+		lb_state_free(out);
 		return lb_err_set(err, 0, "%s: incomplete state", path);
+	}
 	return 0;
 }
