@@ -113,7 +113,7 @@ static int store(const char *key, int64_t index, int64_t length, struct file_tra
 
 static int write_chunk(struct server *s, json_t *data, struct lb_err **err)
 {
-	int64_t length, index, amount;
+	int64_t length = 0, index = 0, amount = 0;
 	static const char *const keys[] = {"file_key", "file_length", "chunk_base64", "chunk_index",
 					   "chunk_amount"};
 	for (size_t i = 0; i < 5; i++) /* as the SDK's handler indexes the payload */
