@@ -197,7 +197,7 @@ static struct server *server_new(void)
 static void server_delete(struct server *s)
 {
 	if (s->instance_lock >= 0)
-		close(s->instance_lock);
+		lb_box_instance_release(&s->box, s->instance_lock);
 	json_decref(s->config);
 	json_decref(s->features);
 	lb_box_fini(&s->box);
