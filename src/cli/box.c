@@ -3,6 +3,7 @@
  * LangBot starts `lbp box -s` (same argv and environment). stdout carries only RPC lines; this
  * file's messages go to stderr.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -204,9 +205,21 @@ static void server_delete(struct server *s)
 	free(s);
 }
 
+/* A listener only this host can reach: an address in 127.0.0.0/8, ::1, or the name "localhost".
+ * Anything else can be reached from the network: 0.0.0.0, ::, NULL (every address), other
+ * addresses, other names (they may resolve anywhere; "127.x.example" is one), and interface
+ * names (lws binds those to the interface's address). */
 static bool loopback(const char *host)
 {
-	return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (!host)
+		return false;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return ntohl(a4.s_addr) >> 24 == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return !strcmp(host, "localhost");
 }
 
 /* The environment both modes read (§6.8, §7.2). */
@@ -220,13 +233,13 @@ static int server_env(struct server *s)
 		       -1;
 	snprintf(s->token, sizeof(s->token), "%s", token ? token : "");
 	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted ? trusted : "");
-	/* /rpc/ws runs commands as root: without a token only this host may reach it */
-	if (!s->token[0] && s->in_fd < 0 && !loopback(s->host))
-		return cli_error(
-			   "refusing to serve /rpc/ws on %s without LANGBOT_BOX_CONTROL_TOKEN "
-			   "(anyone reaching the port could run commands); set a token or "
-			   "listen on 127.0.0.1",
-			   s->host),
+	/* /rpc/ws runs commands as root and the relay (stdio mode too) writes to managed
+	 * processes' stdin: without a token only this host may reach the listener */
+	if (!s->token[0] && !loopback(s->host))
+		return cli_error("refusing to listen on %s without LANGBOT_BOX_CONTROL_TOKEN "
+				 "(anyone reaching the port could run commands or attach to "
+				 "managed processes); set a token or listen on 127.0.0.1",
+				 s->host ? s->host : "every address"),
 		       -1;
 	return 0;
 }
