@@ -15,6 +15,7 @@ usage: conformance.py LBBOX_BIN BUSYBOX_ROOTFS   (as root; private roots and fre
        LBBOX_RPC_FILTER='http_*::relay*' runs only the tests whose label matches (fnmatch).
 """
 import base64
+import ctypes
 import fnmatch
 import glob
 import hashlib
@@ -229,7 +230,7 @@ class Server:
 
     kind = None
 
-    def _setup(self, tmp, env, token, trusted, port):
+    def _setup(self, tmp, env, token, trusted, port, host=HOST):
         self.tmp = tmp
         self.runroot = os.path.join(tmp, "run")
         self.root = os.path.join(tmp, "root")
@@ -250,7 +251,7 @@ class Server:
         self.env = e
         self.token = token
         self.trusted = trusted
-        self.host = HOST
+        self.host = host
         self.port = port or free_port()
         self.ids = []
         self.stderr_lines = []
@@ -360,8 +361,9 @@ class Box(Server, Rpc):
 
     kind = "stdio"
 
-    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=()):
-        self._setup(tmp, env, token, trusted, port)
+    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=(),
+                 host=HOST):
+        self._setup(tmp, env, token, trusted, port, host)
         self._init_rpc(self.ids)
         # prefix: e.g. setpriv, to run the runtime as another user
         self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
@@ -1457,6 +1459,97 @@ def relay_auth_and_generation_401(h, kind):
                        ("current generation, old id", b.relay_headers(ctx2))):
         e = b.refused(path, hdrs, ["mcp"])
         assert (e.status, e.body) == (401, "Unauthorized"), (what, e.status, e.body)
+
+
+def netns_peer(h):
+    """A test network namespace joined to this host by a veth pair on 10.251.77.0/30: returns
+    (namespace, this host's address on the link). Removed after the test; traffic to and from it
+    stays on this machine."""
+    ns, link = "lbt-rpc-%d" % os.getpid(), "lbr%d" % os.getpid()
+    host_addr, ns_addr = "10.251.77.1", "10.251.77.2"
+
+    def remove():
+        subprocess.run(["ip", "link", "del", link], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    h.cleanups.append(remove)
+    for cmd in (["netns", "add", ns],
+                ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns],
+                ["addr", "add", host_addr + "/30", "dev", link],
+                ["link", "set", link, "up"],
+                ["-n", ns, "addr", "add", ns_addr + "/30", "dev", "eth0"],
+                ["-n", ns, "link", "set", "eth0", "up"]):
+        r = subprocess.run(["ip"] + cmd, capture_output=True)
+        assert r.returncode == 0, "ip %s: %s" % (" ".join(cmd), r.stderr)
+    return ns, host_addr
+
+
+def in_netns(ns, fn):
+    """fn() on a thread that entered network namespace ns: the sockets it opens live there."""
+    out = {}
+
+    def run():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+            try:
+                if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), "setns %s" % ns)
+            finally:
+                os.close(fd)
+            out["value"] = fn()
+        except BaseException as e:  # re-raised on the test's thread
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    if "error" in out:
+        raise out["error"]
+    assert "value" in out, "the namespace client did not finish"
+    return out["value"]
+
+
+def handshake(host, port, path, headers, subprotocols=None):
+    """(status, body) of a refused upgrade, or "upgraded"."""
+    try:
+        ws = wsclient.connect(host, port, path, headers, subprotocols)
+    except HandshakeError as e:
+        return e.status, e.body
+    ws.abort()
+    return "upgraded"
+
+
+@http_test("stdio")
+def stdio_runtime_on_test_network_needs_token(h, kind):
+    """The stdio runtime may listen on a non-loopback address only with a control token: from a
+    test network namespace, /rpc/ws and the relay without the token get 401; with it, /rpc/ws
+    runs actions and the relay reaches the process's stdin and stdout."""
+    ns, addr = netns_peer(h)
+    b = h.start(kind, token=TOKEN, host=addr)
+    line = "lbbox: listening on %s:%d" % (addr, b.port)
+    assert poll(lambda: line in b.stderr_lines, 5), "no %r: %r" % (line, b.stderr_lines)
+    b.ok("box_create_session", spec("net1"))
+    start_process(b, "net1", "default", "cat")
+    relay = relay_path(physical("net1"))
+
+    def from_namespace():
+        got = {"rpc": handshake(addr, b.port, "/rpc/ws", b.auth_headers(token=None)),
+               "relay": handshake(addr, b.port, relay, b.relay_headers(token=None), ["mcp"]),
+               "health": wsclient.http_get(addr, b.port, "/healthz")[0]}
+        ws = wsclient.connect(addr, b.port, relay, b.relay_headers(), ["mcp"])
+        ws.send_text("from the namespace")
+        got["echo"] = ws.recv_text(10)
+        ws.close()
+        rpc = wsclient.connect(addr, b.port, "/rpc/ws", b.auth_headers())
+        rpc.send_text(json.dumps({"seq_id": 7, "action": "__ping", "data": {}}))
+        got["ping"] = json.loads(rpc.recv_text(10))
+        rpc.close()
+        return got
+    got = in_netns(ns, from_namespace)
+    assert got["health"] == 200, got  # the listener is reachable from the namespace
+    assert got["rpc"] == (401, "Unauthorized") and got["relay"] == (401, "Unauthorized"), got
+    assert got["echo"] == "from the namespace", got
+    assert got["ping"]["seq_id"] == 7 and got["ping"]["code"] == 0, got
+    b.ok("box_delete_session", {"session_id": "net1"})
 
 
 @http_test()
