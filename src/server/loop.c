@@ -28,10 +28,10 @@ struct stdio_in {
 	struct peer *peer;
 };
 
-static void on_stdio_msg(void *arg, json_t *msg)
+static void on_stdio_msg(void *arg, json_t *msg, json_t *seq_id, const struct lb_err *bad)
 {
 	struct stdio_in *in = arg;
-	server_handle(in->w.s, in->peer, msg);
+	server_receive(in->w.s, in->peer, msg, seq_id, bad);
 }
 
 static int stdio_read(struct fdwatch *w)

@@ -137,6 +137,10 @@ int server_run(struct server *s);
 
 /* request.c: a request from a peer, answered inline or run in a job. */
 void server_handle(struct server *s, struct peer *p, json_t *msg);
+/* A received message (lb_rpc_msg_fn's arguments): handled, or, undecodable, answered with bad
+ * when it has a seq_id and otherwise ignored with one line on stderr. */
+void server_receive(struct server *s, struct peer *p, json_t *msg, json_t *seq_id,
+		    const struct lb_err *bad);
 /* The Workspace namespace "ws-<sha256[:24]>" of a context's prefix "ws-<hash>-g<N>". */
 void server_namespace_of(const struct lb_rpc_context *c, char *out, size_t len);
 /* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
