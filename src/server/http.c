@@ -271,7 +271,10 @@ static const struct lws_protocols protocols[] = {
 static void log_line(int level, const char *line)
 {
 	(void)level;
-	fprintf(stderr, "lbbox: websockets: %s", line);
+	/* lws may quote what a peer sent: escaped, one line */
+	_cleanup_free_ char *copy = strndup(line, strcspn(line, "\n"));
+	_cleanup_free_ char *text = copy ? lb_escape_ctl(copy) : NULL;
+	fprintf(stderr, "lbbox: websockets: %s\n", text ? text : "?");
 }
 
 int server_http_start(struct server *s, struct lb_err **err)
