@@ -260,9 +260,12 @@ class Server:
         self.exited_ok = False  # the test ended the server itself and checked its exit
 
     def _start_stderr(self):
+        self.stderr_done = threading.Event()  # set at EOF: every line is in stderr_lines
+
         def drain():
             for raw in self.p.stderr:
                 self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+            self.stderr_done.set()
 
         threading.Thread(target=drain, daemon=True).start()
 
@@ -736,15 +739,133 @@ def legacy_ids_are_verbatim(b):
 
 @test
 def bad_lines_are_ignored(b):
-    """Malformed JSON and non-objects are ignored without a reply; the connection stays."""
+    """Malformed JSON and non-objects with no seq_id to answer are ignored, one line on stderr
+    each ("{...}" lines, as LangBot logs them); the connection stays."""
     n = len(b.lines)
     if b.kind == "stdio":
-        b.send_raw("not json\n{broken\n[1, 2]\n\n")
+        b.send_raw("not json\n{broken\n{broken}\n[1, 2]\n\n")
+        ignored = 1  # lines that do not look like "{...}" are skipped without a word (§6.2)
     else:
         for m in ("not json", "{broken", "[1, 2]", "", "42", '"text"', "null", "{" * 100):
             b.send_message(m)
+        ignored = 8
     assert b.ok("__ping", {}, None) == {}
     assert len(b.lines) == n + 1, "answers to ignored messages: %r" % b.lines[n:]
+    logged = lambda: [l for l in b.stderr_lines if "lbbox: ignored a message" in l]
+    assert poll(lambda: len(logged()) == ignored, 2), "stderr: %r" % b.stderr_lines
+
+
+def raw_request(seq, action, data_text):
+    """A request whose data is given as JSON text (for what json.dumps would not write)."""
+    return '{"seq_id": %d, "action": "%s", "data": %s}' % (seq, action, data_text)
+
+
+@test
+def requests_jansson_cannot_read_are_answered(b):
+    """What Python's json.loads reads but jansson does not -- integers beyond int64, reals that
+    overflow, NUL in strings -- and JSON that is broken after its seq_id: every such request is
+    answered (spec §6.4: LangBot answers whatever it decodes), none is left to time out."""
+    big = "99999999999999999999999"
+    cases = [
+        (raw_request(11, "box_exec", '{"session_id": "j1", "cmd": "true", "memory_mb": %s}'
+                     % big), "BoxValidationError: memory_mb must be at most 8796093022207"),
+        (raw_request(12, "box_exec", '{"session_id": "j1", "cmd": "true", "pids_limit": -%s}'
+                     % big), "BoxValidationError: pids_limit must be at least 1"),
+        (raw_request(13, "box_exec", '{"session_id": "j1", "cmd": "true", "timeout_sec": %s}'
+                     % big), "BoxValidationError: timeout_sec must be at most 315360000"),
+        (raw_request(14, "box_exec", '{"session_id": "j1\\u0000x", "cmd": "true"}'),
+         "BoxValidationError: data.session_id: a string must not contain NUL (\\u0000)"),
+        (raw_request(15, "box_exec", '{"session_id": "j1", "cmd": "true", "env": {"K\\u0000": '
+                     '"v"}}'), "BoxValidationError: an object key must not contain NUL"),
+        (raw_request(16, "box_exec", '{"session_id": "j1", "cmd": "true", "cpus": NaN}'),
+         "ValueError: malformed request: "),
+        ('{"seq_id": 17, "action": 5, "data": {}}', "ValueError: action must be a string"),
+        ('{"seq_id": 18, "action": "box_exec", "data": {"session_id": "j1", "cmd": }',
+         "ValueError: malformed request: "),
+    ]
+    for text, _ in cases:
+        b.send_message(text)
+    for text, prefix in cases:
+        seq = int(text.split(",")[0].split(":")[1])
+        r = b.wait(seq, 10)
+        assert r["code"] == 1 and r["data"] == {} and r["message"].startswith(prefix), (text, r)
+    b.send_message(raw_request(19, "__ping", '{"x": 1e999, "y": %s}' % big))
+    assert b.wait(19, 10)["code"] == 0, "a number beyond double or int64 where none is needed"
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == [], "a refused request left one"
+
+
+def host_cpus():
+    return len(os.sched_getaffinity(0))
+
+
+@test
+def values_that_cannot_be_converted_are_refused(b):
+    """cpus against this host's CPUs (docker's range), and memory_mb / pids_limit /
+    timeout_sec / workspace_quota_mb beyond what converts to bytes, pids.max or a deadline:
+    BoxValidationError before anything is created, never a raw cgroup error."""
+    n = host_cpus()
+    rng = "the range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available" % (n, n)
+    for cpus in (1e12, n + 0.5, 0.001, 1e308):
+        msg = b.err("box_create_session", spec("v1", cpus=cpus), "BoxValidationError: cpus=")
+        assert msg.endswith("is out of range: " + rng), msg
+    for field, value, text in (("memory_mb", 2 ** 62, "memory_mb must be at most 8796093022207"),
+                               ("memory_mb", 2 ** 43, "memory_mb must be at most 8796093022207"),
+                               ("pids_limit", 2 ** 62, "pids_limit must be at most 4194304"),
+                               ("timeout_sec", 2 ** 62, "timeout_sec must be at most 315360000"),
+                               ("workspace_quota_mb", 2 ** 62,
+                                "workspace_quota_mb must be at most 8796093022207")):
+        b.err("box_exec", spec("v1", "true", **{field: value}), "BoxValidationError: " + text)
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == [], "a refused request left one"
+    r = b.ok("box_exec", spec("v2", "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || "
+                              "cut -d' ' -f1 /sys/fs/cgroup/cpu.max", cpus=float(n)))
+    assert r["stdout"] == str(n * 100000), r  # the host's full range is accepted
+    b.ok("box_delete_session", {"session_id": "v2"})
+
+
+@test
+def mount_paths_lbbox_refuses(b):
+    """mount_path / (it broke the session), /proc, /sys, /dev and below, and paths with "..":
+    BoxValidationError, for the workspace and for extra mounts alike."""
+    cases = [("/", "mount_path must not be /"), ("//./", "mount_path must not be /"),
+             ("/proc", "mount_path /proc must not be /proc or under it"),
+             ("/sys/fs/cgroup", "mount_path /sys/fs/cgroup must not be /sys or under it"),
+             ("/./dev", "mount_path /./dev must not be /dev or under it"),
+             ("/workspace/../etc", "mount_path /workspace/../etc must not contain '..'"),
+             ("rel", "mount_path must be an absolute path inside the sandbox")]
+    for path, text in cases:
+        b.err("box_create_session", spec("m1", mount_path=path),
+              "BoxValidationError: " + text)
+        extra = [{"host_path": "/tmp", "mount_path": path, "mode": "ro"}]
+        b.err("box_create_session", spec("m1", extra_mounts=extra),
+              "BoxValidationError: " + text)
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == []
+    r = b.ok("box_exec", spec("m2", "pwd", mount_path="/data", workdir=None))
+    assert r["stdout"] == "/data", r
+    b.ok("box_delete_session", {"session_id": "m2"})
+
+
+@test
+def control_characters_in_ids_refused(b):
+    """Session and managed-process ids with a control character: BoxValidationError, in every
+    action that names one, with a context or without (legacy ids are used verbatim)."""
+    for ctx in (CTX, None):
+        for sid in ("a\x1b[31m", "a\x07", "a\x7f", "a\nb"):
+            b.err("box_create_session", spec(sid), "BoxValidationError: session_id must not "
+                  "contain control characters", ctx)
+            for action in ("box_get_session", "box_delete_session"):
+                b.err(action, {"session_id": sid}, "BoxValidationError: session_id must not "
+                      "contain control characters", ctx)
+    b.ok("box_create_session", spec("i1"))
+    b.err("box_start_managed_process", {"session_id": "i1", "spec": {
+        "command": "cat", "process_id": "p\x1b]0;x\x07"}},
+        "BoxValidationError: process_id must not contain control characters")
+    for action in ("box_get_managed_process", "box_stop_managed_process"):
+        b.err(action, {"session_id": "i1", "process_id": "p\x1b"},
+              "BoxValidationError: process_id must not contain control characters")
+    ok = b.ok("box_create_session", spec("caf\u00e9 \u2713"), None)  # printable unicode is fine
+    assert ok["session_id"] == "caf\u00e9 \u2713", ok
+    b.ok("box_delete_session", {"session_id": "caf\u00e9 \u2713"}, None)
+    b.ok("box_delete_session", {"session_id": "i1"})
 
 
 @test
@@ -756,11 +877,13 @@ def wrong_shapes_get_errors_not_crashes(b):
     b.err("box_get_managed_process", {"session_id": "nope", "process_id": 3},
           "BoxSessionNotFoundError: ")
     if b.kind == "stdio":  # (a WebSocket text message is UTF-8 by construction)
-        with b.wlock:  # a line that is not UTF-8 is dropped, the connection stays
+        with b.wlock:  # a line that is not UTF-8 is answered, the connection stays
             b.p.stdin.write(b'{"seq_id": 2, "action": "__ping", "data": {"x": "\xff"}}\n')
             b.p.stdin.flush()
+        r = b.wait(2, 10)
+        assert r["code"] == 1 and r["message"].startswith(
+            "ValueError: malformed request: unable to decode byte 0xff"), r
         assert b.ok("__ping", {}, None) == {}, "alive after an invalid line"
-        assert 2 not in b.replies, "the invalid line was answered"
 
 
 @test
@@ -804,6 +927,14 @@ def eof_and_sigterm_drop_every_session(b):
 STDIO_ONLY, stdio_only = registry()
 
 
+def exit_line(box, why):
+    """The one line the runtime wrote on stderr about its exit (besides "listening on")."""
+    box.stderr_done.wait(5)
+    lines = [l for l in box.stderr_lines if not l.startswith("lbbox: listening on ")]
+    assert len(lines) == 1 and why in lines[0], "expected one line with %r: %r" % (why, lines)
+    return lines[0]
+
+
 @stdio_only
 def sigterm_exit(h):
     box = h.start("stdio")
@@ -815,10 +946,21 @@ def sigterm_exit(h):
     assert rc == 0, rc
     assert time.time() - t0 < 5, "SIGTERM exit took %.1f s" % (time.time() - t0)
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: SIGTERM received: dropping this runtime's sessions and exiting")
+
+
+@stdio_only
+def stdin_eof_exit_says_so(h):
+    box = h.start("stdio")
+    assert box.close()[0] == 0
+    box.exited_ok = True
+    exit_line(box, "lbbox: stdin closed: dropping this runtime's sessions and exiting")
 
 
 @stdio_only
 def chunk_violation_closes(h):
+    """§6.2: a violation of the chunk protocol closes the connection, as LangBot's reader does,
+    and for the stdio runtime that is the end: it says why in one line, cleans up, exits."""
     box = h.start("stdio")
     box.ok("box_create_session", spec("v1"))
     box.send_raw(json.dumps({"type": "chunk_start", "total_size": 10}) + "\n" +
@@ -827,6 +969,25 @@ def chunk_violation_closes(h):
     box.exited_ok = True
     assert rc == 0, rc
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: protocol violation on stdin (chunk_data: offset 5, expected 0: "
+              "Protocol error), connection closed: dropping this runtime's sessions and exiting")
+
+
+@stdio_only
+def oversized_line_closes(h):
+    """A line longer than any message (16 MiB) plus its framing: the connection is closed, with
+    one line saying so."""
+    box = h.start("stdio")
+    box.ok("box_create_session", spec("o1"))
+    try:
+        box.send_raw("{" + "x" * (16 * 1024 * 1024 + 65536))
+    except BrokenPipeError:
+        pass  # the runtime stopped reading: that is the point
+    rc = box.p.wait(10)
+    box.exited_ok = True
+    assert rc == 0, rc
+    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: protocol violation on stdin (line longer than ")
 
 
 @stdio_only
