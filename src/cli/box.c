@@ -185,6 +185,7 @@ static struct server *server_new(void)
 	if (!s)
 		return NULL;
 	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
+	const char *ttl = getenv("LBBOX_BOX_UPLOAD_TTL_SEC");
 	s->in_fd = s->out_fd = s->instance_lock = -1;
 	s->port = 5410;
 	/* LangBot reaches the relay at 127.0.0.1 in stdio mode (§7.1); wider is asked for with
@@ -192,6 +193,10 @@ static struct server *server_new(void)
 	s->host = "127.0.0.1";
 	s->max_file_bytes = 20971520; /* §3.1's default */
 	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
+	/* nothing in lbbox reads an upload (LangBot's zip skill actions would): unread ones go */
+	s->upload_ttl_ns =
+	    (ttl && atoi(ttl) > 0 && atoi(ttl) <= 86400 ? (uint64_t)atoi(ttl) : 600) *
+	    1000000000ull;
 	return s;
 }
 

@@ -343,13 +343,14 @@ json_t *server_run_action(struct server *s, const char *action, json_t *data,
 	return lb_rpc_reply_ok(seq_id, out);
 }
 
-json_t *server_inline_action(struct server *s, const char *action, json_t *data, json_t *seq_id)
+json_t *server_inline_action(struct server *s, struct peer *p, const char *action, json_t *data,
+			     json_t *seq_id)
 {
 	struct lb_err *err = NULL;
 	if (!strcmp(action, "__ping"))
 		return lb_rpc_reply_ok(seq_id, json_object());
 	if (!strcmp(action, "__file_chunk"))
-		return server_file_chunk(s, data, seq_id);
+		return server_file_chunk(s, p, data, seq_id);
 	if (!strcmp(action, "box_get_backend_info"))
 		return lb_rpc_reply_ok(seq_id, server_backend_info(s));
 	if (!strcmp(action, "box_health")) {

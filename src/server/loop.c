@@ -88,6 +88,7 @@ static void reap_tick(lws_sorted_usec_list_t *sul)
 	struct server *s = lws_container_of(sul, struct server, reap_timer);
 	int fd;
 	lws_sul_schedule(s->lws, 0, &s->reap_timer, reap_tick, REAP_INTERVAL_US);
+	server_uploads_expire(s);
 	if (server_job_start(s, NULL, NULL, NULL, NULL, 0, &fd) != 0)
 		return;
 	size_t removed;

@@ -181,7 +181,7 @@ void server_handle(struct server *s, struct peer *p, json_t *msg)
 	if (c < 0)
 		return;
 	json_t *empty = data ? NULL : json_object();
-	json_t *reply = server_inline_action(s, action, data ? data : empty, seq_id);
+	json_t *reply = server_inline_action(s, p, action, data ? data : empty, seq_id);
 	if (reply)
 		peer_send(p, reply);
 	else if (inflight(s, p) >= LB_RPC_MAX_INFLIGHT)

@@ -1025,6 +1025,17 @@ def stdio_port_taken_only_warns(h):
         occ.close()
 
 
+def upload_chunk(key, i, data, amount, length):
+    """A __file_chunk request's data."""
+    return {"file_key": key, "file_length": length, "chunk_index": i, "chunk_amount": amount,
+            "chunk_size": 16384, "chunk_base64": base64.b64encode(data).decode()}
+
+
+def upload(b, key, data=b"zip bytes"):
+    """One whole upload in one chunk."""
+    assert b.ok("__file_chunk", upload_chunk(key, 0, data, 1, len(data)), None) == {}
+
+
 @stdio_only
 def file_chunk_uploads(h):
     """__file_chunk (§6.6): base64 pieces into the storage dir (0700), checked key and sizes."""
@@ -1034,8 +1045,7 @@ def file_chunk_uploads(h):
     parts = [blob[i:i + 16384] for i in range(0, len(blob), 16384)]
 
     def chunk(key, i, data, amount=len(parts), length=len(blob)):
-        return {"file_key": key, "file_length": length, "chunk_index": i, "chunk_amount": amount,
-                "chunk_size": 16384, "chunk_base64": base64.b64encode(data).decode()}
+        return upload_chunk(key, i, data, amount, length)
     for i, c in enumerate(parts):
         assert box.ok("__file_chunk", chunk("ab12-x.zip", i, c), None) == {}
     with open(os.path.join(store, "ab12-x.zip"), "rb") as f:
@@ -1056,6 +1066,43 @@ def file_chunk_uploads(h):
     box.err("__file_chunk", chunk("huge", 0, b"", 1, 30 * 1024 * 1024),
             "ValueError: file exceeds max_rpc_file_bytes (20971520)", None)
     box.err("__file_chunk", {"file_key": "k"}, "KeyError: 'file_length'", None)
+
+
+@stdio_only
+def uploads_go_with_the_connection(h):
+    """LangBot's handler removes a connection's uploads when it closes: stdin EOF takes every
+    upload of the stdio connection with it, finished or not."""
+    store = os.path.join(h.tmp, "files")
+    box = h.start("stdio", env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store})
+    upload(box, "done.zip")
+    box.ok("__file_chunk", upload_chunk("half.zip", 0, b"x" * 16384, 2, 20000), None)
+    assert sorted(os.listdir(store)) == ["done.zip", "half.zip"], os.listdir(store)
+    assert box.close()[0] == 0
+    box.exited_ok = True
+    assert os.listdir(store) == [], "uploads outlived the connection: %s" % os.listdir(store)
+
+
+@stdio_only
+def failed_and_idle_uploads_are_removed(h):
+    """An upload that fails is removed at once; one left idle past the upload TTL is removed
+    (nothing in lbbox reads uploads); a connection holds at most 128."""
+    store = os.path.join(h.tmp, "files")
+    box = h.start("stdio", env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store,
+                                "LBBOX_BOX_UPLOAD_TTL_SEC": "2"})
+    box.ok("__file_chunk", upload_chunk("long.zip", 0, b"a" * 10, 2, 12), None)
+    box.err("__file_chunk", upload_chunk("long.zip", 1, b"b" * 10, 2, 12),
+            "ValueError: file long.zip is longer than file_length 12", None)
+    assert not os.path.exists(os.path.join(store, "long.zip")), "a failed upload stayed"
+    upload(box, "idle.zip")
+    time.sleep(2.5)
+    upload(box, "fresh.zip")  # (the expiry runs with every chunk and every 30 s)
+    assert os.listdir(store) == ["fresh.zip"], "idle upload stayed: %s" % os.listdir(store)
+    for i in range(127):
+        upload(box, "u%d.zip" % i)
+    box.err("__file_chunk", upload_chunk("one-too-many.zip", 0, b"x", 1, 1),
+            "ValueError: Active file transfer capacity reached", None)
+    upload(box, "fresh.zip", b"again")  # its own key: restarted, not a new upload
+    assert len(os.listdir(store)) == 128, len(os.listdir(store))
 
 
 @stdio_only
@@ -1348,6 +1395,29 @@ def serve_non_loopback_needs_token(h, kind):
     assert b"token" in p.stderr.lower(), "no error about the token: %r" % p.stderr
     b = h.start(kind, token=TOKEN, listen_host="0.0.0.0")  # with a token it is allowed
     assert b.ok("__ping", {}, None) == {}
+
+
+@http_test("serve")
+def ws_uploads_belong_to_their_connection(h, kind):
+    """An upload belongs to the /rpc/ws connection that sent it: another connection cannot
+    write to its key, and its file goes when that connection closes, the server running on."""
+    store = os.path.join(h.tmp, "files")
+    b = h.start(kind, env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store})
+    other = b.connect_rpc()
+    upload(b, "mine.zip")
+    upload(other, "theirs.zip")
+    other.err("__file_chunk", upload_chunk("mine.zip", 0, b"overwrite", 1, 9),
+              "ValueError: file_key mine.zip is in use by another connection", None)
+    with open(os.path.join(store, "mine.zip"), "rb") as f:
+        assert f.read() == b"zip bytes", "another connection overwrote the upload"
+    assert other.close() is not None
+    assert poll(lambda: os.listdir(store) == ["mine.zip"], 5), \
+        "the closed connection's upload stayed: %s" % os.listdir(store)
+    assert b.ok("__ping", {}, None) == {}
+    b.rpc.close()
+    assert poll(lambda: os.listdir(store) == [], 5), os.listdir(store)
+    third = b.connect_rpc()
+    upload(third, "mine.zip")  # free again
 
 
 @http_test("serve")
