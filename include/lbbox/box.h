@@ -84,6 +84,8 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 void lb_box_drop_owned(struct lb_box *box);
 /* A server's instance: held (flock) for its lifetime so reapers know its sessions are owned. */
 int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err);
+/* At the server's exit, its sessions dropped: the lock file goes, then the lock (fd) itself. */
+void lb_box_instance_release(struct lb_box *box, int fd);
 
 /* One exec (§3.4): sh -lc "mkdir -p W && cd W && CMD", output captured. */
 struct lb_box_exec_req {

@@ -16,6 +16,13 @@
 #define LB_BOX_DEFAULT_IMAGE	  "rockchin/langbot-sandbox:latest"
 #define LB_BOX_DEFAULT_MOUNT_PATH "/workspace"
 
+/* lbbox's upper bounds (LangBot has none; Python ints do not overflow): each value must survive
+ * its conversion -- MiB to bytes in 64 bits, seconds to a nanosecond deadline -- and the pids
+ * cgroup takes no more than the kernel's PID_MAX_LIMIT. */
+#define LB_BOX_MAX_MB	       (INT64_MAX >> 20)
+#define LB_BOX_MAX_PIDS	       4194304
+#define LB_BOX_MAX_TIMEOUT_SEC (10LL * 365 * 24 * 3600)
+
 /* Box error classes (spec §6.5), for lb_err_box(). */
 #define LB_BOX_EVALIDATION  "BoxValidationError"
 #define LB_BOX_ENOTFOUND    "BoxSessionNotFoundError"
@@ -78,6 +85,10 @@ int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_
 /* Re-runs the validators on a filled spec (used after CLI flags set its fields). */
 int lb_box_spec_validate(struct lb_box_spec *spec, struct lb_err **err);
 void lb_box_spec_free(struct lb_box_spec *spec);
+
+/* A session or managed-process id (field names it) with a control character (below 0x20, or
+ * 0x7f) is refused: BoxValidationError. Such ids reach terminals and logs. */
+int lb_box_check_id(const char *id, const char *field, struct lb_err **err);
 
 void lb_box_proc_spec_init(struct lb_box_proc_spec *out);
 int lb_box_proc_spec_from_json(const json_t *obj, struct lb_box_proc_spec *out,

@@ -29,13 +29,15 @@ struct lb_rpc_reader {
 	size_t msg_len, msg_total;
 	unsigned frags;
 };
-/* One complete message: a JSON object (borrowed; valid until return). */
-typedef void (*lb_rpc_msg_fn)(void *ctx, json_t *msg);
+/* One complete message: msg, a JSON object (borrowed; valid until return), or NULL when its
+ * text could not be decoded (lb_rpc_decode): then bad says why and seq_id is the one recovered
+ * from it (borrowed; NULL when none was). */
+typedef void (*lb_rpc_msg_fn)(void *ctx, json_t *msg, json_t *seq_id, const struct lb_err *bad);
 /*
- * Feeds bytes read from the peer. Calls fn for every complete message. Lines that are not
- * "{...}", malformed JSON and non-objects are skipped, as LangBot's reader does. Returns -1 (with
- * err) on a violation of the chunk protocol or an oversized line: the connection must then be
- * closed.
+ * Feeds bytes read from the peer. Calls fn for every complete message, decoded or not. Lines
+ * that are not "{...}" are skipped, as LangBot's reader does, and so is anything but the chunk
+ * protocol inside a chunked message. Returns -1 (with err) on a violation of the chunk protocol
+ * or an oversized line: the connection must then be closed.
  */
 int lb_rpc_reader_feed(struct lb_rpc_reader *r, const char *data, size_t n, lb_rpc_msg_fn fn,
 		       void *ctx, struct lb_err **err);
@@ -50,6 +52,20 @@ int lb_rpc_frame(const char *text, size_t len, char **out, size_t *out_len, stru
 
 /* ---- messages (§6.4, §6.5) --------------------------------------------------------------------
  */
+
+/*
+ * A received message text as a JSON object, read as Python's json.loads reads it (integers of
+ * any size and overflowing reals come out clamped to int64 / double, "\u0000" is kept). -1 with
+ * err (ValueError, or BoxValidationError for a NUL in a key) when it cannot be decoded or is not
+ * an object.
+ */
+int lb_rpc_decode(const char *text, size_t len, json_t **out, struct lb_err **err);
+/* BoxValidationError "<path>: a string must not contain NUL (\u0000)" when a string in msg
+ * holds a NUL, which no C string downstream could carry. */
+int lb_rpc_check_nul(const json_t *msg, struct lb_err **err);
+/* The integer seq_id of a top-level object in a text that does not decode, found by a lenient
+ * scan; NULL when there is none, or when the text is a response (has "code"). New reference. */
+json_t *lb_rpc_recover_seq_id(const char *text, size_t len);
 
 /* ASCII JSON as Python's json.dumps writes it (", " and ": "); malloc'ed. */
 char *lb_rpc_dumps(const json_t *j);

@@ -53,6 +53,11 @@ int lb_rm_rf(const char *path, struct lb_err **err);
 int lb_write_all(int fd, const void *buf, size_t len);
 ssize_t lb_read_all(int fd, void *buf, size_t len);
 
+/* s for a terminal or a log line: control characters (below 0x20, 0x7f, and U+0080-U+009F,
+ * whose CSI starts terminal escapes) and bytes that are not UTF-8 written as \xNN, the rest as
+ * is; malloc'ed, NULL without memory. */
+char *lb_escape_ctl(const char *s);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t lb_now_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */

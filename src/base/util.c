@@ -383,3 +383,46 @@ int lb_exit_code_of(int status)
 		return WEXITSTATUS(status);
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes left), 0 when there is none (stray
+ * continuation, overlong form, surrogate, beyond U+10FFFF, cut short); *cp its code point. */
+static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+	if (!len || s[0] > 0xf4 || len > n)
+		return 0;
+	uint32_t c = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min[len] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+char *lb_escape_ctl(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), o = 0;
+	char *out = malloc(n * 4 + 1); /* every byte may become \xNN */
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = p[i];
+		size_t len = p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i, &cp);
+		bool control = cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+		if (len && !control) {
+			memcpy(out + o, p + i, len);
+			o += len, i += len;
+			continue;
+		}
+		for (size_t k = 0; k < (len ? len : 1); k++, i++)
+			o += (size_t)sprintf(out + o, "\\x%02x", p[i]);
+	}
+	out[o] = '\0';
+	return out;
+}

@@ -46,6 +46,9 @@ typedef void (*box_session_fn)(struct lb_box *box, const char *key, const char *
 void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx);
 size_t box_count_sessions(struct lb_box *box);
 
+/* BoxSpec from a session record or a copy: LangBot's rules only (box_spec.c), so a session
+ * stored before lbbox's own rules tightened can still be read, listed and removed. */
+int lb_box_spec_from_record(const json_t *obj, struct lb_box_spec *out, struct lb_err **err);
 /* session.c */
 uint64_t box_realtime_ns(void);
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);

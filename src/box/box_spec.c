@@ -2,13 +2,16 @@
  * BoxSpec (spec §1.3) from a JSON object, the way pydantic validates LangBot's model: fields in
  * declaration order, each coerced (lax mode) and then run through its validator, the first
  * failure reported; unknown keys ignored. Validator failures carry LangBot's exact text
- * ("memory_mb must be at least 32"), type failures "<field>: <pydantic message>".
+ * ("memory_mb must be at least 32"), type failures "<field>: <pydantic message>". lbbox adds
+ * rules of its own to some fields (the third column of spec_fields): they apply to requests,
+ * not to the records of sessions that exist already.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "box/box_internal.h"
 #include "box_spec_internal.h"
 #include "lbbox/box_spec.h"
 #include "lbbox/cleanup.h"
@@ -177,6 +180,64 @@ static int check_host_mount_consistency(const struct lb_box_spec *s, struct lb_e
 			  "workdir must stay under mount_path when host_path is provided");
 }
 
+/* ---- lbbox's own rules, beyond LangBot's model ---------------------------------------------- */
+
+static int lbbox_timeout(struct lb_box_spec *s, struct lb_err **err)
+{
+	if (s->timeout_sec > LB_BOX_MAX_TIMEOUT_SEC)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec must be at most %lld",
+				  LB_BOX_MAX_TIMEOUT_SEC);
+	return 0;
+}
+
+static int lbbox_session_id(struct lb_box_spec *s, struct lb_err **err)
+{
+	return lb_box_check_id(s->session_id, "session_id", err);
+}
+
+static int lbbox_mount_path(struct lb_box_spec *s, struct lb_err **err)
+{
+	return lb_box_check_mount_target(s->mount_path, err);
+}
+
+static int lbbox_extra_mounts(struct lb_box_spec *s, struct lb_err **err)
+{
+	for (size_t i = 0; i < s->n_extra_mounts; i++)
+		if (lb_box_check_mount_target(s->extra_mounts[i].mount_path, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* An upper bound in MiB that still fits in 64 bits as bytes. */
+static int at_most_mb(const char *field, int64_t v, struct lb_err **err)
+{
+	if (v > LB_BOX_MAX_MB)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "%s must be at most %lld", field,
+				  (long long)LB_BOX_MAX_MB);
+	return 0;
+}
+
+static int lbbox_memory(struct lb_box_spec *s, struct lb_err **err)
+{
+	return at_most_mb("memory_mb", s->memory_mb, err);
+}
+
+static int lbbox_pids(struct lb_box_spec *s, struct lb_err **err)
+{
+	if (s->pids_limit > LB_BOX_MAX_PIDS)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "pids_limit must be at most %d",
+				  LB_BOX_MAX_PIDS);
+	return 0;
+}
+
+/* lbbox exec caps every file at the quota (RLIMIT_FSIZE, in bytes) */
+static int lbbox_quota(struct lb_box_spec *s, struct lb_err **err)
+{
+	return at_most_mb("workspace_quota_mb", s->workspace_quota_mb, err);
+}
+
+/* ---- coercion -------------------------------------------------------------------------------- */
+
 static int coerce_cmd(const json_t *v, struct lb_box_spec *s, struct lb_err **err)
 {
 	return lb_box_coerce_str(v, "cmd", false, &s->cmd, err);
@@ -280,25 +341,26 @@ static const struct {
 	const char *name;
 	spec_coerce_fn coerce;
 	spec_check_fn check; /* NULL: the type is the whole validation */
+	spec_check_fn lbbox; /* lbbox's own rule after LangBot's (requests only), or NULL */
 } spec_fields[] = {
-    {"cmd", coerce_cmd, check_cmd},
-    {"workdir", coerce_workdir, check_workdir},
-    {"timeout_sec", coerce_timeout, check_timeout},
-    {"network", coerce_network, NULL},
-    {"session_id", coerce_session_id, check_session_id},
-    {"env", coerce_env, NULL},
-    {"image", coerce_image, check_image},
-    {"host_path", coerce_host_path, check_host_path},
-    {"host_path_mode", coerce_host_path_mode, NULL},
-    {"mount_path", coerce_mount_path, check_mount_path},
-    {"extra_mounts", coerce_extra_mounts, check_extra_mounts},
-    {"skill_name", coerce_skill_name, check_skill_name},
-    {"persistent", coerce_persistent, NULL},
-    {"cpus", coerce_cpus, check_cpus},
-    {"memory_mb", coerce_memory, check_memory},
-    {"pids_limit", coerce_pids, check_pids},
-    {"read_only_rootfs", coerce_read_only, NULL},
-    {"workspace_quota_mb", coerce_quota, check_quota},
+    {"cmd", coerce_cmd, check_cmd, NULL},
+    {"workdir", coerce_workdir, check_workdir, NULL},
+    {"timeout_sec", coerce_timeout, check_timeout, lbbox_timeout},
+    {"network", coerce_network, NULL, NULL},
+    {"session_id", coerce_session_id, check_session_id, lbbox_session_id},
+    {"env", coerce_env, NULL, NULL},
+    {"image", coerce_image, check_image, NULL},
+    {"host_path", coerce_host_path, check_host_path, NULL},
+    {"host_path_mode", coerce_host_path_mode, NULL, NULL},
+    {"mount_path", coerce_mount_path, check_mount_path, lbbox_mount_path},
+    {"extra_mounts", coerce_extra_mounts, check_extra_mounts, lbbox_extra_mounts},
+    {"skill_name", coerce_skill_name, check_skill_name, NULL},
+    {"persistent", coerce_persistent, NULL, NULL},
+    {"cpus", coerce_cpus, check_cpus, NULL}, /* the host's range: box_engine_spec */
+    {"memory_mb", coerce_memory, check_memory, lbbox_memory},
+    {"pids_limit", coerce_pids, check_pids, lbbox_pids},
+    {"read_only_rootfs", coerce_read_only, NULL, NULL},
+    {"workspace_quota_mb", coerce_quota, check_quota, lbbox_quota},
 };
 
 static bool spec_allocated(const struct lb_box_spec *s)
@@ -306,7 +368,8 @@ static bool spec_allocated(const struct lb_box_spec *s)
 	return s->cmd && s->workdir && s->env && s->image && s->mount_path;
 }
 
-int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_err **err)
+static int spec_parse(const json_t *obj, bool lbbox_rules, struct lb_box_spec *out,
+		      struct lb_err **err)
 {
 	lb_box_spec_init(out);
 	if (!spec_allocated(out)) {
@@ -323,8 +386,9 @@ int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_
 		const json_t *v =
 		    strcmp(name, "workdir") ? json_object_get(obj, name) : effective_workdir(obj);
 		spec_check_fn check = spec_fields[i].check;
+		spec_check_fn lbbox = lbbox_rules ? spec_fields[i].lbbox : NULL;
 		if ((v && spec_fields[i].coerce(v, out, err) < 0) ||
-		    (check && check(out, err) < 0)) {
+		    (check && check(out, err) < 0) || (lbbox && lbbox(out, err) < 0)) {
 			lb_box_spec_free(out);
 			return -1;
 		}
@@ -336,13 +400,23 @@ int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_
 	return 0;
 }
 
+int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_err **err)
+{
+	return spec_parse(obj, true, out, err);
+}
+
+int lb_box_spec_from_record(const json_t *obj, struct lb_box_spec *out, struct lb_err **err)
+{
+	return spec_parse(obj, false, out, err);
+}
+
 int lb_box_spec_validate(struct lb_box_spec *spec, struct lb_err **err)
 {
 	if (workdir_from_mount_path(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(spec_fields) / sizeof(spec_fields[0]); i++) {
-		spec_check_fn check = spec_fields[i].check;
-		if (check && check(spec, err) < 0)
+		spec_check_fn check = spec_fields[i].check, lbbox = spec_fields[i].lbbox;
+		if ((check && check(spec, err) < 0) || (lbbox && lbbox(spec, err) < 0))
 			return -1;
 	}
 	return check_host_mount_consistency(spec, err);

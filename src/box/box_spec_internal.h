@@ -48,6 +48,8 @@ int lb_box_coerce_str_list(const json_t *v, const char *loc, char ***out, struct
 int lb_box_strip_field(char **field, const char *loc, struct lb_err **err);
 /* Strips, then "<name> must be an absolute path inside the sandbox" unless it starts with "/". */
 int lb_box_check_sandbox_path(char **field, const char *name, struct lb_err **err);
+/* lbbox's rules for a mount target beyond LangBot's (box_spec_mount.c). */
+int lb_box_check_mount_target(const char *path, struct lb_err **err);
 /* Strips, then "host_path must be an absolute host path" unless POSIX or Windows absolute. */
 int lb_box_check_host_path(char **field, struct lb_err **err);
 /* Strips; "" becomes NULL; at most 64 characters, each alphanumeric (Python) or - or _. */

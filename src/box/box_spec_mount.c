@@ -39,6 +39,46 @@ int lb_box_check_sandbox_path(char **field, const char *name, struct lb_err **er
 }
 
 /*
+ * lbbox is stricter than LangBot about a mount target, which LangBot only wants absolute: no
+ * ".." component, and not /, /proc, /sys or /dev or anything below them, wherever "." and "//"
+ * put it. LangBot's Docker backend fails on most of these anyway (docker refuses "/" as a
+ * destination, runc a mount over /proc); a mount over /sys or /dev would cover what the
+ * sandbox's isolation is made of, and one over "/" breaks the session.
+ */
+int lb_box_check_mount_target(const char *path, struct lb_err **err)
+{
+	static const char *const covered[] = {"proc", "sys", "dev"};
+	const char *first = NULL;
+	size_t first_len = 0;
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n == 2 && !strncmp(p, "..", 2))
+			return lb_err_box(err, LB_BOX_EVALIDATION,
+					  "mount_path %s must not contain '..'", path);
+		if (n && !(n == 1 && *p == '.') && !first)
+			first = p, first_len = n;
+		p += n + (p[n] == '/');
+	}
+	if (!first)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "mount_path must not be /");
+	for (size_t i = 0; i < sizeof(covered) / sizeof(covered[0]); i++)
+		if (first_len == strlen(covered[i]) && !strncmp(first, covered[i], first_len))
+			return lb_err_box(err, LB_BOX_EVALIDATION,
+					  "mount_path %s must not be /%s or under it", path,
+					  covered[i]);
+	return 0;
+}
+
+int lb_box_check_id(const char *id, const char *field, struct lb_err **err)
+{
+	for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return lb_err_box(err, LB_BOX_EVALIDATION,
+					  "%s must not contain control characters", field);
+	return 0;
+}
+
+/*
  * posixpath.isabs(s) or ntpath.isabs(s) (CPython 3.11/3.12): "/x", "\x", "\\srv\share", and a
  * drive with a root, "C:\x" or "C:/x" (any first character; "C:x" is relative).
  */

@@ -40,13 +40,16 @@ static int proc_command(const json_t *v, struct lb_box_proc_spec *s, struct lb_e
 }
 
 /* Fields in declaration order: process_id, command, args, env, cwd, memory_mb. process_id has
- * no validator (not even a strip) and memory_mb none either (0 = the session's). */
+ * no validator in LangBot (not even a strip; lbbox refuses control characters) and memory_mb
+ * none either (0 = the session's; lbbox does not use it). */
 static int proc_fields(const json_t *obj, struct lb_box_proc_spec *s, struct lb_err **err)
 {
 	const json_t *v;
 
 	if ((v = json_object_get(obj, "process_id")) &&
 	    lb_box_coerce_str(v, "process_id", false, &s->process_id, err) < 0)
+		return -1;
+	if (lb_box_check_id(s->process_id, "process_id", err) < 0)
 		return -1;
 	if (proc_command(json_object_get(obj, "command"), s, err) < 0)
 		return -1;

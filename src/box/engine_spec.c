@@ -6,8 +6,10 @@
  * mounts go through the same host-path checks as the workspace (LangBot checks only host_path).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "box/box_internal.h"
 #include "lbbox/cleanup.h"
@@ -95,10 +97,32 @@ static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *
 			 false, err);
 }
 
+/*
+ * Docker's rule for --cpus, where LangBot's Docker backend sends cpus: from 0.01 to the number
+ * of CPUs this process may run on. Beyond that a quota could never be used up and the kernel
+ * refuses it (a raw cgroup write error), or it overflows on its way to microseconds; below,
+ * the kernel's 1 ms minimum quota would not be what was asked for.
+ */
+static int check_cpus(double cpus, struct lb_err **err)
+{
+	cpu_set_t set;
+	long n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+							      : sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	if (cpus >= 0.01 && cpus <= (double)n)
+		return 0;
+	return lb_err_box(err, LB_BOX_EVALIDATION,
+			  "cpus=%g is out of range: the range of CPUs is from 0.01 to %ld.00, as "
+			  "there are only %ld CPUs available",
+			  cpus, n, n);
+}
+
 int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
 		    const char *workspace, struct lb_spec *spec, struct lb_err **err)
 {
-	if (workspace_mount(bs, own, roots, workspace, spec, err) < 0)
+	if (check_cpus(bs->cpus, err) < 0 ||
+	    workspace_mount(bs, own, roots, workspace, spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < bs->n_extra_mounts; i++) {
 		const struct lb_box_mount *m = &bs->extra_mounts[i];
@@ -114,8 +138,6 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 	spec->limits.pids = (uint64_t)bs->pids_limit;
 	spec->limits.cpu_period_us = 100000;
 	spec->limits.cpu_quota_us = (uint64_t)(bs->cpus * 100000.0 + 0.5);
-	if (spec->limits.cpu_quota_us < 1000) /* the kernel's minimum quota */
-		spec->limits.cpu_quota_us = 1000;
 	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
 	spec->readonly_root = bs->read_only_rootfs;
 	spec->session = true;

@@ -267,9 +267,6 @@ static int drop_if_same(struct lb_box *box, const char *id, const char *sandbox,
 	return same ? box_session_drop_unlocking(box, id, &glock, err) : 0;
 }
 
-/* Beyond this a deadline in ns would overflow; LangBot's own maximum is 300 s. */
-#define MAX_TIMEOUT_SEC (10LL * 365 * 24 * 3600)
-
 int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_exec_req *req,
 		struct lb_box_exec_result *res, struct lb_err **err)
 {
@@ -282,8 +279,9 @@ int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_
 		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
 	if (req->timeout_sec <= 0)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec must be greater than 0");
-	if (req->timeout_sec > MAX_TIMEOUT_SEC)
-		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec is too large");
+	if (req->timeout_sec > LB_BOX_MAX_TIMEOUT_SEC) /* a deadline in ns must not overflow */
+		return lb_err_box(err, LB_BOX_EVALIDATION, "timeout_sec must be at most %lld",
+				  LB_BOX_MAX_TIMEOUT_SEC);
 	box_session_dir(box, session_id, sdir, sizeof(sdir));
 	if (lock_session(box, session_id, sdir, &lock, err) < 0 ||
 	    box_record_read(box, session_id, &s, err) < 0)

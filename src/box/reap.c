@@ -28,6 +28,17 @@ int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
 	return box_flock(dir, name, LOCK_EX | LOCK_NB, true, fd, err);
 }
 
+void lb_box_instance_release(struct lb_box *box, int fd)
+{
+	char path[4400];
+	snprintf(path, sizeof(path), "%s/instances/%s.lock", box->dir, box->owner);
+	/* unlinked while still held: a reaper that opens it now or later finds the owner gone,
+	 * which it is, its sessions already dropped */
+	if (box->owner[0])
+		unlink(path);
+	close(fd);
+}
+
 static bool owner_alive(const struct lb_box *box, const char *owner)
 {
 	char path[4400];

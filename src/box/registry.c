@@ -149,7 +149,7 @@ static int record_parse(json_t *j, struct lb_box_session *out, struct lb_err **e
 		return lb_err_set(err, 0, "bad session record");
 	/* the stored spec has no session_id of its own: give it the record's */
 	json_object_set_new(spec, "session_id", json_string(id));
-	int r = lb_box_spec_from_json(spec, &out->spec, err);
+	int r = lb_box_spec_from_record(spec, &out->spec, err);
 	json_decref(spec);
 	return r;
 }

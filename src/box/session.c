@@ -33,7 +33,7 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 		return lb_err_set(err, ENOMEM, "session spec");
 	json_object_set_new(j, "session_id", json_string(src->session_id));
 	lb_box_spec_free(dst); /* from_json fills it afresh */
-	int r = lb_box_spec_from_json(j, dst, err);
+	int r = lb_box_spec_from_record(j, dst, err);
 	json_decref(j);
 	return r;
 }

@@ -3,6 +3,7 @@
  * LangBot starts `lbp box -s` (same argv and environment). stdout carries only RPC lines; this
  * file's messages go to stderr.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -184,6 +185,7 @@ static struct server *server_new(void)
 	if (!s)
 		return NULL;
 	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
+	const char *ttl = getenv("LBBOX_BOX_UPLOAD_TTL_SEC");
 	s->in_fd = s->out_fd = s->instance_lock = -1;
 	s->port = 5410;
 	/* LangBot reaches the relay at 127.0.0.1 in stdio mode (§7.1); wider is asked for with
@@ -191,22 +193,38 @@ static struct server *server_new(void)
 	s->host = "127.0.0.1";
 	s->max_file_bytes = 20971520; /* §3.1's default */
 	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
+	/* nothing in lbbox reads an upload (LangBot's zip skill actions would): unread ones go */
+	s->upload_ttl_ns =
+	    (ttl && atoi(ttl) > 0 && atoi(ttl) <= 86400 ? (uint64_t)atoi(ttl) : 600) *
+	    1000000000ull;
 	return s;
 }
 
 static void server_delete(struct server *s)
 {
 	if (s->instance_lock >= 0)
-		close(s->instance_lock);
+		lb_box_instance_release(&s->box, s->instance_lock);
 	json_decref(s->config);
 	json_decref(s->features);
 	lb_box_fini(&s->box);
 	free(s);
 }
 
+/* A listener only this host can reach: an address in 127.0.0.0/8, ::1, or the name "localhost".
+ * Anything else can be reached from the network: 0.0.0.0, ::, NULL (every address), other
+ * addresses, other names (they may resolve anywhere; "127.x.example" is one), and interface
+ * names (lws binds those to the interface's address). */
 static bool loopback(const char *host)
 {
-	return !strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost");
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (!host)
+		return false;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return ntohl(a4.s_addr) >> 24 == 127;
+	if (inet_pton(AF_INET6, host, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6);
+	return !strcmp(host, "localhost");
 }
 
 /* The environment both modes read (§6.8, §7.2). */
@@ -220,13 +238,13 @@ static int server_env(struct server *s)
 		       -1;
 	snprintf(s->token, sizeof(s->token), "%s", token ? token : "");
 	snprintf(s->trusted, sizeof(s->trusted), "%s", trusted ? trusted : "");
-	/* /rpc/ws runs commands as root: without a token only this host may reach it */
-	if (!s->token[0] && s->in_fd < 0 && !loopback(s->host))
-		return cli_error(
-			   "refusing to serve /rpc/ws on %s without LANGBOT_BOX_CONTROL_TOKEN "
-			   "(anyone reaching the port could run commands); set a token or "
-			   "listen on 127.0.0.1",
-			   s->host),
+	/* /rpc/ws runs commands as root and the relay (stdio mode too) writes to managed
+	 * processes' stdin: without a token only this host may reach the listener */
+	if (!s->token[0] && !loopback(s->host))
+		return cli_error("refusing to listen on %s without LANGBOT_BOX_CONTROL_TOKEN "
+				 "(anyone reaching the port could run commands or attach to "
+				 "managed processes); set a token or listen on 127.0.0.1",
+				 s->host ? s->host : "every address"),
 		       -1;
 	return 0;
 }

@@ -13,7 +13,8 @@ struct cli_globals {
 	char **argv; /* lbbox's own argv, to re-execute it */
 };
 
-/* Prints "lbbox: <msg>" on stderr: the one place lbbox's own messages are written. */
+/* Prints "lbbox: <msg>" on stderr: the one place lbbox's own messages are written; control
+ * characters in msg are escaped (lb_escape_ctl), so it stays one line. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 int cli_run(struct cli_globals *g, int argc, char **argv);
@@ -40,6 +41,9 @@ int cli_reexec_sealed(char **argv, struct lb_err **err);
 /* lbbox box -s: LangBot's Box runtime over stdio (box.c). */
 int cli_box(struct cli_globals *g, int argc, char **argv);
 int cli_serve(struct cli_globals *g, int argc, char **argv);
+/* Prints s escaped for a terminal (lb_escape_ctl), in a field of at least width columns
+ * (printf's %-*s). */
+void cli_print_escaped(const char *s, int width);
 /* Prints one JSON value on a line. */
 void cli_print_json(json_t *j);
 

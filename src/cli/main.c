@@ -10,15 +10,20 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
 
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("lbbox: ", stderr);
+	char *msg = NULL;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	int n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	/* messages carry ids and paths from requests: one line, no terminal escapes */
+	_cleanup_free_ char *text = n < 0 ? NULL : lb_escape_ctl(msg);
+	fprintf(stderr, "lbbox: %s\n", text ? text : "out of memory");
+	free(msg);
 }
 
 int cli_box_error(const struct lb_err *err)

@@ -144,9 +144,11 @@ static int proc_ls(struct lb_box *box, int argc, char **argv)
 		char code[16] = "-";
 		if (v[i].has_exit_code)
 			snprintf(code, sizeof(code), "%d", v[i].exit_code);
-		printf("%-24s %-8s %-9s %-8s %s\n", v[i].process_id,
-		       v[i].running ? "running" : "exited", code, v[i].attached ? "yes" : "no",
-		       v[i].command);
+		cli_print_escaped(v[i].process_id, 24); /* from the request, as is the command */
+		printf(" %-8s %-9s %-8s ", v[i].running ? "running" : "exited", code,
+		       v[i].attached ? "yes" : "no");
+		cli_print_escaped(v[i].command, 0);
+		putchar('\n');
 	}
 	lb_box_proc_list_free(v, n);
 	return 0;
@@ -159,7 +161,8 @@ static int proc_stop(struct lb_box *box, int argc, char **argv)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_stop(box, argv[1], argv[2], &err) < 0)
 		return cli_box_error(err);
-	printf("%s\n", argv[2]);
+	cli_print_escaped(argv[2], 0);
+	putchar('\n');
 	return 0;
 }
 

@@ -24,6 +24,12 @@ static const char session_usage[] =
     "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n"
     "  --profile NAME (env LBBOX_BOX_PROFILE): its timeout, clamped to its max_timeout_sec\n";
 
+void cli_print_escaped(const char *s, int width)
+{
+	_cleanup_free_ char *e = lb_escape_ctl(s);
+	printf("%-*s", width, e ? e : "?");
+}
+
 void cli_print_json(json_t *j)
 {
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -215,6 +221,16 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 
 /* ---- ls, inspect, rm, gc ------------------------------------------------------------------ */
 
+/* One row of `session ls`: the id and the image came from a request, escaped. */
+static void print_session(const struct lb_box_session *s)
+{
+	cli_print_escaped(s->session_id, 32);
+	printf(" %-14s %-8s %-8s %-10s ", s->sandbox, lb_box_net_name(s->spec.network),
+	       s->alive ? "running" : "dead", s->spec.persistent ? "yes" : "no");
+	cli_print_escaped(s->spec.image, 0);
+	putchar('\n');
+}
+
 static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
@@ -230,9 +246,7 @@ static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char 
 		if (json)
 			cli_print_json(lb_box_session_json(&v[i]));
 		else
-			printf("%-32s %-14s %-8s %-8s %-10s %s\n", v[i].session_id, v[i].sandbox,
-			       lb_box_net_name(v[i].spec.network), v[i].alive ? "running" : "dead",
-			       v[i].spec.persistent ? "yes" : "no", v[i].spec.image);
+			print_session(&v[i]);
 	}
 	lb_box_session_list_free(v, n);
 	return 0;
@@ -257,10 +271,12 @@ static int session_rm(struct cli_globals *g, struct lb_box *box, int argc, char 
 		return cli_error("usage: lbbox session rm NAME..."), LB_EXIT_SETUP;
 	for (int i = 1; i < argc; i++) {
 		_cleanup_err_ struct lb_err *err = NULL;
-		if (lb_box_session_delete(box, argv[i], &err) < 0)
+		if (lb_box_session_delete(box, argv[i], &err) < 0) {
 			code = cli_box_error(err);
-		else
-			printf("%s\n", argv[i]);
+			continue;
+		}
+		cli_print_escaped(argv[i], 0);
+		putchar('\n');
 	}
 	return code;
 }

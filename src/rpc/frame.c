@@ -2,7 +2,9 @@
  * stdio framing (§6.2): one JSON object per line; messages over 16 KiB travel as chunk_start,
  * chunk_data pieces (byte offsets checked) and chunk_end. The reader enforces the SDK's checks
  * (total <= 16 MiB, offsets contiguous, no overflow, <= 4096 fragments, total reached at the
- * end); any violation means the connection must close. Lines that are not objects are skipped.
+ * end); any violation means the connection must close. Lines that are not "{...}" are skipped;
+ * the others are decoded as lb_rpc_decode does, and those that do not decode are handed on too,
+ * with why and their seq_id, to be answered.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,12 +63,20 @@ static void reset_chunk(struct lb_rpc_reader *r)
 	r->in_chunk = false;
 }
 
+/* A message text to fn, decoded, or with why it could not be and the seq_id found in it. */
 static void deliver(const char *text, size_t len, lb_rpc_msg_fn fn, void *ctx)
 {
-	json_t *j = json_loadb(text, len, 0, NULL);
-	if (json_is_object(j))
-		fn(ctx, j);
-	json_decref(j);
+	json_t *j = NULL;
+	struct lb_err *bad = NULL;
+	if (lb_rpc_decode(text, len, &j, &bad) == 0) {
+		fn(ctx, j, NULL, NULL);
+		json_decref(j);
+		return;
+	}
+	json_t *seq = lb_rpc_recover_seq_id(text, len);
+	fn(ctx, NULL, seq, bad);
+	json_decref(seq);
+	lb_err_free(&bad);
 }
 
 static int chunk_end(struct lb_rpc_reader *r, lb_rpc_msg_fn fn, void *ctx, struct lb_err **err)
@@ -96,9 +106,10 @@ static int on_line(struct lb_rpc_reader *r, char *s, size_t n, lb_rpc_msg_fn fn,
 		n--;
 	if (n < 2 || s[0] != '{' || s[n - 1] != '}')
 		return 0; /* stray output on the pipe: skipped */
-	json_t *j = json_loadb(s, n, 0, NULL);
-	if (!json_is_object(j)) {
-		json_decref(j);
+	json_t *j = NULL;
+	if (lb_rpc_decode(s, n, &j, NULL) < 0) {
+		if (!r->in_chunk) /* mid-chunk, only the chunk protocol counts */
+			deliver(s, n, fn, ctx);
 		return 0;
 	}
 	const char *type = json_string_value(json_object_get(j, "type"));
@@ -110,7 +121,7 @@ static int on_line(struct lb_rpc_reader *r, char *s, size_t n, lb_rpc_msg_fn fn,
 	else if (type && !strcmp(type, "chunk_end"))
 		rc = chunk_end(r, fn, ctx, err);
 	else if (!r->in_chunk) /* a message in the middle of a chunked one is dropped */
-		fn(ctx, j);
+		fn(ctx, j, NULL, NULL);
 	json_decref(j);
 	return rc;
 }

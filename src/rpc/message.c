@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lbbox/box_text.h"
+#include "lbbox/cleanup.h"
 #include "lbbox/rpc.h"
 
 #define ERROR_TEXT_MAX 4096 /* characters */
@@ -51,6 +53,10 @@ json_t *lb_rpc_reply_error(json_t *seq_id, const char *cls, const char *text)
 {
 	bool cut;
 	char *msg = NULL;
+	size_t len;
+	/* a text that is not UTF-8 could not be sent at all: the request would go unanswered */
+	_cleanup_free_ char *valid = lb_box_utf8_replace(text, strlen(text), &len);
+	text = valid ? valid : "(unprintable error text)";
 	size_t n = utf8_prefix(text, ERROR_TEXT_MAX, &cut);
 	if (asprintf(&msg, "%s%s%.*s%s", cls ? cls : "", cls ? ": " : "", (int)n, text,
 		     cut ? "... [protocol error truncated]" : "") < 0)

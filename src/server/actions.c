@@ -30,6 +30,8 @@ static int physical(json_t *data, const char *key, const struct lb_rpc_context *
 	const char *id = json_string_value(v);
 	if (!id)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "%s must be a string", key);
+	if (lb_box_check_id(id, key, err) < 0)
+		return -1;
 	if (!ctx)
 		return (*out = strdup(id)) ? 0 : lb_err_set(err, ENOMEM, "session id");
 	return lb_rpc_physical_id(ctx, id, out, err);
@@ -166,12 +168,20 @@ static const char *process_id(json_t *data)
 	return p ? p : "default";
 }
 
+/* The session (physical id) and process a get / stop names. */
+static int proc_ids(json_t *data, const struct lb_rpc_context *ctx, char **id, struct lb_err **err)
+{
+	if (physical(data, "session_id", ctx, id, err) < 0)
+		return -1;
+	return lb_box_check_id(process_id(data), "process_id", err);
+}
+
 static int do_get_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
 		       json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	struct lb_box_proc_info info;
-	if (physical(data, "session_id", ctx, &id, err) < 0 ||
+	if (proc_ids(data, ctx, &id, err) < 0 ||
 	    lb_box_proc_get(&s->box, id, process_id(data), &info, err) < 0)
 		return -1;
 	*out = lb_box_proc_json(&info);
@@ -183,7 +193,7 @@ static int do_stop_proc(struct server *s, json_t *data, const struct lb_rpc_cont
 			json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (physical(data, "session_id", ctx, &id, err) < 0 ||
+	if (proc_ids(data, ctx, &id, err) < 0 ||
 	    lb_box_proc_stop(&s->box, id, process_id(data), err) < 0)
 		return -1;
 	*out = json_pack("{s:s}", "stopped", process_id(data));
@@ -333,13 +343,14 @@ json_t *server_run_action(struct server *s, const char *action, json_t *data,
 	return lb_rpc_reply_ok(seq_id, out);
 }
 
-json_t *server_inline_action(struct server *s, const char *action, json_t *data, json_t *seq_id)
+json_t *server_inline_action(struct server *s, struct peer *p, const char *action, json_t *data,
+			     json_t *seq_id)
 {
 	struct lb_err *err = NULL;
 	if (!strcmp(action, "__ping"))
 		return lb_rpc_reply_ok(seq_id, json_object());
 	if (!strcmp(action, "__file_chunk"))
-		return server_file_chunk(s, data, seq_id);
+		return server_file_chunk(s, p, data, seq_id);
 	if (!strcmp(action, "box_get_backend_info"))
 		return lb_rpc_reply_ok(seq_id, server_backend_info(s));
 	if (!strcmp(action, "box_health")) {

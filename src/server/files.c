@@ -1,8 +1,11 @@
 /*
  * __file_chunk (§6.6): LangBot uploads a file in base64 pieces of 16 KiB before the zip skill
  * actions read it. Chunk 0 creates (truncates) the file, later chunks append; the file lives in
- * $LANGBOT_PLUGIN_FILE_STORAGE_DIR or ./data/temp/lbp (mode 0700), at most max_rpc_file_bytes,
- * at most 128 transfers at once. Answered in the loop: one small write.
+ * $LANGBOT_PLUGIN_FILE_STORAGE_DIR or ./data/temp/lbp (mode 0700), at most max_rpc_file_bytes.
+ * As in LangBot's handler, an upload belongs to the connection that sent it (at most 128 each,
+ * a key another connection holds is refused) and its file is removed when the connection
+ * closes; also when the upload fails, and when it lies idle past the upload TTL (no action of
+ * lbbox reads uploads). Answered in the loop: one small write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +20,6 @@
 #include "lbbox/util.h"
 #include "server/server.h"
 
-#define TRANSFER_IDLE_NS (600ull * 1000 * 1000 * 1000)
-
 static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, struct lb_err **err)
 {
 	json_t *v = json_object_get(data, key);
@@ -29,32 +30,77 @@ static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, s
 	return 0;
 }
 
-/* The upload of key; create (chunk 0): a new one, or the same key restarted from zero. Uploads
- * idle for TRANSFER_IDLE_NS are forgotten, so abandoned ones do not hold the 128 slots. */
-static struct file_transfer *transfer(struct server *s, const char *key, bool create)
+static struct upload *upload_find(struct peer *p, const char *key)
 {
-	uint64_t now = lb_now_ns();
-	struct file_transfer *t = NULL;
-	for (size_t i = s->n_transfers; i-- > 0;)
-		if (now - s->transfers[i].touched > TRANSFER_IDLE_NS)
-			s->transfers[i] = s->transfers[--s->n_transfers];
-	for (size_t i = 0; i < s->n_transfers && !t; i++)
-		if (!strcmp(s->transfers[i].key, key))
-			t = &s->transfers[i];
-	if (!t && create && s->n_transfers < SERVER_MAX_TRANSFERS) {
-		t = &s->transfers[s->n_transfers++];
-		snprintf(t->key, sizeof(t->key), "%s", key);
-	}
-	if (t && create)
-		t->received = 0;
-	if (t)
-		t->touched = now;
-	return t;
+	for (size_t i = 0; i < p->n_uploads; i++)
+		if (!strcmp(p->uploads[i].key, key))
+			return &p->uploads[i];
+	return NULL;
 }
 
-static void transfer_end(struct server *s, struct file_transfer *t)
+/* Its file removed, the upload forgotten. */
+static void upload_drop(struct peer *p, struct upload *u)
 {
-	*t = s->transfers[--s->n_transfers];
+	if (u->path)
+		unlink(u->path);
+	free(u->path);
+	*u = p->uploads[--p->n_uploads];
+	if (!p->n_uploads) {
+		free(p->uploads);
+		p->uploads = NULL;
+	}
+}
+
+void server_uploads_drop(struct peer *p)
+{
+	while (p->n_uploads)
+		upload_drop(p, &p->uploads[0]);
+}
+
+void server_uploads_expire(struct server *s)
+{
+	uint64_t now = lb_now_ns();
+	for (struct peer *p = s->peers; p; p = p->next)
+		for (size_t i = p->n_uploads; i-- > 0;)
+			if (now - p->uploads[i].touched > s->upload_ttl_ns)
+				upload_drop(p, &p->uploads[i]);
+}
+
+static bool held_elsewhere(struct server *s, const struct peer *p, const char *key)
+{
+	for (struct peer *o = s->peers; o; o = o->next)
+		if (o != p && upload_find(o, key))
+			return true;
+	return false;
+}
+
+/* Chunk 0: the upload of key, new or restarted from zero, at path. */
+static struct upload *upload_start(struct server *s, struct peer *p, const char *key,
+				   const char *path, struct lb_err **err)
+{
+	struct upload *u = upload_find(p, key);
+	if (!u && held_elsewhere(s, p, key))
+		return lb_err_box(err, "ValueError", "file_key %s is in use by another connection",
+				  key),
+		       NULL;
+	if (!u && p->n_uploads >= SERVER_MAX_UPLOADS)
+		return lb_err_box(err, "ValueError", "Active file transfer capacity reached"), NULL;
+	if (!u) {
+		struct upload *v = realloc(p->uploads, (p->n_uploads + 1) * sizeof(*v));
+		char *copy = strdup(path);
+		if (v)
+			p->uploads = v;
+		if (!v || !copy) {
+			free(copy);
+			return lb_err_set(err, ENOMEM, "upload"), NULL;
+		}
+		u = &p->uploads[p->n_uploads++];
+		*u = (struct upload){.path = copy};
+		snprintf(u->key, sizeof(u->key), "%s", key);
+	}
+	u->received = 0;
+	u->complete = false;
+	return u;
 }
 
 /* Strict base64 (padding included): the decoded bytes, malloc'ed. */
@@ -87,71 +133,95 @@ static int storage_dir(char *out, size_t len, struct lb_err **err)
 	return 0;
 }
 
-/* The chunk's bytes into the file: created by chunk 0, appended to afterwards. */
-static int store(const char *key, int64_t index, int64_t length, struct file_transfer *t,
-		 json_t *data, struct lb_err **err)
+/* The chunk's bytes into the upload's file: created by chunk 0, appended to afterwards. */
+static int store(struct upload *u, int64_t index, int64_t length, const unsigned char *bytes,
+		 size_t n, struct lb_err **err)
 {
-	_cleanup_free_ unsigned char *bytes = NULL;
-	size_t n = 0;
-	char dir[4096], path[4400];
-	if (decode(json_string_value(json_object_get(data, "chunk_base64")), &bytes, &n, err) < 0 ||
-	    storage_dir(dir, sizeof(dir), err) < 0)
-		return -1;
-	snprintf(path, sizeof(path), "%s/%s", dir, key);
-	if ((int64_t)(t->received + n) > length) {
-		unlink(path);
-		return lb_err_box(err, "ValueError", "file %s is longer than file_length %lld", key,
-				  (long long)length);
-	}
+	if ((int64_t)(u->received + n) > length)
+		return lb_err_box(err, "ValueError", "file %s is longer than file_length %lld",
+				  u->key, (long long)length);
 	int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | (index == 0 ? O_CREAT | O_TRUNC : O_APPEND);
-	_cleanup_close_ int fd = open(path, flags, 0600);
+	_cleanup_close_ int fd = open(u->path, flags, 0600);
 	if (fd < 0 || lb_write_all(fd, bytes, n) < 0)
-		return lb_err_set(err, errno, "write %s", path);
-	t->received += n;
+		return lb_err_set(err, errno, "write %s", u->path);
+	u->received += n;
+	u->touched = lb_now_ns();
 	return 0;
 }
 
-static int write_chunk(struct server *s, json_t *data, struct lb_err **err)
-{
+struct chunk {
+	const char *key;
 	int64_t length, index, amount;
+	unsigned char *bytes; /* decoded */
+	size_t n;
+};
+
+/* The request's fields, checked as the SDK's handler indexes and checks them. */
+static int parse_chunk(struct server *s, json_t *data, struct chunk *c, struct lb_err **err)
+{
 	static const char *const keys[] = {"file_key", "file_length", "chunk_base64", "chunk_index",
 					   "chunk_amount"};
-	for (size_t i = 0; i < 5; i++) /* as the SDK's handler indexes the payload */
+	for (size_t i = 0; i < 5; i++)
 		if (!json_object_get(data, keys[i]))
 			return lb_err_box(err, "KeyError", "'%s'", keys[i]);
-	const char *key = json_string_value(json_object_get(data, "file_key"));
-	if (!key || !server_name_valid(key, "._-", 255))
+	c->key = json_string_value(json_object_get(data, "file_key"));
+	if (!c->key || !server_name_valid(c->key, "._-", 255))
 		return lb_err_box(err, "ValueError", "invalid file_key");
 	if (!json_is_string(json_object_get(data, "chunk_base64")))
 		return lb_err_box(err, "ValueError", "chunk_base64 must be a string");
-	if (int_field(data, "file_length", 0, &length, err) < 0 ||
-	    int_field(data, "chunk_index", 0, &index, err) < 0 ||
-	    int_field(data, "chunk_amount", 1, &amount, err) < 0)
+	if (int_field(data, "file_length", 0, &c->length, err) < 0 ||
+	    int_field(data, "chunk_index", 0, &c->index, err) < 0 ||
+	    int_field(data, "chunk_amount", 1, &c->amount, err) < 0)
 		return -1;
-	if (index >= amount)
+	if (c->index >= c->amount)
 		return lb_err_box(err, "ValueError", "chunk_index must be below chunk_amount");
-	if (length > s->max_file_bytes)
+	if (c->length > s->max_file_bytes)
 		return lb_err_box(err, "ValueError", "file exceeds max_rpc_file_bytes (%lld)",
 				  (long long)s->max_file_bytes);
-	struct file_transfer *t = transfer(s, key, index == 0);
-	if (!t)
-		return lb_err_box(err, "ValueError",
-				  index ? "no transfer in progress for file_key %s"
-					: "too many file transfers in progress (%s)",
-				  key);
-	if (store(key, index, length, t, data, err) < 0) {
-		transfer_end(s, t);
+	return decode(json_string_value(json_object_get(data, "chunk_base64")), &c->bytes, &c->n,
+		      err);
+}
+
+/* The upload a chunk goes to: chunk 0 starts it, the others continue one in progress. */
+static struct upload *upload_of(struct server *s, struct peer *p, const struct chunk *c,
+				struct lb_err **err)
+{
+	char dir[4096], path[4400];
+	struct upload *u = c->index ? upload_find(p, c->key) : NULL;
+	if (c->index && (!u || u->complete))
+		return lb_err_box(err, "ValueError", "no transfer in progress for file_key %s",
+				  c->key),
+		       NULL;
+	if (c->index)
+		return u;
+	if (storage_dir(dir, sizeof(dir), err) < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/%s", dir, c->key);
+	return upload_start(s, p, c->key, path, err);
+}
+
+static int write_chunk(struct server *s, struct peer *p, json_t *data, struct lb_err **err)
+{
+	struct chunk c = {0};
+	if (parse_chunk(s, data, &c, err) < 0)
+		return -1;
+	_cleanup_free_ unsigned char *bytes = c.bytes;
+	struct upload *u = upload_of(s, p, &c, err);
+	if (!u)
+		return -1;
+	if (store(u, c.index, c.length, bytes, c.n, err) < 0) {
+		upload_drop(p, u); /* a failed upload cannot go on: its file goes */
 		return -1;
 	}
-	if (index == amount - 1)
-		transfer_end(s, t);
+	u->complete = c.index == c.amount - 1;
 	return 0;
 }
 
-json_t *server_file_chunk(struct server *s, json_t *data, json_t *seq_id)
+json_t *server_file_chunk(struct server *s, struct peer *p, json_t *data, json_t *seq_id)
 {
 	struct lb_err *err = NULL;
-	if (write_chunk(s, data, &err) < 0) {
+	server_uploads_expire(s);
+	if (write_chunk(s, p, data, &err) < 0) {
 		json_t *r = lb_rpc_reply_err(seq_id, err, "ValueError");
 		lb_err_free(&err);
 		return r;

@@ -172,11 +172,15 @@ static int rpc_receive(struct peer *p, struct lws *wsi, const void *in, size_t l
 	int whole = ws_collect(&p->in, wsi, in, len);
 	if (whole <= 0)
 		return whole;
-	json_t *msg = json_loadb(p->in.p, p->in.len, 0, NULL);
+	json_t *msg = NULL, *seq_id = NULL;
+	struct lb_err *bad = NULL;
+	if (lb_rpc_decode(p->in.p, p->in.len, &msg, &bad) < 0)
+		seq_id = lb_rpc_recover_seq_id(p->in.p, p->in.len);
 	p->in.len = 0;
-	if (json_is_object(msg)) /* anything else is ignored (§6.4) */
-		server_handle(p->s, p, msg);
+	server_receive(p->s, p, msg, seq_id, bad);
 	json_decref(msg);
+	json_decref(seq_id);
+	lb_err_free(&bad);
 	if (p->out.bytes > PEER_OUT_HIGH && !p->paused) { /* a client that does not read */
 		lws_rx_flow_control(wsi, 0);
 		p->paused = true;
@@ -267,7 +271,10 @@ static const struct lws_protocols protocols[] = {
 static void log_line(int level, const char *line)
 {
 	(void)level;
-	fprintf(stderr, "lbbox: websockets: %s", line);
+	/* lws may quote what a peer sent: escaped, one line */
+	_cleanup_free_ char *copy = strndup(line, strcspn(line, "\n"));
+	_cleanup_free_ char *text = copy ? lb_escape_ctl(copy) : NULL;
+	fprintf(stderr, "lbbox: websockets: %s\n", text ? text : "?");
 }
 
 int server_http_start(struct server *s, struct lb_err **err)

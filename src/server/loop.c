@@ -28,38 +28,58 @@ struct stdio_in {
 	struct peer *peer;
 };
 
-static void on_stdio_msg(void *arg, json_t *msg)
+static void on_stdio_msg(void *arg, json_t *msg, json_t *seq_id, const struct lb_err *bad)
 {
 	struct stdio_in *in = arg;
-	server_handle(in->w.s, in->peer, msg);
+	server_receive(in->w.s, in->peer, msg, seq_id, bad);
+}
+
+/* The runtime is to end: why, in one line on stderr (the first reason only). */
+static void stop_because(struct server *s, const char *why)
+{
+	_cleanup_free_ char *text = lb_escape_ctl(why);
+	if (!s->stop)
+		fprintf(stderr, "lbbox: %s: dropping this runtime's sessions and exiting\n",
+			text ? text : why);
+	s->stop = true;
 }
 
 static int stdio_read(struct fdwatch *w)
 {
+	_cleanup_err_ struct lb_err *err = NULL;
 	struct stdio_in *in = (struct stdio_in *)w;
-	char buf[65536];
+	char buf[65536], why[512];
 	ssize_t got = read(w->fd, buf, sizeof(buf));
 	if (got < 0 && (errno == EINTR || errno == EAGAIN))
 		return 0;
-	/* EOF, or a framing violation: the connection is over, and so is the runtime */
-	if (got <= 0 || lb_rpc_reader_feed(&in->r, buf, (size_t)got, on_stdio_msg, in, NULL) < 0) {
-		w->s->stop = true;
-		return -1;
-	}
-	return 0;
+	/* EOF, or a framing violation: the connection is over (§6.2), and so is the runtime */
+	if (got < 0)
+		snprintf(why, sizeof(why), "reading stdin: %s", strerror(errno));
+	else if (got == 0)
+		snprintf(why, sizeof(why), "stdin closed");
+	else if (lb_rpc_reader_feed(&in->r, buf, (size_t)got, on_stdio_msg, in, &err) < 0)
+		snprintf(why, sizeof(why), "protocol violation on stdin (%s), connection closed",
+			 err ? err->msg : "?");
+	else
+		return 0;
+	stop_because(w->s, why);
+	return -1;
 }
 
 static void stdio_closed(struct fdwatch *w)
 {
-	w->s->stop = true;
+	stop_because(w->s, "stdin closed");
 	w->s->in_fd = -1;
 }
 
 static int signal_read(struct fdwatch *w)
 {
 	struct signalfd_siginfo si; /* SIGTERM, SIGINT, SIGHUP: consumed, so not delivered */
-	if (read(w->fd, &si, sizeof(si)) == sizeof(si))
-		w->s->stop = true;
+	char why[64];
+	if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		snprintf(why, sizeof(why), "SIG%s received", sigabbrev_np((int)si.ssi_signo));
+		stop_because(w->s, why);
+	}
 	return 0;
 }
 
@@ -68,6 +88,7 @@ static void reap_tick(lws_sorted_usec_list_t *sul)
 	struct server *s = lws_container_of(sul, struct server, reap_timer);
 	int fd;
 	lws_sul_schedule(s->lws, 0, &s->reap_timer, reap_tick, REAP_INTERVAL_US);
+	server_uploads_expire(s);
 	if (server_job_start(s, NULL, NULL, NULL, NULL, 0, &fd) != 0)
 		return;
 	size_t removed;
@@ -155,7 +176,7 @@ int server_run(struct server *s)
 		 * file with stdout, whose writes must never see EAGAIN */
 		in.peer = peer_new(s, NULL);
 		if (!in.peer || server_watch(s, &in.w, s->in_fd) < 0)
-			s->stop = true;
+			stop_because(s, "cannot watch stdin");
 	}
 	lws_sul_schedule(s->lws, 0, &s->reap_timer, reap_tick, REAP_INTERVAL_US);
 	while (!s->stop)

@@ -38,6 +38,7 @@ struct peer *peer_find(struct server *s, uint64_t id)
 
 void peer_free(struct peer *p)
 {
+	server_uploads_drop(p); /* as LangBot's handler: a connection's uploads end with it */
 	for (struct peer **pp = &p->s->peers; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;

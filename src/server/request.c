@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lbbox/cleanup.h"
+#include "lbbox/util.h"
 #include "server/server.h"
 
 struct fence *server_fence(struct server *s, const char *key, bool create)
@@ -122,16 +124,47 @@ static size_t inflight(const struct server *s, const struct peer *p)
 	return n;
 }
 
+/* A message that is not answered (no seq_id to answer to, or not a request): one line. */
+static void ignored(const struct peer *p, const char *why)
+{
+	_cleanup_free_ char *text = lb_escape_ctl(why);
+	if (p->wsi)
+		fprintf(stderr, "lbbox: ignored a message from /rpc/ws connection %llu: %s\n",
+			(unsigned long long)p->id, text ? text : "?");
+	else
+		fprintf(stderr, "lbbox: ignored a message on stdin: %s\n", text ? text : "?");
+}
+
+void server_receive(struct server *s, struct peer *p, json_t *msg, json_t *seq_id,
+		    const struct lb_err *bad)
+{
+	if (msg)
+		server_handle(s, p, msg);
+	else if (seq_id) /* LangBot would have read it: answered, not left to time out */
+		peer_send(p, lb_rpc_reply_err(seq_id, bad, "ValueError"));
+	else
+		ignored(p, bad && bad->msg ? bad->msg : "undecodable");
+}
+
 void server_handle(struct server *s, struct peer *p, json_t *msg)
 {
 	struct lb_rpc_context ctx;
+	struct lb_err *err = NULL;
 	if (json_object_get(msg, "code"))
 		return; /* a response: the runtime never calls LangBot */
 	json_t *seq_id = json_object_get(msg, "seq_id");
-	const char *action = json_string_value(json_object_get(msg, "action"));
+	json_t *jaction = json_object_get(msg, "action");
+	const char *action = json_string_value(jaction);
 	json_t *data = json_object_get(msg, "data");
+	if (!jaction)
+		return ignored(p, "neither an action nor a response");
+	if (lb_rpc_check_nul(msg, &err) < 0) {
+		peer_send(p, lb_rpc_reply_err(seq_id, err, LB_BOX_EVALIDATION));
+		return lb_err_free(&err);
+	}
 	if (!action)
-		return;
+		return peer_send(
+		    p, lb_rpc_reply_error(seq_id, "ValueError", "action must be a string"));
 	if (!json_is_object(data) && data)
 		return peer_send(
 		    p, lb_rpc_reply_error(seq_id, "ValueError", "data must be an object"));
@@ -139,15 +172,16 @@ void server_handle(struct server *s, struct peer *p, json_t *msg)
 		return peer_send(
 		    p, lb_rpc_reply_error(seq_id, LB_BOX_ERUNTIME, "Box runtime is shutting down"));
 	if (!server_has_action(action)) {
-		char text[300];
-		snprintf(text, sizeof(text), "Action %.250s not found", action);
-		return peer_send(p, lb_rpc_reply_error(seq_id, "ValueError", text));
+		/* the whole name: lb_rpc_reply_error cuts the text on a character boundary */
+		lb_err_box(&err, "ValueError", "Action %s not found", action);
+		peer_send(p, lb_rpc_reply_err(seq_id, err, "ValueError"));
+		return lb_err_free(&err);
 	}
 	int c = check_context(s, p, msg, action, seq_id, &ctx);
 	if (c < 0)
 		return;
 	json_t *empty = data ? NULL : json_object();
-	json_t *reply = server_inline_action(s, action, data ? data : empty, seq_id);
+	json_t *reply = server_inline_action(s, p, action, data ? data : empty, seq_id);
 	if (reply)
 		peer_send(p, reply);
 	else if (inflight(s, p) >= LB_RPC_MAX_INFLIGHT)

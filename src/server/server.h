@@ -28,10 +28,14 @@ struct fence {
 
 struct server;
 
-#define SERVER_MAX_TRANSFERS 128 /* §6.6: __file_chunk uploads in progress */
-struct file_transfer {
+#define SERVER_MAX_UPLOADS 128 /* §6.6: a connection's uploads, in progress or not yet read */
+/* A __file_chunk upload, owned by the connection that sent it: its file goes when it is read,
+ * when it fails, when it lies unread past the upload TTL, and when that connection closes. */
+struct upload {
 	char key[256];
+	char *path; /* the file, in the storage directory */
 	size_t received;
+	bool complete;	  /* every chunk is in */
 	uint64_t touched; /* lb_now_ns() of its last chunk */
 };
 
@@ -77,6 +81,8 @@ struct peer {
 	struct wsq out;
 	struct sbuf in; /* the WebSocket message being received */
 	bool paused;	/* its requests are not read while too many replies wait for it */
+	struct upload *uploads;
+	size_t n_uploads;
 };
 
 /* An action running in a forked child; its reply comes back through its pipe. */
@@ -110,9 +116,8 @@ struct server {
 	struct job *jobs[SERVER_MAX_JOBS];
 	size_t n_jobs;
 	struct peer *peers;
-	struct file_transfer transfers[SERVER_MAX_TRANSFERS];
-	size_t n_transfers;
 	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
+	uint64_t upload_ttl_ns; /* an upload idle this long is removed (LBBOX_BOX_UPLOAD_TTL_SEC) */
 	uint64_t next_peer;
 	size_t relays;
 	json_t *resources; /* /healthz's counts, recomputed at most once a second */
@@ -137,6 +142,10 @@ int server_run(struct server *s);
 
 /* request.c: a request from a peer, answered inline or run in a job. */
 void server_handle(struct server *s, struct peer *p, json_t *msg);
+/* A received message (lb_rpc_msg_fn's arguments): handled, or, undecodable, answered with bad
+ * when it has a seq_id and otherwise ignored with one line on stderr. */
+void server_receive(struct server *s, struct peer *p, json_t *msg, json_t *seq_id,
+		    const struct lb_err *bad);
 /* The Workspace namespace "ws-<sha256[:24]>" of a context's prefix "ws-<hash>-g<N>". */
 void server_namespace_of(const struct lb_rpc_context *c, char *out, size_t len);
 /* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
@@ -193,7 +202,8 @@ bool relay_path(const char *path);
 json_t *server_run_action(struct server *s, const char *action, json_t *data,
 			  const struct lb_rpc_context *ctx, json_t *seq_id);
 /* Actions answered in the server process itself (no sandbox work); NULL when not one. */
-json_t *server_inline_action(struct server *s, const char *action, json_t *data, json_t *seq_id);
+json_t *server_inline_action(struct server *s, struct peer *p, const char *action, json_t *data,
+			     json_t *seq_id);
 /* True for the tenant actions that need a context (§6.7). */
 bool server_is_tenant_action(const char *action);
 /* True when the action exists at all. */
@@ -201,8 +211,12 @@ bool server_has_action(const char *action);
 bool server_action_waits_on_shutdown(const char *action);
 json_t *server_backend_info(const struct server *s);
 
-/* files.c: __file_chunk (§6.6). */
-json_t *server_file_chunk(struct server *s, json_t *data, json_t *seq_id);
+/* files.c: __file_chunk (§6.6), into uploads the peer owns. */
+json_t *server_file_chunk(struct server *s, struct peer *p, json_t *data, json_t *seq_id);
+/* Removes the uploads idle past the TTL, of every peer. */
+void server_uploads_expire(struct server *s);
+/* Removes every upload of p (it is closing). */
+void server_uploads_drop(struct peer *p);
 
 /* config.c: box_init / LANGBOT_BOX_CONFIG (§3.1). */
 int server_apply_config(struct server *s, json_t *update, struct lb_err **err);

@@ -15,6 +15,7 @@ usage: conformance.py LBBOX_BIN BUSYBOX_ROOTFS   (as root; private roots and fre
        LBBOX_RPC_FILTER='http_*::relay*' runs only the tests whose label matches (fnmatch).
 """
 import base64
+import ctypes
 import fnmatch
 import glob
 import hashlib
@@ -229,7 +230,7 @@ class Server:
 
     kind = None
 
-    def _setup(self, tmp, env, token, trusted, port):
+    def _setup(self, tmp, env, token, trusted, port, host=HOST):
         self.tmp = tmp
         self.runroot = os.path.join(tmp, "run")
         self.root = os.path.join(tmp, "root")
@@ -250,7 +251,7 @@ class Server:
         self.env = e
         self.token = token
         self.trusted = trusted
-        self.host = HOST
+        self.host = host
         self.port = port or free_port()
         self.ids = []
         self.stderr_lines = []
@@ -259,9 +260,12 @@ class Server:
         self.exited_ok = False  # the test ended the server itself and checked its exit
 
     def _start_stderr(self):
+        self.stderr_done = threading.Event()  # set at EOF: every line is in stderr_lines
+
         def drain():
             for raw in self.p.stderr:
                 self.stderr_lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+            self.stderr_done.set()
 
         threading.Thread(target=drain, daemon=True).start()
 
@@ -360,8 +364,9 @@ class Box(Server, Rpc):
 
     kind = "stdio"
 
-    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=()):
-        self._setup(tmp, env, token, trusted, port)
+    def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=(),
+                 host=HOST):
+        self._setup(tmp, env, token, trusted, port, host)
         self._init_rpc(self.ids)
         # prefix: e.g. setpriv, to run the runtime as another user
         self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
@@ -734,15 +739,133 @@ def legacy_ids_are_verbatim(b):
 
 @test
 def bad_lines_are_ignored(b):
-    """Malformed JSON and non-objects are ignored without a reply; the connection stays."""
+    """Malformed JSON and non-objects with no seq_id to answer are ignored, one line on stderr
+    each ("{...}" lines, as LangBot logs them); the connection stays."""
     n = len(b.lines)
     if b.kind == "stdio":
-        b.send_raw("not json\n{broken\n[1, 2]\n\n")
+        b.send_raw("not json\n{broken\n{broken}\n[1, 2]\n\n")
+        ignored = 1  # lines that do not look like "{...}" are skipped without a word (§6.2)
     else:
         for m in ("not json", "{broken", "[1, 2]", "", "42", '"text"', "null", "{" * 100):
             b.send_message(m)
+        ignored = 8
     assert b.ok("__ping", {}, None) == {}
     assert len(b.lines) == n + 1, "answers to ignored messages: %r" % b.lines[n:]
+    logged = lambda: [l for l in b.stderr_lines if "lbbox: ignored a message" in l]
+    assert poll(lambda: len(logged()) == ignored, 2), "stderr: %r" % b.stderr_lines
+
+
+def raw_request(seq, action, data_text):
+    """A request whose data is given as JSON text (for what json.dumps would not write)."""
+    return '{"seq_id": %d, "action": "%s", "data": %s}' % (seq, action, data_text)
+
+
+@test
+def requests_jansson_cannot_read_are_answered(b):
+    """What Python's json.loads reads but jansson does not -- integers beyond int64, reals that
+    overflow, NUL in strings -- and JSON that is broken after its seq_id: every such request is
+    answered (spec §6.4: LangBot answers whatever it decodes), none is left to time out."""
+    big = "99999999999999999999999"
+    cases = [
+        (raw_request(11, "box_exec", '{"session_id": "j1", "cmd": "true", "memory_mb": %s}'
+                     % big), "BoxValidationError: memory_mb must be at most 8796093022207"),
+        (raw_request(12, "box_exec", '{"session_id": "j1", "cmd": "true", "pids_limit": -%s}'
+                     % big), "BoxValidationError: pids_limit must be at least 1"),
+        (raw_request(13, "box_exec", '{"session_id": "j1", "cmd": "true", "timeout_sec": %s}'
+                     % big), "BoxValidationError: timeout_sec must be at most 315360000"),
+        (raw_request(14, "box_exec", '{"session_id": "j1\\u0000x", "cmd": "true"}'),
+         "BoxValidationError: data.session_id: a string must not contain NUL (\\u0000)"),
+        (raw_request(15, "box_exec", '{"session_id": "j1", "cmd": "true", "env": {"K\\u0000": '
+                     '"v"}}'), "BoxValidationError: an object key must not contain NUL"),
+        (raw_request(16, "box_exec", '{"session_id": "j1", "cmd": "true", "cpus": NaN}'),
+         "ValueError: malformed request: "),
+        ('{"seq_id": 17, "action": 5, "data": {}}', "ValueError: action must be a string"),
+        ('{"seq_id": 18, "action": "box_exec", "data": {"session_id": "j1", "cmd": }',
+         "ValueError: malformed request: "),
+    ]
+    for text, _ in cases:
+        b.send_message(text)
+    for text, prefix in cases:
+        seq = int(text.split(",")[0].split(":")[1])
+        r = b.wait(seq, 10)
+        assert r["code"] == 1 and r["data"] == {} and r["message"].startswith(prefix), (text, r)
+    b.send_message(raw_request(19, "__ping", '{"x": 1e999, "y": %s}' % big))
+    assert b.wait(19, 10)["code"] == 0, "a number beyond double or int64 where none is needed"
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == [], "a refused request left one"
+
+
+def host_cpus():
+    return len(os.sched_getaffinity(0))
+
+
+@test
+def values_that_cannot_be_converted_are_refused(b):
+    """cpus against this host's CPUs (docker's range), and memory_mb / pids_limit /
+    timeout_sec / workspace_quota_mb beyond what converts to bytes, pids.max or a deadline:
+    BoxValidationError before anything is created, never a raw cgroup error."""
+    n = host_cpus()
+    rng = "the range of CPUs is from 0.01 to %d.00, as there are only %d CPUs available" % (n, n)
+    for cpus in (1e12, n + 0.5, 0.001, 1e308):
+        msg = b.err("box_create_session", spec("v1", cpus=cpus), "BoxValidationError: cpus=")
+        assert msg.endswith("is out of range: " + rng), msg
+    for field, value, text in (("memory_mb", 2 ** 62, "memory_mb must be at most 8796093022207"),
+                               ("memory_mb", 2 ** 43, "memory_mb must be at most 8796093022207"),
+                               ("pids_limit", 2 ** 62, "pids_limit must be at most 4194304"),
+                               ("timeout_sec", 2 ** 62, "timeout_sec must be at most 315360000"),
+                               ("workspace_quota_mb", 2 ** 62,
+                                "workspace_quota_mb must be at most 8796093022207")):
+        b.err("box_exec", spec("v1", "true", **{field: value}), "BoxValidationError: " + text)
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == [], "a refused request left one"
+    r = b.ok("box_exec", spec("v2", "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || "
+                              "cut -d' ' -f1 /sys/fs/cgroup/cpu.max", cpus=float(n)))
+    assert r["stdout"] == str(n * 100000), r  # the host's full range is accepted
+    b.ok("box_delete_session", {"session_id": "v2"})
+
+
+@test
+def mount_paths_lbbox_refuses(b):
+    """mount_path / (it broke the session), /proc, /sys, /dev and below, and paths with "..":
+    BoxValidationError, for the workspace and for extra mounts alike."""
+    cases = [("/", "mount_path must not be /"), ("//./", "mount_path must not be /"),
+             ("/proc", "mount_path /proc must not be /proc or under it"),
+             ("/sys/fs/cgroup", "mount_path /sys/fs/cgroup must not be /sys or under it"),
+             ("/./dev", "mount_path /./dev must not be /dev or under it"),
+             ("/workspace/../etc", "mount_path /workspace/../etc must not contain '..'"),
+             ("rel", "mount_path must be an absolute path inside the sandbox")]
+    for path, text in cases:
+        b.err("box_create_session", spec("m1", mount_path=path),
+              "BoxValidationError: " + text)
+        extra = [{"host_path": "/tmp", "mount_path": path, "mode": "ro"}]
+        b.err("box_create_session", spec("m1", extra_mounts=extra),
+              "BoxValidationError: " + text)
+    assert b.ok("box_get_sessions", {}, None)["sessions"] == []
+    r = b.ok("box_exec", spec("m2", "pwd", mount_path="/data", workdir=None))
+    assert r["stdout"] == "/data", r
+    b.ok("box_delete_session", {"session_id": "m2"})
+
+
+@test
+def control_characters_in_ids_refused(b):
+    """Session and managed-process ids with a control character: BoxValidationError, in every
+    action that names one, with a context or without (legacy ids are used verbatim)."""
+    for ctx in (CTX, None):
+        for sid in ("a\x1b[31m", "a\x07", "a\x7f", "a\nb"):
+            b.err("box_create_session", spec(sid), "BoxValidationError: session_id must not "
+                  "contain control characters", ctx)
+            for action in ("box_get_session", "box_delete_session"):
+                b.err(action, {"session_id": sid}, "BoxValidationError: session_id must not "
+                      "contain control characters", ctx)
+    b.ok("box_create_session", spec("i1"))
+    b.err("box_start_managed_process", {"session_id": "i1", "spec": {
+        "command": "cat", "process_id": "p\x1b]0;x\x07"}},
+        "BoxValidationError: process_id must not contain control characters")
+    for action in ("box_get_managed_process", "box_stop_managed_process"):
+        b.err(action, {"session_id": "i1", "process_id": "p\x1b"},
+              "BoxValidationError: process_id must not contain control characters")
+    ok = b.ok("box_create_session", spec("caf\u00e9 \u2713"), None)  # printable unicode is fine
+    assert ok["session_id"] == "caf\u00e9 \u2713", ok
+    b.ok("box_delete_session", {"session_id": "caf\u00e9 \u2713"}, None)
+    b.ok("box_delete_session", {"session_id": "i1"})
 
 
 @test
@@ -754,11 +877,13 @@ def wrong_shapes_get_errors_not_crashes(b):
     b.err("box_get_managed_process", {"session_id": "nope", "process_id": 3},
           "BoxSessionNotFoundError: ")
     if b.kind == "stdio":  # (a WebSocket text message is UTF-8 by construction)
-        with b.wlock:  # a line that is not UTF-8 is dropped, the connection stays
+        with b.wlock:  # a line that is not UTF-8 is answered, the connection stays
             b.p.stdin.write(b'{"seq_id": 2, "action": "__ping", "data": {"x": "\xff"}}\n')
             b.p.stdin.flush()
+        r = b.wait(2, 10)
+        assert r["code"] == 1 and r["message"].startswith(
+            "ValueError: malformed request: unable to decode byte 0xff"), r
         assert b.ok("__ping", {}, None) == {}, "alive after an invalid line"
-        assert 2 not in b.replies, "the invalid line was answered"
 
 
 @test
@@ -802,6 +927,14 @@ def eof_and_sigterm_drop_every_session(b):
 STDIO_ONLY, stdio_only = registry()
 
 
+def exit_line(box, why):
+    """The one line the runtime wrote on stderr about its exit (besides "listening on")."""
+    box.stderr_done.wait(5)
+    lines = [l for l in box.stderr_lines if not l.startswith("lbbox: listening on ")]
+    assert len(lines) == 1 and why in lines[0], "expected one line with %r: %r" % (why, lines)
+    return lines[0]
+
+
 @stdio_only
 def sigterm_exit(h):
     box = h.start("stdio")
@@ -813,10 +946,21 @@ def sigterm_exit(h):
     assert rc == 0, rc
     assert time.time() - t0 < 5, "SIGTERM exit took %.1f s" % (time.time() - t0)
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: SIGTERM received: dropping this runtime's sessions and exiting")
+
+
+@stdio_only
+def stdin_eof_exit_says_so(h):
+    box = h.start("stdio")
+    assert box.close()[0] == 0
+    box.exited_ok = True
+    exit_line(box, "lbbox: stdin closed: dropping this runtime's sessions and exiting")
 
 
 @stdio_only
 def chunk_violation_closes(h):
+    """§6.2: a violation of the chunk protocol closes the connection, as LangBot's reader does,
+    and for the stdio runtime that is the end: it says why in one line, cleans up, exits."""
     box = h.start("stdio")
     box.ok("box_create_session", spec("v1"))
     box.send_raw(json.dumps({"type": "chunk_start", "total_size": 10}) + "\n" +
@@ -825,6 +969,25 @@ def chunk_violation_closes(h):
     box.exited_ok = True
     assert rc == 0, rc
     assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: protocol violation on stdin (chunk_data: offset 5, expected 0: "
+              "Protocol error), connection closed: dropping this runtime's sessions and exiting")
+
+
+@stdio_only
+def oversized_line_closes(h):
+    """A line longer than any message (16 MiB) plus its framing: the connection is closed, with
+    one line saying so."""
+    box = h.start("stdio")
+    box.ok("box_create_session", spec("o1"))
+    try:
+        box.send_raw("{" + "x" * (16 * 1024 * 1024 + 65536))
+    except BrokenPipeError:
+        pass  # the runtime stopped reading: that is the point
+    rc = box.p.wait(10)
+    box.exited_ok = True
+    assert rc == 0, rc
+    assert not glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    exit_line(box, "lbbox: protocol violation on stdin (line longer than ")
 
 
 @stdio_only
@@ -862,6 +1025,17 @@ def stdio_port_taken_only_warns(h):
         occ.close()
 
 
+def upload_chunk(key, i, data, amount, length):
+    """A __file_chunk request's data."""
+    return {"file_key": key, "file_length": length, "chunk_index": i, "chunk_amount": amount,
+            "chunk_size": 16384, "chunk_base64": base64.b64encode(data).decode()}
+
+
+def upload(b, key, data=b"zip bytes"):
+    """One whole upload in one chunk."""
+    assert b.ok("__file_chunk", upload_chunk(key, 0, data, 1, len(data)), None) == {}
+
+
 @stdio_only
 def file_chunk_uploads(h):
     """__file_chunk (§6.6): base64 pieces into the storage dir (0700), checked key and sizes."""
@@ -871,8 +1045,7 @@ def file_chunk_uploads(h):
     parts = [blob[i:i + 16384] for i in range(0, len(blob), 16384)]
 
     def chunk(key, i, data, amount=len(parts), length=len(blob)):
-        return {"file_key": key, "file_length": length, "chunk_index": i, "chunk_amount": amount,
-                "chunk_size": 16384, "chunk_base64": base64.b64encode(data).decode()}
+        return upload_chunk(key, i, data, amount, length)
     for i, c in enumerate(parts):
         assert box.ok("__file_chunk", chunk("ab12-x.zip", i, c), None) == {}
     with open(os.path.join(store, "ab12-x.zip"), "rb") as f:
@@ -893,6 +1066,43 @@ def file_chunk_uploads(h):
     box.err("__file_chunk", chunk("huge", 0, b"", 1, 30 * 1024 * 1024),
             "ValueError: file exceeds max_rpc_file_bytes (20971520)", None)
     box.err("__file_chunk", {"file_key": "k"}, "KeyError: 'file_length'", None)
+
+
+@stdio_only
+def uploads_go_with_the_connection(h):
+    """LangBot's handler removes a connection's uploads when it closes: stdin EOF takes every
+    upload of the stdio connection with it, finished or not."""
+    store = os.path.join(h.tmp, "files")
+    box = h.start("stdio", env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store})
+    upload(box, "done.zip")
+    box.ok("__file_chunk", upload_chunk("half.zip", 0, b"x" * 16384, 2, 20000), None)
+    assert sorted(os.listdir(store)) == ["done.zip", "half.zip"], os.listdir(store)
+    assert box.close()[0] == 0
+    box.exited_ok = True
+    assert os.listdir(store) == [], "uploads outlived the connection: %s" % os.listdir(store)
+
+
+@stdio_only
+def failed_and_idle_uploads_are_removed(h):
+    """An upload that fails is removed at once; one left idle past the upload TTL is removed
+    (nothing in lbbox reads uploads); a connection holds at most 128."""
+    store = os.path.join(h.tmp, "files")
+    box = h.start("stdio", env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store,
+                                "LBBOX_BOX_UPLOAD_TTL_SEC": "2"})
+    box.ok("__file_chunk", upload_chunk("long.zip", 0, b"a" * 10, 2, 12), None)
+    box.err("__file_chunk", upload_chunk("long.zip", 1, b"b" * 10, 2, 12),
+            "ValueError: file long.zip is longer than file_length 12", None)
+    assert not os.path.exists(os.path.join(store, "long.zip")), "a failed upload stayed"
+    upload(box, "idle.zip")
+    time.sleep(2.5)
+    upload(box, "fresh.zip")  # (the expiry runs with every chunk and every 30 s)
+    assert os.listdir(store) == ["fresh.zip"], "idle upload stayed: %s" % os.listdir(store)
+    for i in range(127):
+        upload(box, "u%d.zip" % i)
+    box.err("__file_chunk", upload_chunk("one-too-many.zip", 0, b"x", 1, 1),
+            "ValueError: Active file transfer capacity reached", None)
+    upload(box, "fresh.zip", b"again")  # its own key: restarted, not a new upload
+    assert len(os.listdir(store)) == 128, len(os.listdir(store))
 
 
 @stdio_only
@@ -1188,6 +1398,29 @@ def serve_non_loopback_needs_token(h, kind):
 
 
 @http_test("serve")
+def ws_uploads_belong_to_their_connection(h, kind):
+    """An upload belongs to the /rpc/ws connection that sent it: another connection cannot
+    write to its key, and its file goes when that connection closes, the server running on."""
+    store = os.path.join(h.tmp, "files")
+    b = h.start(kind, env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": store})
+    other = b.connect_rpc()
+    upload(b, "mine.zip")
+    upload(other, "theirs.zip")
+    other.err("__file_chunk", upload_chunk("mine.zip", 0, b"overwrite", 1, 9),
+              "ValueError: file_key mine.zip is in use by another connection", None)
+    with open(os.path.join(store, "mine.zip"), "rb") as f:
+        assert f.read() == b"zip bytes", "another connection overwrote the upload"
+    assert other.close() is not None
+    assert poll(lambda: os.listdir(store) == ["mine.zip"], 5), \
+        "the closed connection's upload stayed: %s" % os.listdir(store)
+    assert b.ok("__ping", {}, None) == {}
+    b.rpc.close()
+    assert poll(lambda: os.listdir(store) == [], 5), os.listdir(store)
+    third = b.connect_rpc()
+    upload(third, "mine.zip")  # free again
+
+
+@http_test("serve")
 def ws_binary_message_closes_connection(h, kind):
     """§6.3: a binary message closes that connection; the server and its sessions stay."""
     b = h.start(kind)
@@ -1457,6 +1690,97 @@ def relay_auth_and_generation_401(h, kind):
                        ("current generation, old id", b.relay_headers(ctx2))):
         e = b.refused(path, hdrs, ["mcp"])
         assert (e.status, e.body) == (401, "Unauthorized"), (what, e.status, e.body)
+
+
+def netns_peer(h):
+    """A test network namespace joined to this host by a veth pair on 10.251.77.0/30: returns
+    (namespace, this host's address on the link). Removed after the test; traffic to and from it
+    stays on this machine."""
+    ns, link = "lbt-rpc-%d" % os.getpid(), "lbr%d" % os.getpid()
+    host_addr, ns_addr = "10.251.77.1", "10.251.77.2"
+
+    def remove():
+        subprocess.run(["ip", "link", "del", link], capture_output=True)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    h.cleanups.append(remove)
+    for cmd in (["netns", "add", ns],
+                ["link", "add", link, "type", "veth", "peer", "name", "eth0", "netns", ns],
+                ["addr", "add", host_addr + "/30", "dev", link],
+                ["link", "set", link, "up"],
+                ["-n", ns, "addr", "add", ns_addr + "/30", "dev", "eth0"],
+                ["-n", ns, "link", "set", "eth0", "up"]):
+        r = subprocess.run(["ip"] + cmd, capture_output=True)
+        assert r.returncode == 0, "ip %s: %s" % (" ".join(cmd), r.stderr)
+    return ns, host_addr
+
+
+def in_netns(ns, fn):
+    """fn() on a thread that entered network namespace ns: the sockets it opens live there."""
+    out = {}
+
+    def run():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+            try:
+                if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                    raise OSError(ctypes.get_errno(), "setns %s" % ns)
+            finally:
+                os.close(fd)
+            out["value"] = fn()
+        except BaseException as e:  # re-raised on the test's thread
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(60)
+    if "error" in out:
+        raise out["error"]
+    assert "value" in out, "the namespace client did not finish"
+    return out["value"]
+
+
+def handshake(host, port, path, headers, subprotocols=None):
+    """(status, body) of a refused upgrade, or "upgraded"."""
+    try:
+        ws = wsclient.connect(host, port, path, headers, subprotocols)
+    except HandshakeError as e:
+        return e.status, e.body
+    ws.abort()
+    return "upgraded"
+
+
+@http_test("stdio")
+def stdio_runtime_on_test_network_needs_token(h, kind):
+    """The stdio runtime may listen on a non-loopback address only with a control token: from a
+    test network namespace, /rpc/ws and the relay without the token get 401; with it, /rpc/ws
+    runs actions and the relay reaches the process's stdin and stdout."""
+    ns, addr = netns_peer(h)
+    b = h.start(kind, token=TOKEN, host=addr)
+    line = "lbbox: listening on %s:%d" % (addr, b.port)
+    assert poll(lambda: line in b.stderr_lines, 5), "no %r: %r" % (line, b.stderr_lines)
+    b.ok("box_create_session", spec("net1"))
+    start_process(b, "net1", "default", "cat")
+    relay = relay_path(physical("net1"))
+
+    def from_namespace():
+        got = {"rpc": handshake(addr, b.port, "/rpc/ws", b.auth_headers(token=None)),
+               "relay": handshake(addr, b.port, relay, b.relay_headers(token=None), ["mcp"]),
+               "health": wsclient.http_get(addr, b.port, "/healthz")[0]}
+        ws = wsclient.connect(addr, b.port, relay, b.relay_headers(), ["mcp"])
+        ws.send_text("from the namespace")
+        got["echo"] = ws.recv_text(10)
+        ws.close()
+        rpc = wsclient.connect(addr, b.port, "/rpc/ws", b.auth_headers())
+        rpc.send_text(json.dumps({"seq_id": 7, "action": "__ping", "data": {}}))
+        got["ping"] = json.loads(rpc.recv_text(10))
+        rpc.close()
+        return got
+    got = in_netns(ns, from_namespace)
+    assert got["health"] == 200, got  # the listener is reachable from the namespace
+    assert got["rpc"] == (401, "Unauthorized") and got["relay"] == (401, "Unauthorized"), got
+    assert got["echo"] == "from the namespace", got
+    assert got["ping"]["seq_id"] == 7 and got["ping"]["code"] == 0, got
+    b.ok("box_delete_session", {"session_id": "net1"})
 
 
 @http_test()

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "box/box_internal.h"
 #include "lbbox/box_spec.h"
 
 static json_t *parse(const char *text)
@@ -119,6 +120,46 @@ static const struct {
     {"{\"session_id\": \"s\", \"workspace_quota_mb\": -1}",
      "workspace_quota_mb must be greater than or equal to 0"},
     {"{\"session_id\": \"s\", \"workspace_quota_mb\": \"0\"}", NULL},
+    /* lbbox's bounds: every value must survive its conversion (bytes, a ns deadline) */
+    {"{\"session_id\": \"s\", \"timeout_sec\": 315360000}", NULL},
+    {"{\"session_id\": \"s\", \"timeout_sec\": 315360001}",
+     "timeout_sec must be at most 315360000"},
+    {"{\"session_id\": \"s\", \"timeout_sec\": \"9223372036854775807\"}",
+     "timeout_sec must be at most 315360000"},
+    {"{\"session_id\": \"s\", \"memory_mb\": 8796093022207}", NULL},
+    {"{\"session_id\": \"s\", \"memory_mb\": 8796093022208}",
+     "memory_mb must be at most 8796093022207"},
+    {"{\"session_id\": \"s\", \"memory_mb\": 4611686018427387904}",
+     "memory_mb must be at most 8796093022207"},
+    {"{\"session_id\": \"s\", \"pids_limit\": 4194304}", NULL},
+    {"{\"session_id\": \"s\", \"pids_limit\": 4194305}", "pids_limit must be at most 4194304"},
+    {"{\"session_id\": \"s\", \"workspace_quota_mb\": 8796093022208}",
+     "workspace_quota_mb must be at most 8796093022207"},
+    /* mount targets lbbox refuses (LangBot only wants them absolute) */
+    {"{\"session_id\": \"s\", \"mount_path\": \"/\"}", "mount_path must not be /"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"//./\"}", "mount_path must not be /"},
+    {"{\"session_id\": \"s\", \"mount_path\": \" /proc \"}",
+     "mount_path /proc must not be /proc or under it"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/sys/fs\"}",
+     "mount_path /sys/fs must not be /sys or under it"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/./dev//x\"}",
+     "mount_path /./dev//x must not be /dev or under it"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/workspace/../etc\"}",
+     "mount_path /workspace/../etc must not contain '..'"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/..\"}", "mount_path /.. must not contain '..'"},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/devices\"}", NULL},
+    {"{\"session_id\": \"s\", \"mount_path\": \"/w/..x/proc\"}", NULL},
+    {"{\"session_id\": \"s\", \"extra_mounts\": [{\"host_path\": \"/a\", "
+     "\"mount_path\": \"/dev/shm\"}]}",
+     "mount_path /dev/shm must not be /dev or under it"},
+    {"{\"session_id\": \"s\", \"extra_mounts\": [{\"host_path\": \"/a\", "
+     "\"mount_path\": \"/\", \"mode\": \"none\"}]}",
+     "mount_path must not be /"},
+    /* ids reach terminals and logs */
+    {"{\"session_id\": \"a\\u001b[31m\"}", "session_id must not contain control characters"},
+    {"{\"session_id\": \"a\\u007f\"}", "session_id must not contain control characters"},
+    {"{\"session_id\": \" a\\tb \"}", "session_id must not contain control characters"},
+    {"{\"session_id\": \"\\u00e9t\\u00e9\"}", NULL},
     {"{\"session_id\": \"s\", \"cpus\": \"0.5\"}", NULL},
     {"{\"session_id\": \"s\", \"cpus\": 2}", NULL},
     {"{\"session_id\": \"s\", \"cpus\": true}", NULL},
@@ -279,6 +320,10 @@ static const struct {
     {"{\"command\": \"x\", \"memory_mb\": \"64\"}", NULL},
     {"{\"command\": \"x\", \"process_id\": 7}", "process_id: Input should be a valid string"},
     {"{\"process_id\": 7}", "process_id: Input should be a valid string"},
+    {"{\"command\": \"x\", \"process_id\": \"p\\u001b]0;x\\u0007\"}",
+     "process_id must not contain control characters"},
+    {"{\"command\": \"x\", \"process_id\": \"p\\n\"}",
+     "process_id must not contain control characters"},
     {"[]", "Input should be a valid dictionary or instance of BoxManagedProcessSpec"},
 };
 
@@ -295,6 +340,34 @@ Test(box_spec, pydantic_cases)
 			cr_expect_str_eq(msg, spec_cases[i].error, "%s", spec_cases[i].json);
 		free(msg);
 	}
+}
+
+/* lbbox's own rules judge requests; a session recorded before them is still read (listed,
+ * reaped, removed), LangBot's rules only. */
+Test(box_spec, records_are_read_by_langbot_rules_only)
+{
+	static const char *const older[] = {
+	    "{\"session_id\": \"a\\u001b[31m\"}",
+	    "{\"session_id\": \"s\", \"mount_path\": \"/\"}",
+	    "{\"session_id\": \"s\", \"extra_mounts\": [{\"host_path\": \"/a\", \"mount_path\": "
+	    "\"/proc\"}]}",
+	    "{\"session_id\": \"s\", \"memory_mb\": 4611686018427387904, \"pids_limit\": 99999999}",
+	};
+	for (size_t i = 0; i < sizeof(older) / sizeof(older[0]); i++) {
+		json_t *v = parse(older[i]);
+		struct lb_box_spec s;
+		struct lb_err *err = NULL;
+		cr_assert_eq(lb_box_spec_from_record(v, &s, &err), 0, "%s: %s", older[i],
+			     err ? err->msg : "");
+		lb_box_spec_free(&s);
+		char *msg = spec_error(older[i]);
+		cr_assert_not_null(msg, "%s: accepted as a request", older[i]);
+		free(msg);
+		json_decref(v);
+	}
+	char *msg = spec_error("{\"session_id\": \"s\", \"memory_mb\": 16, \"mount_path\": \"/\"}");
+	cr_assert_str_eq(msg, "mount_path must not be /", "lbbox's rule in its field's place");
+	free(msg);
 }
 
 Test(box_spec, proc_pydantic_cases)
@@ -388,10 +461,11 @@ Test(box_spec, lax_values)
 	cr_assert_eq(s.host_path_mode, LB_BOX_MOUNT_NONE);
 	lb_box_spec_free(&s);
 
+	/* (lbbox's own bound, not pydantic's, stops the largest ints: see spec_cases) */
 	spec_ok("{\"session_id\": \"s\", \"timeout_sec\": \"-0.00\", \"cpus\": \"1_0e-1\", "
-		"\"timeout_sec\": \"9223372036854775807\"}",
+		"\"timeout_sec\": \"315_360_000\"}",
 		&s);
-	cr_assert_eq(s.timeout_sec, INT64_MAX);
+	cr_assert_eq(s.timeout_sec, 315360000);
 	cr_assert_float_eq(s.cpus, 1.0, 1e-12);
 	lb_box_spec_free(&s);
 }

@@ -1,27 +1,50 @@
 // LangBot's Box RPC wire layer (spec §6.2, §6.4, §6.5, §6.7): framing and chunking both ways,
 // reply shapes, error texts, tenancy ids.
 #include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lbbox/rpc.h"
 
+static char *lbt_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *lbt_strdupf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	cr_assert_geq(vasprintf(&s, fmt, ap), 0);
+	va_end(ap);
+	return s;
+}
+
 struct got {
 	json_t *msgs[64];
 	int n;
+	/* messages that did not decode: the seq_id found (-1: none) and why */
+	long long bad_seq[64];
+	char *bad[64];
+	int nbad;
 };
 
-static void collect(void *ctx, json_t *msg)
+static void collect(void *ctx, json_t *msg, json_t *seq_id, const struct lb_err *bad)
 {
 	struct got *g = ctx;
-	if (g->n < 64)
+	if (msg && g->n < 64)
 		g->msgs[g->n++] = json_incref(msg);
+	if (!msg && g->nbad < 64) {
+		g->bad_seq[g->nbad] = seq_id ? json_integer_value(seq_id) : -1;
+		g->bad[g->nbad++] = lbt_strdupf("%s: %s", bad->cls, bad->msg);
+	}
 }
 
 static void got_free(struct got *g)
 {
 	for (int i = 0; i < g->n; i++)
 		json_decref(g->msgs[i]);
+	for (int i = 0; i < g->nbad; i++)
+		free(g->bad[i]);
 }
 
 static int feed(struct lb_rpc_reader *r, const char *s, struct got *g)
@@ -184,6 +207,129 @@ Test(frame, message_inside_a_chunked_one_is_dropped)
 	cr_assert_eq(json_integer_value(json_object_get(g.msgs[0], "a")), 1);
 	got_free(&g);
 	lb_rpc_reader_free(&r);
+}
+
+// Lines LangBot's Python reader decodes and jansson does not: handed on, not dropped.
+Test(frame, undecodable_lines_are_handed_on_with_their_seq_id)
+{
+	struct lb_rpc_reader r = {0};
+	struct got g = {0};
+	cr_assert_eq(feed(&r,
+			  "not json\n"
+			  "{\"seq_id\": 4, \"action\": \"x\", \"data\": {\"v\": NaN}}\n"
+			  "{broken}\n"
+			  "{\"seq_id\": 5, \"data\": {\"k\\u0000\": 1}}\n"
+			  "{\"seq_id\": 6, \"action\": \"x\", \"data\": {\"n\": 1e999}}\n",
+			  &g),
+		     0);
+	cr_assert_eq(g.nbad, 3);
+	cr_assert_eq(g.bad_seq[0], 4);
+	cr_assert(strstr(g.bad[0], "ValueError: malformed request: invalid token near 'NaN'"), "%s",
+		  g.bad[0]);
+	cr_assert_eq(g.bad_seq[1], -1, "nothing to recover from {broken}");
+	cr_assert_eq(g.bad_seq[2], 5);
+	cr_assert(strstr(g.bad[2], "BoxValidationError: an object key must not contain NUL"), "%s",
+		  g.bad[2]);
+	cr_assert_eq(g.n, 1, "1e999 is a real that overflows: clamped, delivered");
+	cr_assert_float_eq(
+	    json_real_value(json_object_get(json_object_get(g.msgs[0], "data"), "n")),
+	    1.7976931348623157e308, 1e292);
+	got_free(&g);
+	lb_rpc_reader_free(&r);
+}
+
+static json_t *decoded(const char *text)
+{
+	json_t *j = NULL;
+	struct lb_err *err = NULL;
+	cr_assert_eq(lb_rpc_decode(text, strlen(text), &j, &err), 0, "%s: %s", text,
+		     err ? err->msg : "");
+	return j;
+}
+
+Test(decode, integers_beyond_int64_are_clamped)
+{
+	json_t *j = decoded("{\"a\": 99999999999999999999999, \"b\": -99999999999999999999999, "
+			    "\"c\": 9223372036854775807, \"d\": -9223372036854775808, "
+			    "\"e\": 9223372036854775808, \"s\": \"99999999999999999999999\", "
+			    "\"f\": [1, 0.5, -12e3]}");
+	cr_assert_eq(json_integer_value(json_object_get(j, "a")), INT64_MAX);
+	cr_assert_eq(json_integer_value(json_object_get(j, "b")), INT64_MIN);
+	cr_assert_eq(json_integer_value(json_object_get(j, "c")), INT64_MAX);
+	cr_assert_eq(json_integer_value(json_object_get(j, "d")), INT64_MIN);
+	cr_assert_eq(json_integer_value(json_object_get(j, "e")), INT64_MAX);
+	cr_assert_str_eq(json_string_value(json_object_get(j, "s")), "99999999999999999999999",
+			 "strings are left alone");
+	json_t *f = json_object_get(j, "f");
+	cr_assert_eq(json_integer_value(json_array_get(f, 0)), 1);
+	cr_assert_float_eq(json_real_value(json_array_get(f, 2)), -12000.0, 1e-9);
+	json_decref(j);
+}
+
+Test(decode, nul_in_a_string_is_kept_then_refused_with_its_path)
+{
+	json_t *j = decoded("{\"seq_id\": 3, \"data\": {\"env\": {\"K\": \"a\\u0000b\"}}}");
+	struct lb_err *err = NULL;
+	cr_assert_eq(lb_rpc_check_nul(j, &err), -1);
+	cr_assert_str_eq(err->cls, "BoxValidationError");
+	cr_assert_str_eq(err->msg, "data.env.K: a string must not contain NUL (\\u0000)");
+	lb_err_free(&err);
+	json_decref(j);
+	j = decoded("{\"data\": {\"args\": [\"x\", \"\\u0000\"]}}");
+	cr_assert_eq(lb_rpc_check_nul(j, &err), -1);
+	cr_assert_str_eq(err->msg, "data.args.1: a string must not contain NUL (\\u0000)");
+	lb_err_free(&err);
+	json_decref(j);
+	j = decoded("{\"data\": {\"cmd\": \"echo \\u00e9\"}}");
+	cr_assert_eq(lb_rpc_check_nul(j, &err), 0);
+	json_decref(j);
+}
+
+Test(decode, what_is_not_an_object_or_not_json_is_a_value_error)
+{
+	static const char *const bad[] = {"[1, 2]", "42", "\"x\"", "{broken", "{\"a\": NaN}", ""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = NULL;
+		struct lb_err *err = NULL;
+		cr_assert_eq(lb_rpc_decode(bad[i], strlen(bad[i]), &j, &err), -1, "%s", bad[i]);
+		cr_assert_null(j);
+		cr_assert_str_eq(err->cls, "ValueError", "%s", bad[i]);
+		lb_err_free(&err);
+	}
+}
+
+static long long recovered(const char *text)
+{
+	json_t *s = lb_rpc_recover_seq_id(text, strlen(text));
+	long long v = s ? json_integer_value(s) : -1;
+	json_decref(s);
+	return v;
+}
+
+Test(decode, seq_id_of_an_undecodable_text)
+{
+	cr_assert_eq(recovered("{\"seq_id\": 12, \"action\": NaN"), 12);
+	cr_assert_eq(
+	    recovered("{\"action\": \"x\", \"data\": {\"v\": \"}\\\"{\"}, \"seq_id\" : -3 ,"), -3,
+	    "braces and quotes inside strings do not count");
+	cr_assert_eq(recovered("{\"data\": {\"seq_id\": 9}, \"v\": NaN}"), -1,
+		     "only the top level's seq_id");
+	cr_assert_eq(recovered("{\"action\": \"seq_id\", \"x\": 4, NaN}"), -1,
+		     "a value \"seq_id\" is not the key");
+	cr_assert_eq(recovered("{\"seq_id\": 7, \"code\": 0, NaN}"), -1, "a response");
+	cr_assert_eq(recovered("{\"seq_id\": \"7\", NaN}"), -1);
+	cr_assert_eq(recovered("{\"seq_id\": 99999999999999999999999999, NaN}"), -1);
+	cr_assert_eq(recovered("{\"seq_id\": 1.5, NaN}"), -1);
+}
+
+// A reply carries the request's strings; cut or not UTF-8, it must still be sent.
+Test(message, error_text_that_is_not_utf8_is_still_sent)
+{
+	json_t *e = lb_rpc_reply_error(NULL, "ValueError", "Action \xe2\x82 not found");
+	cr_assert_not_null(e);
+	cr_assert_str_eq(json_string_value(json_object_get(e, "message")),
+			 "ValueError: Action \xef\xbf\xbd not found");
+	json_decref(e);
 }
 
 Test(message, shapes_and_python_separators)
