@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -147,6 +148,7 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 	if (s->n_jobs >= SERVER_MAX_JOBS || pipe2(pp, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
 	struct job *j = calloc(1, sizeof(*j));
+	pid_t parent = getpid();
 	pid_t pid = j ? fork() : -1;
 	if (pid != 0) {
 		close(pp[1]);
@@ -172,6 +174,11 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 		}
 		return pid;
 	}
+	/* a job dies with its runtime (it holds the runtime's instance lock, and could answer no
+	 * one): what it left half done is the next runtime's reaper's, as an orphan's */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
 	close(pp[0]);
 	if (s->in_fd >= 0)
 		close(s->in_fd);

@@ -178,7 +178,8 @@ int server_run(struct server *s)
 		if (!in.peer || server_watch(s, &in.w, s->in_fd) < 0)
 			stop_because(s, "cannot watch stdin");
 	}
-	lws_sul_schedule(s->lws, 0, &s->reap_timer, reap_tick, REAP_INTERVAL_US);
+	/* at once: what a runtime killed before this one left is cleaned without waiting */
+	lws_sul_schedule(s->lws, 0, &s->reap_timer, reap_tick, 1);
 	while (!s->stop)
 		lws_service(s->lws, 0);
 	lws_sul_cancel(&s->reap_timer);

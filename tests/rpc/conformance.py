@@ -509,6 +509,7 @@ class Harness:
         return s
 
     def finish(self):
+        """Every server ended first (several may share a directory), then each checked."""
         for s in self.servers:
             if not s.exited_ok:
                 assert s.p.poll() is None, "lbbox died during the test (status %s)" % (
@@ -518,6 +519,7 @@ class Harness:
                 assert took < 5, "exit took %.1f s" % took
             for ws in s.sockets:
                 ws.abort()
+        for s in self.servers:
             check_clean(s)
 
     def kill(self):
@@ -1901,6 +1903,50 @@ def shutdown_closes_attached_relay(h, kind):
 
 
 # -- runner --------------------------------------------------------------------------------------
+def session_dirs(b):
+    return sorted(os.listdir(os.path.join(b.runroot, "box", "sessions")))
+
+
+def sandbox_dirs(b):
+    return sorted(d for d in os.listdir(b.runroot) if len(d) == 12)
+
+
+@http_test()
+def killed_runtime_is_cleaned_after_a_restart(h, kind):
+    """SIGKILL of a runtime with an exec, a managed process and a create in flight: the next
+    runtime on the same state removes every session, sandbox, cgroup and keeper of the dead one
+    at once, and nothing of a live instance's."""
+    live = h.start(kind)
+    live.ok("box_exec", spec("live1", "echo up"))
+    dead = h.start(kind)
+    dead.ok("box_exec", spec("d1", "true"))
+    start_process(dead, "d1", "default", "cat")
+    dead.send("box_exec", spec("d1", "sleep 1000", timeout_sec=600))
+    dead.send("box_create_session", spec("d2"))
+    time.sleep(0.5)  # the exec runs, the create is on its way
+    dead.p.kill()
+    dead.p.wait()
+    dead.exited_ok = True
+    assert len(session_dirs(live)) >= 2, session_dirs(live)
+    h.start(kind)  # the restart
+    keep = [physical("live1")]
+    assert poll(lambda: session_dirs(live) == keep, 10), session_dirs(live)
+    info = live.ok("box_get_session", {"session_id": "live1"})
+    assert poll(lambda: sandbox_dirs(live) == [info["backend_session_id"][6:]], 10), \
+        sandbox_dirs(live)
+    assert poll(lambda: not leftover_processes(dead.tmp + "/run/box/sessions/" +
+                                               physical("d1")), 5)
+    cgs = [i for i in dead.ids if lbbox_cgroups_of(i)]
+    assert not cgs, "cgroups of the dead runtime's sandboxes: %s" % cgs
+    assert live.ok("box_exec", spec("live1", "echo still"))["stdout"] == "still"
+
+
+def lbbox_cgroups_of(sandbox_id):
+    return [c for c in glob.glob("/sys/fs/cgroup/*/lbbox-%s" % sandbox_id) +
+            glob.glob("/sys/fs/cgroup/*/*/lbbox-%s" % sandbox_id) +
+            glob.glob("/sys/fs/cgroup/*/*/*/lbbox-%s" % sandbox_id)]
+
+
 def run_shared(fn, kind, h):
     b = h.start(kind)
     fn(b)
