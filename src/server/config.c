@@ -123,21 +123,30 @@ static int ensure_default_workspace(json_t *local, char **roots, struct lb_err *
 	else
 		snprintf(path, sizeof(path), "%s/%s", host_root, dw && *dw ? dw : "default");
 	absolute(path, ws, sizeof(ws));
+	if (!roots[0])
+		return lb_err_box(err, LB_BOX_EVALIDATION, "no allowed mount roots are configured");
+	/* judged by the path it has (or will have) once symlinks are resolved, and created without
+	 * following any: a link planted under host_root cannot send it elsewhere */
+	_cleanup_free_ char *canon = NULL;
+	if (lb_path_resolve_missing(ws, &canon, err) < 0)
+		return lb_err_reclass(err, LB_BOX_EVALIDATION, "default workspace %s", ws);
 	bool under = false;
 	for (char **r = roots; *r && !under; r++) {
 		absolute(*r, root, sizeof(root));
-		size_t n = strlen(root);
-		under = !strncmp(ws, root, n) && (ws[n] == '/' || ws[n] == '\0' || n == 1);
+		_cleanup_free_ char *real = NULL; /* a root may not exist yet either */
+		if (lb_path_resolve_missing(root, &real, NULL) < 0)
+			continue;
+		size_t n = strlen(real);
+		under = real && !strncmp(canon, real, n) &&
+			(canon[n] == '/' || canon[n] == '\0' || n == 1);
 	}
-	if (!roots[0])
-		return lb_err_box(err, LB_BOX_EVALIDATION, "no allowed mount roots are configured");
 	if (!under)
 		return lb_err_box(err, LB_BOX_EVALIDATION,
 				  "default workspace %s is outside the allowed mount roots", ws);
-	if (stat(ws, &st) == 0 && !S_ISDIR(st.st_mode))
+	if (stat(canon, &st) == 0 && !S_ISDIR(st.st_mode))
 		return lb_err_box(err, LB_BOX_EVALIDATION,
 				  "default workspace %s is not a directory", ws);
-	if (lb_mkdir_p(ws, 0755, NULL) < 0)
+	if (lb_mkdir_nofollow(canon, 0755, NULL) < 0)
 		return lb_err_reclass(err, LB_BOX_EVALIDATION,
 				      "cannot create the default workspace %s", ws);
 	return 0;

@@ -1127,6 +1127,26 @@ def box_init_creates_default_workspace(h):
 
 
 @stdio_only
+def planted_symlinks_create_nothing_outside_the_roots(h):
+    """A sandbox with a workspace under host_root plants a link out of it: neither a session's
+    host_path nor box_init's default workspace below that link creates anything outside."""
+    box = h.start("stdio")
+    hr, out = os.path.join(h.tmp, "hr"), os.path.join(h.tmp, "outside")
+    os.makedirs(os.path.join(hr, "ws1"))
+    os.makedirs(out)
+    box.ok("box_init", {"local": {"host_root": hr}}, None)
+    r = box.ok("box_exec", spec("p1", "ln -s %s /workspace/evil && echo planted" % out,
+                               host_path=os.path.join(hr, "ws1")))
+    assert r["stdout"] == "planted", r
+    box.err("box_exec", spec("p2", "true", host_path=os.path.join(hr, "ws1", "evil", "new")),
+            "BoxValidationError: host_path is outside allowed_mount_roots")
+    box.err("box_init", {"local": {"host_root": hr, "default_workspace": "ws1/evil/dflt"}},
+            "BoxValidationError: default workspace", None)
+    assert os.listdir(out) == [], os.listdir(out)
+    box.ok("box_delete_session", {"session_id": "p1"})
+
+
+@stdio_only
 def backend_unavailable_without_root(h):
     """A host (here: a user) that cannot isolate a sandbox: available false, /readyz 503, and
     sandbox actions answer BoxBackendUnavailableError naming what is missing (§3.2)."""
