@@ -136,7 +136,7 @@ int lb_read_file_in_root(int rootfd, const char *path, size_t max, char **out, s
 
 int lb_parse_id(const char *s, uint32_t *out, struct lb_err **err)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	if (lb_parse_u64(s, &v, err) < 0)
 		return -1;
 	/* (uid_t)-1 means "unchanged" to setresuid: it would keep the caller's uid 0 */
