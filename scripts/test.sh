@@ -41,6 +41,16 @@ LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs LBBOX_TEST_PYTHON_OCI=$PWD/bu
 	ASAN_OPTIONS=detect_leaks=1 \
 	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
 
+# What packagers build (a Release build, warning-free), installed into a staging prefix and run
+# from there on the default paths, as root and as a user; the README's runnable blocks with it.
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DLBBOX_TESTS=OFF >/dev/null &&
+	cmake --build build-release -j"$(nproc)" >/dev/null || failed=$((failed + 1))
+stage "default paths, installed Release build, README" tests/install/default_paths.sh build-release
+
+# Load with leak checks: 1,000 box_exec through lbbox serve, 1,000 lbbox run.
+stage "load (Box RPC)" python3 tests/load/load.py rpc build/lbbox build/images/busybox/rootfs
+stage "load (lbbox run)" python3 tests/load/load.py run build/lbbox build/images/busybox/rootfs
+
 # cgroup v2 for real: these hosts only have v1 controllers (and exec joins by CLONE_INTO_CGROUP there).
 stage "cgroup-v2 guest (qemu)" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
 	scripts/vm-test.sh --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-init:/opt/lbbox/lbbox-init \

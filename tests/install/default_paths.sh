@@ -93,6 +93,23 @@ check session_rm "" sh -c 'lbbox session rm s1 >/dev/null && lbbox session rm s2
 check tag_box_image "" lbbox tag localhost/busybox:latest rockchin/langbot-sandbox:latest
 check box_runtime "ok" python3 "$src/tests/install/box_smoke.py" "$LBT_STAGE/usr/bin/lbbox"
 
+# -- the README: every block marked runnable, top to bottom, as a user would paste it -------------
+readme_blocks() {
+	awk -v dir="$tmp/readme" '
+		/^<!-- runnable -->$/ { want = 1; next }
+		want && /^```sh$/ { n++; file = sprintf("%s/block-%02d.sh", dir, n); want = 0; next }
+		file && /^```$/ { close(file); file = ""; next }
+		file { print > file }
+		{ want = 0 }' "$src/README.md"
+}
+mkdir -p "$tmp/readme" && readme_blocks
+for b in "$tmp"/readme/block-*.sh; do
+	check "readme_$(basename "$b" .sh)" "" sh -c "cd $tmp && bash -euo pipefail $b >$b.log 2>&1 ||
+		{ echo failed:; tail -5 $b.log; }"
+done
+[ -e "$tmp/readme/block-01.sh" ] || check readme_has_runnable_blocks "yes" echo no
+rm -rf /tmp/lbbox-demo /tmp/lbbox-ws
+
 # -- as a user (nobody), in a cgroup delegated to it -----------------------------------------------
 home=$tmp/home xdg=$tmp/xdg
 mkdir -p "$home" "$xdg" && chown 65534:65534 "$home" "$xdg" && chmod 700 "$xdg"
