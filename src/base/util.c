@@ -414,7 +414,10 @@ char *lb_escape_ctl(const char *s)
 	for (size_t i = 0; i < n;) {
 		uint32_t cp = p[i];
 		size_t len = p[i] < 0x80 ? 1 : utf8_seq(p + i, n - i, &cp);
-		bool control = cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+		/* C0, DEL, C1, and the bidirectional overrides and isolates that reorder what a
+		 * terminal shows (an id could pose as another) */
+		bool control = cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) ||
+			       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 		if (len && !control) {
 			memcpy(out + o, p + i, len);
 			o += len, i += len;

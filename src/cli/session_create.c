@@ -168,6 +168,15 @@ int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char
 		cli_error("usage: lbbox session create NAME [OPTIONS] (see lbbox session --help)");
 		return LB_EXIT_SETUP;
 	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		puts("usage: lbbox session create NAME [OPTIONS] (options: lbbox session --help)");
+		return 0;
+	}
+	/* an option where the name goes is a mistake, not a session named "--image" */
+	if (argv[1][0] == '-') {
+		cli_error("invalid session name '%s': a name cannot start with '-'", argv[1]);
+		return LB_EXIT_SETUP;
+	}
 	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
 	struct build_ctx b = {.g = g, .c = &c};
 	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||

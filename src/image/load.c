@@ -23,14 +23,24 @@ void lb_load_result_clear(struct lb_load_result *r)
 /* Opens path inside the layout directory: symlinks may not lead out of it. */
 static int dir_open(struct load_src *src, const char *path, int *fd, struct lb_err **err)
 {
-	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
+	/* O_NONBLOCK: a FIFO in a layout must not hang the load */
+	struct open_how how = {.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
 	int f = (int)syscall(SYS_openat2, src->dir_fd, path, &how, sizeof(how));
+	struct stat st;
 
 	if (f < 0 && errno == ENOSYS)
-		f = openat(src->dir_fd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		f = openat(src->dir_fd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 	if (f < 0)
 		return lb_err_set(err, errno, "open %s in the layout", path);
+	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(f);
+		return lb_err_set(err, 0, "%s in the layout is not a regular file", path);
+	}
+	if (fcntl(f, F_SETFL, 0) < 0) { /* blocking again: a regular file anyway */
+		close(f);
+		return lb_err_set(err, errno, "open %s in the layout", path);
+	}
 	*fd = f;
 	return 0;
 }

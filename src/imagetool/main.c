@@ -24,9 +24,11 @@
 
 #define EXIT_FAIL 125
 
+/* Names, digests and media types in the message come from images: never printed raw. */
 static int fail(struct lb_err *err)
 {
-	fprintf(stderr, "lbbox: %s\n", err && err->msg ? err->msg : "failed");
+	_cleanup_free_ char *safe = lb_escape_ctl(err && err->msg ? err->msg : "failed");
+	fprintf(stderr, "lbbox: %s\n", safe ? safe : "failed");
 	lb_err_free(&err);
 	return EXIT_FAIL;
 }

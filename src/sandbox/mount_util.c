@@ -120,6 +120,9 @@ int lb_mount_setattr(int fd, bool rec, uint64_t attrs, uint64_t propagation, str
 		return 0;
 	if (errno != ENOSYS)
 		return lb_err_set(err, errno, "set mount attributes");
+	/* a remount changes one mount: submounts of a volume would keep their flags */
+	if (rec)
+		return lb_err_set(err, ENOSYS, "mount_setattr (Linux 5.12) is needed");
 	return setattr_fallback(fd, attrs, propagation, err);
 }
 

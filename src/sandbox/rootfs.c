@@ -181,7 +181,8 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		return lb_err_set(err, errno, "open %s", newroot);
 	/* A device node in an image (or a rootfs directory) is never usable: the only devices a
 	 * sandbox can open are the ones lb_mount_dev binds into /dev, mounted after this. */
-	if (lb_mount_setattr(rootfd, true, MOUNT_ATTR_NODEV, 0, err) < 0)
+	/* private: what the host mounts later below a bound rootfs does not appear inside */
+	if (lb_mount_setattr(rootfd, true, MOUNT_ATTR_NODEV, MS_PRIVATE, err) < 0)
 		return lb_err_wrap(err, "root %s", newroot);
 	if (lb_spec_is_host_image(spec) && lb_rootfs_host_image(rootfd, err) < 0)
 		return -1;

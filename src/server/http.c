@@ -299,7 +299,8 @@ int server_http_start(struct server *s, struct lb_err **err)
 				    .secs_since_valid_hangup = (uint16_t)(s->ping_sec * 2 + 10)};
 	info.vhost_name = "http";
 	info.port = s->port;
-	info.iface = s->host;
+	/* libwebsockets takes a name as an interface name ("localhost" would bind nothing) */
+	info.iface = s->host && !strcmp(s->host, "localhost") ? "127.0.0.1" : s->host;
 	if (s->host && !strchr(s->host, ':'))
 		info.options |= LWS_SERVER_OPTION_DISABLE_IPV6; /* an IPv4 address: IPv4 only */
 	info.retry_and_idle_policy = &s->retry;

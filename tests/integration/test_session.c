@@ -483,3 +483,20 @@ LBT_TEST(session, concurrent_creates)
 	lbt_out_free(&o);
 	lbt_session_rm("same"), lbt_session_rm("a"), lbt_session_rm("b"), lbt_session_rm("c");
 }
+
+// `--help` where the name goes is help, and a name cannot start with '-' (it was a session
+// named "--help").
+LBT_TEST(session, help_and_option_like_names)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "create", "--help", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "usage: lbbox session create"), "%s", o.out);
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "-x", "--rootfs", lbt_rootfs(), NULL);
+	lbt_assert_error_line(&o, 125, "cannot start with '-'");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "ls", NULL);
+	cr_assert_eq(lbt_count_lines(o.out), 1, "sessions were created: %s", o.out);
+	lbt_out_free(&o);
+}

@@ -1923,6 +1923,15 @@ def shutdown_closes_attached_relay(h, kind):
 
 
 # -- runner --------------------------------------------------------------------------------------
+@http_test("serve")
+def listen_on_localhost_by_name(h, kind):
+    """--listen localhost:PORT listens on 127.0.0.1 (libwebsockets alone took it for an
+    interface name and bound nothing)."""
+    b = h.start(kind, listen_host="localhost")
+    assert b.ok("__ping", {}, None) == {}
+    assert get_json(b, "/healthz")["live"] is True
+
+
 def session_dirs(b):
     return sorted(os.listdir(os.path.join(b.runroot, "box", "sessions")))
 

@@ -240,3 +240,37 @@ LBT_TEST(hostile_images, session_with_fifo_passwd_is_refused)
 	lbt_assert_error_line(&o, 125, "not a regular file");
 	lbt_out_free(&o);
 }
+
+// What an image names (its ref name, media types, digests) reaches the user's terminal only
+// escaped: a name carrying an escape sequence is shown as \x1b..., never raw.
+LBT_TEST(hostile_images, image_names_are_printed_escaped)
+{
+	char *dest = lbt_strdupf("%s/layout-esc", lbt_workdir());
+	const char *argv[] = {"python3",   LBBOX_SOURCE_DIR "/tests/security/mkimage.py",
+			      dest,	   "evil\x1b]0;pwned\x07:1",
+			      "dir:d:755", NULL};
+	cr_assert_eq(lbt_system(argv), 0);
+	struct lb_run_out o;
+	lbt_run(&o, "load", "--oci-dir", dest, NULL);
+	lbt_assert_error_line(&o, 125, "\\x1b]0;pwned\\x07");
+	cr_assert_null(strchr(o.err, '\x1b'), "a raw escape reached the terminal: %s", o.err);
+	lbt_out_free(&o);
+	free(dest);
+}
+
+// A FIFO where a layout has a file would block `load --oci-dir` forever in open().
+LBT_TEST(hostile_images, fifo_in_a_layout_is_refused)
+{
+	char *dest = lbt_strdupf("%s/layout-fifo", lbt_workdir());
+	const char *argv[] = {
+	    "python3", LBBOX_SOURCE_DIR "/tests/security/mkimage.py", dest, IMG, "dir:d:755", NULL};
+	cr_assert_eq(lbt_system(argv), 0);
+	char *index = lbt_strdupf("%s/index.json", dest);
+	cr_assert_eq(unlink(index), 0);
+	cr_assert_eq(mkfifo(index, 0644), 0);
+	struct lb_run_out o;
+	lbt_run(&o, "load", "--oci-dir", dest, NULL);
+	lbt_assert_error_line(&o, 125, "not a regular file");
+	lbt_out_free(&o);
+	free(dest), free(index);
+}

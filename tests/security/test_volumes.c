@@ -140,3 +140,29 @@ LBT_TEST(volumes, mounts_inside_do_not_leak_out)
 	cr_assert_not(leaked, "a mount made inside the sandbox appeared on the host");
 	free(shared), free(m), free(spec);
 }
+
+// A writable --rootfs is bound, not overlaid: it must not receive the host's later mounts
+// either (they would arrive writable, without nodev or nosuid).
+LBT_TEST(volumes, bound_rootfs_does_not_receive_host_mounts)
+{
+	struct lb_run_out o;
+	char *shared = lbt_mkdir_work("shared");
+	cr_assert_eq(mount("lbt-shared", shared, "tmpfs", 0, "size=32m"), 0);
+	cr_assert_eq(mount(NULL, shared, NULL, MS_SHARED, NULL), 0);
+	char *rfs = lbt_strdupf("%s/rfs", shared);
+	char *cmd = lbt_strdupf("cp -a %s %s && mkdir -p %s/w", lbt_rootfs(), rfs, rfs);
+	cr_assert_eq(system(cmd), 0);
+	const char *args[] = {
+	    "session", "create",	"s1", "--rootfs", rfs, "--read-only=false",
+	    "-v",      lbt_probe_vol(), NULL};
+	json_decref(lbt_runv_json(args));
+	char *w = lbt_strdupf("%s/w", rfs);
+	cr_assert_eq(mount("lbt-later", w, "tmpfs", 0, "size=1m"), 0);
+	sh(&o, "s1", "grep -c lbt-later /proc/self/mountinfo");
+	cr_assert_str_eq(o.out, "0\n", "a host mount appeared in the sandbox's root: %s", o.out);
+	lbt_out_free(&o);
+	lbt_session_rm("s1");
+	cr_assert_eq(umount2(w, MNT_DETACH), 0);
+	cr_assert_eq(umount2(shared, MNT_DETACH), 0);
+	free(shared), free(rfs), free(cmd), free(w);
+}

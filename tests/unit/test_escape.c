@@ -43,3 +43,19 @@ Test(escape, bytes_that_are_not_utf8)
 	expect("\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"); // beyond U+10FFFF
 	expect("\xe2\x82 x", "\\xe2\\x82 x");
 }
+
+/* Bidirectional overrides and isolates reorder what a terminal shows: "session-\u202egnp.exe"
+ * would pose as "session-exe.png". */
+Test(escape, bidirectional_controls)
+{
+	expect("a\xe2\x80\xae"
+	       "b",
+	       "a\\xe2\\x80\\xaeb"); /* U+202E RIGHT-TO-LEFT OVERRIDE */
+	expect("a\xe2\x81\xa6"
+	       "b",
+	       "a\\xe2\\x81\\xa6b"); /* U+2066 LEFT-TO-RIGHT ISOLATE */
+	expect("a\xe2\x80\xa9"
+	       "b",
+	       "a\xe2\x80\xa9"
+	       "b"); /* U+2029 PARAGRAPH SEPARATOR: no reordering */
+}
