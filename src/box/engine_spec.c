@@ -26,6 +26,7 @@ static int add_mount(struct lb_spec *spec, const char *src, const char *dst, boo
 	m->target = strdup(dst);
 	m->readonly = ro;
 	m->owned = owned;
+	m->pinned = !owned; /* checked here on its canonical path: the engine binds that path */
 	spec->n_mounts++;
 	if (!m->source || !m->target)
 		return lb_err_set(err, ENOMEM, "mount");

@@ -70,6 +70,8 @@ int cli_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gi
  * no overlayfs, its flattened tree in *flat (exactly one is set); missing layers are unpacked
  * first (run_image.c).
  */
+/* overlayfs in this kernel? (LBBOX_NO_OVERLAY=1 pretends it is not, to test the fallback.) */
+bool cli_overlay_available(void);
 int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers, char **flat,
 		     struct lb_image_config **cfg, struct lb_err **err);
 int cli_store_open(const struct cli_globals *g, struct lb_store **s, struct lb_err **err);

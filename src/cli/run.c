@@ -395,8 +395,14 @@ static int resolve_image(struct run_opts *o, const struct cli_globals *g, struct
 	/* a plain rootfs directory ROOT/images/NAME/rootfs (rootfs-tools' output) comes first */
 	snprintf(path, sizeof(path), "%s/images/%s/rootfs", g->paths.root, o->image);
 	if (!strchr(o->image, '/') && o->image[0] != '.' && stat(path, &st) == 0 &&
-	    S_ISDIR(st.st_mode))
+	    S_ISDIR(st.st_mode)) {
+		/* an image like the others: under a private upper layer, never written (a writable
+		 * bind would let one sandbox rewrite it for every later one) */
+		if (cli_overlay_available() && !strpbrk(path, ",:\\"))
+			return set_string(&o->spec.layers, path, err);
+		o->spec.copy_rootfs = !o->spec.readonly_root;
 		return set_string(&o->spec.rootfs, path, err);
+	}
 	_cleanup_free_ char *flat = NULL;
 	if (cli_image_layers(g, o->image, &o->spec.layers, &flat, &o->image_cfg, err) < 0)
 		return -1;

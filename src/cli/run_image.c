@@ -31,7 +31,7 @@ static int lowerdir(const struct cli_globals *g, const char *name,
 /*
  * overlayfs in this kernel? (LBBOX_NO_OVERLAY=1 pretends it is not, to test the fallback.)
  */
-static bool overlay_available(void)
+bool cli_overlay_available(void)
 {
 	_cleanup_free_ char *fs = NULL;
 	const char *no = getenv("LBBOX_NO_OVERLAY");
@@ -70,7 +70,7 @@ int cli_image_layers(const struct cli_globals *g, const char *ref, char **layers
 	lb_manifest_free(m);
 	if (r < 0)
 		return -1;
-	if (!overlay_available()) {
+	if (!cli_overlay_available()) {
 		*layers = NULL;
 		if (flat_dir(g, name, *cfg, flat, err) == 0)
 			return 0;

@@ -215,6 +215,10 @@ static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct 
 	char *real = realpath(m->source, NULL);
 	if (!real)
 		return lb_err_set(err, errno, "volume host path %s", m->source);
+	if (m->pinned && strcmp(real, m->source) != 0) {
+		free(real);
+		return lb_err_set(err, 0, "host path %s changed while it was checked", m->source);
+	}
 	if (!m->owned && (lb_check_host_path(real, m->source, err) < 0 ||
 			  lb_paths_check_mount(paths, real, m->source, err) < 0)) {
 		free(real);
@@ -252,6 +256,12 @@ int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_
 		free(spec->rootfs);
 		spec->rootfs = real;
 	}
+	/* the store is never a sandbox's writable root (a directory image there serves every
+	 * later sandbox): only read-only, under an overlay, or copied */
+	if (spec->rootfs && !spec->readonly_root && !spec->copy_rootfs &&
+	    lb_paths_check_mount(paths, spec->rootfs, spec->rootfs, NULL) < 0)
+		return lb_err_set(err, 0, "rootfs %s is in lbbox's store: it cannot be writable",
+				  spec->rootfs);
 	if (spec->cwd && spec->cwd[0] != '/')
 		return lb_err_set(err, 0, "working directory %s must be absolute", spec->cwd);
 	if (check_limits(spec, err) < 0)

@@ -412,6 +412,24 @@ static int cmd_sigqueue(char **argv)
 	return report(syscall(SYS_rt_sigqueueinfo, atoi(argv[0]), si.si_signo, &si));
 }
 
+// flip DIR A B SECONDS: swaps DIR/A and DIR/B (renameat2 RENAME_EXCHANGE) as fast as it can,
+// so a path through DIR/A is a directory one moment and a symlink the next.
+static int cmd_flip(char **argv)
+{
+	int dfd = open(argv[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	time_t end = time(NULL) + atoi(argv[3]);
+	long n = 0;
+
+	if (dfd < 0)
+		return report(-1);
+	while (time(NULL) < end)
+		if (syscall(SYS_renameat2, dfd, argv[1], dfd, argv[2], 2 /* RENAME_EXCHANGE */) ==
+		    0)
+			n++;
+	printf("flips=%ld\n", n);
+	return 0;
+}
+
 static int skip_dots(const struct dirent *d)
 {
 	return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
@@ -618,6 +636,7 @@ static const struct command commands[] = {
     {"openr", 1, cmd_openr, "openr PATH"},
     {"mknod", 3, cmd_mknod, "mknod PATH c|b MAJOR:MINOR"},
     {"sigqueue", 3, cmd_sigqueue, "sigqueue PID SIGNAL SI_CODE"},
+    {"flip", 4, cmd_flip, "flip DIR A B SECONDS"},
     {"ls", 1, cmd_ls, "ls DIR"},
     {"status", 1, cmd_status, "status KEY"},
     {"cmdline", 1, cmd_cmdline, "cmdline PID"},

@@ -145,3 +145,36 @@ LBT_TEST(own_state, store_and_state_are_private)
 	lbt_out_free(&o);
 	free(store), free(state), free(old), free(imgs), free(other), free(tmp), free(theirs);
 }
+
+// A directory image in the store (ROOT/images/NAME/rootfs) serves every later sandbox: a
+// writable root on it gets a private upper layer, and a writable --rootfs pointing there is
+// refused, so no sandbox can plant files for the next.
+LBT_TEST(own_state, directory_images_are_never_written)
+{
+	char *dir = lbt_strdupf("%s/images/plain", lbt_root());
+	char *cmd = lbt_strdupf("mkdir -p %s && cp -a %s %s/rootfs", dir, lbt_rootfs(), dir);
+	cr_assert_eq(system(cmd), 0);
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--image", "plain", "--read-only=false", "--", "sh", "-c",
+		"echo planted > /etc/motd && echo wrote", NULL);
+	LBT_ASSERT_OUT(o, "wrote\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "create", "w1", "--image", "plain", "--read-only=false", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "exec", "w1", "--", "sh", "-c", "echo planted > /etc/issue", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_session_rm("w1");
+	lbt_run(&o, "run", "--image", "plain", "--", "sh", "-c",
+		"cat /etc/motd /etc/issue 2>/dev/null; echo end", NULL);
+	LBT_ASSERT_OUT(o, "end\n");
+	lbt_out_free(&o);
+	char *motd = lbt_strdupf("%s/rootfs/etc/motd", dir);
+	cr_assert_neq(access(motd, F_OK), 0, "the store's image was written");
+	char *rootfs = lbt_strdupf("%s/rootfs", dir);
+	lbt_run(&o, "run", "--rootfs", rootfs, "--read-only=false", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "cannot be writable");
+	lbt_out_free(&o);
+	free(dir), free(cmd), free(motd), free(rootfs);
+}

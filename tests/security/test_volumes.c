@@ -166,3 +166,57 @@ LBT_TEST(volumes, bound_rootfs_does_not_receive_host_mounts)
 	cr_assert_eq(umount2(shared, MNT_DETACH), 0);
 	free(shared), free(rfs), free(cmd), free(w);
 }
+
+// A sandbox swaps a directory of its workspace with a link out of the allowed roots, again and
+// again, while another session is created below that directory: the roots were checked on one
+// resolution of the path and the mount must be of that same path, never of the link's target.
+LBT_TEST(volumes, swapped_link_never_mounts_outside_the_roots, .timeout = 200)
+{
+	free(lbt_mkdir_work("secret")), free(lbt_mkdir_work("allowed"));
+	char *allowed = lbt_strdupf("%s/allowed", lbt_workdir()),
+	     *secret = lbt_mkdir_work("secret/x");
+	char *ws = lbt_mkdir_work("allowed/ws");
+	free(lbt_mkdir_work("allowed/ws/d"));
+	char *inside = lbt_mkdir_work("allowed/ws/d/x");
+	lbt_write_file(lbt_strdupf("%s/WHO", inside), "inside\n");
+	lbt_write_file(lbt_strdupf("%s/WHO", secret), "SECRET\n");
+	char *link = lbt_strdupf("%s/dl", ws), *target = lbt_strdupf("%s/secret", lbt_workdir());
+	cr_assert_eq(symlink(target, link), 0);
+	setenv("LBBOX_BOX_ALLOWED_ROOTS", allowed, 1);
+	// the flipper runs the probe from its workspace: only the allowed roots may be mounted
+	char *cp = lbt_strdupf("cp %s %s/probe", lbt_probe_host(), ws);
+	cr_assert_eq(system(cp), 0);
+	char *vol = lbt_strdupf("%s:/workspace", ws);
+	const char *args[] = {"session",    "create", "flipper", "--rootfs",
+			      lbt_rootfs(), "-v",     vol,	 NULL};
+	json_decref(lbt_runv_json(args));
+	struct lbt_proc flip;
+	char *probe = lbt_strdupf("/workspace/probe");
+	lbt_spawn(&flip, "session", "exec", "flipper", "--timeout", "60", "--", probe, "flip",
+		  "/workspace", "d", "dl", "20", NULL);
+	char *victim = lbt_strdupf("%s/d/x:/workspace:ro", ws);
+	int mounted = 0;
+	for (int i = 0; i < 100; i++) {
+		struct lb_run_out o;
+		lbt_run(&o, "session", "create", "v", "--rootfs", lbt_rootfs(), "-v", victim, NULL);
+		bool made = o.status == 0;
+		lbt_out_free(&o);
+		if (!made)
+			continue;
+		mounted++;
+		lbt_run(&o, "session", "exec", "v", "--", "cat", "/workspace/WHO", NULL);
+		bool leaked = strstr(o.out, "SECRET") != NULL;
+		lbt_out_free(&o);
+		lbt_session_rm("v");
+		cr_assert_not(leaked, "attempt %d mounted a directory outside the allowed roots",
+			      i);
+	}
+	struct lb_run_out o;
+	lbt_session_rm("flipper");
+	lbt_wait(&flip, &o, 60);
+	lbt_out_free(&o);
+	unsetenv("LBBOX_BOX_ALLOWED_ROOTS");
+	cr_log_info("%d of 100 creates went through (the others saw the swap)", mounted);
+	free(allowed), free(secret), free(ws), free(inside), free(link), free(target), free(vol);
+	free(probe), free(victim), free(cp);
+}
