@@ -22,6 +22,9 @@ struct lb_mount {
 	/* lbbox's own directory (a session's workspace in its state): exempt from the rules on
 	 * host paths a user gives, which forbid lbbox's state. Never set from user input. */
 	bool owned;
+	/* source is canonical and its caller checked it (the Box's allowed roots): it must still
+	 * resolve to itself, or a component was swapped for a link since. */
+	bool pinned;
 };
 
 struct lb_rlimit {

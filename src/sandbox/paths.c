@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/mountinfo.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/util.h"
 
@@ -44,51 +45,21 @@ int lb_paths_secure(const struct lb_paths *p, struct lb_err **err)
 	return 0;
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strcmp(dir, "/") || (!strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/'));
-}
-
-/* Whether the directory (dev, ino) is path or one of its ancestors: the same directory seen
- * through another name (a bind mount of it) counts too. */
-static bool on_chain(const char *path, dev_t dev, ino_t ino)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return true; /* out of memory: refuse rather than guess */
-	for (char *end = p; end;) {
-		struct stat st;
-		if (stat(*p ? p : "/", &st) == 0 && st.st_dev == dev && st.st_ino == ino)
-			return true;
-		end = strrchr(p, '/');
-		if (end)
-			*end = '\0';
-	}
-	return false;
-}
-
-static bool overlaps(const char *canonical, const char *dir)
-{
-	_cleanup_free_ char *real = realpath(dir, NULL);
-	struct stat a, b;
-	if (!real)
-		return false; /* not created yet: nothing of it can be mounted */
-	if (under(canonical, real) || under(real, canonical))
-		return true;
-	if (stat(canonical, &a) < 0 || stat(real, &b) < 0)
-		return false;
-	return on_chain(real, a.st_dev, a.st_ino) || on_chain(canonical, b.st_dev, b.st_ino);
-}
-
 int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const char *original,
 			 struct lb_err **err)
 {
+	struct lb_mountinfo mi;
+	if (lb_mountinfo_read(&mi, err) < 0)
+		return -1;
 	const char *dirs[] = {p->root, p->runroot};
-	for (size_t i = 0; i < 2; i++)
-		if (dirs[i] && overlaps(canonical, dirs[i]))
-			return lb_err_set(err, 0,
-					  "host path %s overlaps lbbox's own state (%s): refused",
-					  original, dirs[i]);
-	return 0;
+	int r = 0;
+	for (size_t i = 0; i < 2 && r == 0; i++) {
+		_cleanup_free_ char *real = dirs[i] ? realpath(dirs[i], NULL) : NULL;
+		/* not created yet: nothing of it can be mounted */
+		if (real && lb_mountinfo_overlap(&mi, canonical, real))
+			r = lb_err_set(err, 0, "host path %s overlaps lbbox's own state (%s): refused",
+				       original, dirs[i]);
+	}
+	lb_mountinfo_free(&mi);
+	return r;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/mountinfo.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/spec.h"
 #include "lbbox/util.h"
@@ -192,6 +193,25 @@ int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err)
 static const char *const engine_sockets[] = {"docker.sock", "podman.sock", "containerd.sock",
 					     "crio.sock", "dockershim.sock"};
 
+/* The blocked directories by what they are: a bind mount of /etc elsewhere is /etc too, and so
+ * is a directory holding one. */
+static int check_blocked_identity(const char *canonical, const char *original,
+				  struct lb_err **err)
+{
+	struct lb_mountinfo mi;
+	if (lb_mountinfo_read(&mi, err) < 0)
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i < sizeof(blocked_paths) / sizeof(blocked_paths[0]) && !r; i++) {
+		_cleanup_free_ char *real = realpath(blocked_paths[i], NULL);
+		if (real && lb_mountinfo_overlap(&mi, canonical, real))
+			r = lb_err_set(err, 0, "host_path %s is blocked for security (it reaches %s)",
+				       original, blocked_paths[i]);
+	}
+	lb_mountinfo_free(&mi);
+	return r;
+}
+
 int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err)
 {
 	const char *base = strrchr(canonical, '/');
@@ -207,7 +227,7 @@ int lb_check_host_path(const char *canonical, const char *original, struct lb_er
 		    (canonical[n] == '\0' || canonical[n] == '/'))
 			return lb_err_set(err, 0, "host_path %s is blocked for security", original);
 	}
-	return 0;
+	return check_blocked_identity(canonical, original, err);
 }
 
 static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct lb_err **err)

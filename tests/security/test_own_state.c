@@ -54,7 +54,32 @@ LBT_TEST(own_state, volumes_cannot_reach_the_store_or_the_runtime_state)
 	expect_volume_refused(alias);
 	expect_volume_refused(alias_cache);
 	cr_assert_eq(umount2(alias, MNT_DETACH), 0);
+	// a directory holding a bind mount of a store subdirectory further down
+	char *holder = lbt_mkdir_work("holder");
+	free(lbt_mkdir_work("holder/a"));
+	char *deep = lbt_mkdir_work("holder/a/b");
+	cr_assert_eq(mount(cache, deep, NULL, MS_BIND, NULL), 0);
+	expect_volume_refused(holder);
+	cr_assert_eq(umount2(deep, MNT_DETACH), 0);
 	free(cache), free(parent), free(dotted), free(link), free(alias), free(alias_cache);
+	free(holder), free(deep);
+}
+
+// The store moved to another disk and bound back to its path (an fstab line): the directory
+// holding it on that disk is the store's parent, whatever its name.
+LBT_TEST(own_state, a_moved_store_is_recognised)
+{
+	char *disk = lbt_mkdir_work("disk"), *real = lbt_mkdir_work("disk/lbbox");
+	char *store = lbt_mkdir_work("store");
+	cr_assert_eq(chmod(real, 0700), 0);
+	cr_assert_eq(mount(real, store, NULL, MS_BIND, NULL), 0);
+	struct lb_run_out o;
+	char *v = lbt_strdupf("%s:/x", disk);
+	lbt_run(&o, "--root", store, "run", "--rootfs", lbt_rootfs(), "-v", v, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "overlaps lbbox's own state");
+	lbt_out_free(&o);
+	cr_assert_eq(umount2(store, MNT_DETACH), 0);
+	free(disk), free(real), free(store), free(v);
 }
 
 // Rewriting a cached program (as a sandbox that reached the store would) with one that allows

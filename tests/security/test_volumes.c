@@ -220,3 +220,25 @@ LBT_TEST(volumes, swapped_link_never_mounts_outside_the_roots, .timeout = 200)
 	free(allowed), free(secret), free(ws), free(inside), free(link), free(target), free(vol);
 	free(probe), free(victim), free(cp);
 }
+
+// The blocked directories are refused by what they are: /etc bound elsewhere, or a directory
+// holding such a bind, is /etc.
+LBT_TEST(volumes, blocked_directories_by_identity)
+{
+	struct lb_run_out o;
+	char *alias = lbt_mkdir_work("etc-alias"), *holder = lbt_mkdir_work("holder");
+	char *deep = lbt_mkdir_work("holder/in");
+	cr_assert_eq(mount("/etc", alias, NULL, MS_BIND, NULL), 0);
+	cr_assert_eq(mount("/etc", deep, NULL, MS_BIND, NULL), 0);
+	const char *const vols[] = {alias, holder};
+	for (int i = 0; i < 2; i++) {
+		char *v = lbt_strdupf("%s:/x:ro", vols[i]);
+		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "-v", v, "--", "true", NULL);
+		lbt_assert_error_line(&o, 125, "blocked for security");
+		lbt_out_free(&o);
+		free(v);
+	}
+	cr_assert_eq(umount2(alias, MNT_DETACH), 0);
+	cr_assert_eq(umount2(deep, MNT_DETACH), 0);
+	free(alias), free(holder), free(deep);
+}
