@@ -2,7 +2,8 @@
  * Who may use the HTTP side (§6.8, §6.9): the control token (compared in constant time), the
  * LangBot instance header (pinned by the first /rpc/ws client when none was configured), and
  * for the relay the Workspace context whose prefix must own the session. With no token
- * configured, header-less peers are LangBot 0.4.x and are let in (§6.10).
+ * configured, header-less peers are LangBot 0.4.x and are let in (§6.10), if they run on this
+ * host as lbbox's user or root.
  */
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -32,8 +33,10 @@ static int header(struct lws *wsi, const char *name, char *out, size_t len)
 bool auth_token_ok(struct server *s, struct lws *wsi)
 {
 	char got[sizeof(s->token)];
+	/* without a token only loopback is served, where any local user could connect: the peer
+	 * must run as lbbox's own user, or as root (a Box request mounts host paths) */
 	if (!s->token[0])
-		return true;
+		return server_peer_trusted(lws_get_socket_fd(wsi));
 	if (header(wsi, H_TOKEN, got, sizeof(got)) != 1)
 		return false;
 	size_t a = strlen(got), b = strlen(s->token);

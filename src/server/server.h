@@ -179,6 +179,11 @@ int server_http_start(struct server *s, struct lb_err **err);
 int server_http_reject(struct lws *wsi, unsigned status, const char *ctype, const char *body);
 json_t *server_resources(struct server *s);
 
+/* peercred.c: the uid owning the other end of a (loopback) TCP connection, -1 when unknown;
+ * trusted: lbbox's own user or root. */
+long server_peer_uid(int fd);
+bool server_peer_trusted(int fd);
+
 /* auth.c: §6.8 / §6.9 handshake checks. */
 bool auth_token_ok(struct server *s, struct lws *wsi);
 /* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$: instance ids (§6.8), upload keys (§6.6). */

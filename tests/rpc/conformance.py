@@ -1923,6 +1923,40 @@ def shutdown_closes_attached_relay(h, kind):
 
 
 # -- runner --------------------------------------------------------------------------------------
+AS_NOBODY_CONNECT = """
+import sys
+sys.path.insert(0, %r)
+import wsclient
+try:
+    ws = wsclient.connect("127.0.0.1", int(sys.argv[1]), sys.argv[2], {"X-LangBot-Instance-Id": "inst-1"})
+    print("upgraded")
+except wsclient.HandshakeError as e:
+    print(e.status)
+""" % os.path.dirname(os.path.abspath(__file__))
+
+
+@http_test()
+def without_token_only_lbbox_user_or_root(h, kind):
+    """Without a control token the runtime listens on loopback, which every local user reaches:
+    /rpc/ws and the relay then answer 401 to a peer running as another user (a Box request
+    mounts host paths as root), and let lbbox's own user (root here) in."""
+    b = h.start(kind)
+    b.wait_http()
+    nobody = pwd.getpwnam("nobody")
+    relay = relay_path(physical("x"))
+    # stdio serves /rpc/ws only with a token; the relay in both modes
+    for path in ("/rpc/ws", relay) if kind == "serve" else (relay,):
+        r = subprocess.run(["setpriv", "--reuid", str(nobody.pw_uid), "--regid",
+                            str(nobody.pw_gid), "--clear-groups", sys.executable, "-c",
+                            AS_NOBODY_CONNECT, str(b.port), path],
+                           capture_output=True, text=True, timeout=30)
+        assert r.stdout.strip() == "401", (path, r.stdout, r.stderr)
+    # root, like lbbox: past the check (the relay then finds no such session: 400)
+    assert b.refused(relay, {"X-LangBot-Instance-Id": "inst-1"}, ["mcp"]).status == 400
+    if kind == "serve":
+        assert b.connect_rpc().ok("__ping", {}, None) == {}
+
+
 @http_test("serve")
 def listen_on_localhost_by_name(h, kind):
     """--listen localhost:PORT listens on 127.0.0.1 (libwebsockets alone took it for an
