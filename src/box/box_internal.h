@@ -58,6 +58,9 @@ int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
 int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err);
 /* Another live process is deleting the session in sdir (its second step, unlocked). */
 bool box_deleting_elsewhere(const char *sdir);
+/* The session's workspace quota as the largest file any of its commands (execs and managed
+ * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none. */
+uint64_t box_quota_fsize(const struct lb_box_spec *spec);
 /* No live process is creating the session in sdir (its creator died, or there is none). */
 bool box_creator_gone(const char *sdir);
 /* Removes what a create whose process died left in sdir: its sandbox (found by its tag), the

@@ -196,7 +196,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 				 .cwd = "/",
 				 .fds = {-1, child[0], child[1]},
 				 .cgroup = cg,
-				 .fsize = x->req->fsize_limit,
+				 .fsize = x->req->fsize_limit ? x->req->fsize_limit
+							      : box_quota_fsize(&x->s->spec),
 				 .fd3 = fd3};
 	uint64_t start = lb_now_ns();
 	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);

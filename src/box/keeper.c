@@ -131,7 +131,8 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 				 .env = spec->env,
 				 .cwd = "/",
 				 .fds = {in[0], out[1], errp[1]},
-				 .cgroup = cg};
+				 .cgroup = cg,
+				 .fsize = box_quota_fsize(&s->spec)};
 	int r = lb_sandbox_spawn(sb, &o, &k->p, &setup_exit, err);
 	lb_sandbox_close(sb);
 	close(in[0]), close(out[1]), close(errp[1]);

@@ -2,20 +2,26 @@
  * LangBot's workspace quota (spec §5.6): a walk of realpath(host_path) before and after each
  * exec. Iterative (a deep tree must not exhaust the stack), never follows symlinks (a link counts
  * its own lstat size, so a link to a big file outside costs a few bytes), and stops as soon as a
- * limit is crossed so a huge tree costs no more than the limit.
+ * limit is crossed so a huge tree costs no more than the limit. The sandbox writes this tree
+ * while it is walked: every directory is opened from the workspace's own descriptor by its path
+ * below it, refusing any symlink on the way (one swapped in for a directory would lead the walk
+ * onto the host) and any other file system.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "box/box_internal.h"
 #include "lbbox/box_spec.h"
 #include "lbbox/box_text.h"
 #include "lbbox/cleanup.h"
@@ -24,7 +30,8 @@
 #define QUOTA_MAX_ENTRIES_CAP 1000000 /* box.limits.max_workspace_entries is clamped 1..1e6 */
 
 struct quota_walk {
-	char **stack; /* directories still to read */
+	int root_fd;
+	char **stack; /* directories still to read, relative to root_fd ("" for itself) */
 	size_t n, cap;
 	uint64_t bytes, entries;
 	uint64_t limit_bytes, max_entries;
@@ -77,15 +84,16 @@ static int walk_entry(struct quota_walk *w, DIR *d, const char *dir, const char 
 		return 0;
 	}
 	char *sub = NULL;
-	if (asprintf(&sub, "%s/%s", dir, name) < 0 || walk_push(w, sub) < 0)
+	if (asprintf(&sub, "%s%s%s", dir, *dir ? "/" : "", name) < 0 || walk_push(w, sub) < 0)
 		return lb_err_set(err, ENOMEM, "workspace quota");
 	return 0;
 }
 
-/* Opens a directory found by lstat without following a link swapped in since. */
-static DIR *open_dir_nofollow(const char *dir)
+static DIR *open_below(int root_fd, const char *rel)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV};
+	int fd = (int)syscall(SYS_openat2, root_fd, *rel ? rel : ".", &how, sizeof(how));
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	if (fd >= 0 && !d)
@@ -95,11 +103,12 @@ static DIR *open_dir_nofollow(const char *dir)
 
 static int walk_dir(struct quota_walk *w, const char *dir, struct lb_err **err)
 {
-	_cleanup_closedir_ DIR *d = open_dir_nofollow(dir);
+	_cleanup_closedir_ DIR *d = open_below(w->root_fd, dir);
 
 	if (!d) {
-		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
-			return 0; /* vanished or replaced meanwhile */
+		/* vanished, replaced by a link or a file, or another file system: not counted */
+		if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV)
+			return 0;
 		return lb_err_set(err, errno, "workspace quota: open %s", dir);
 	}
 	while (!walk_over(w)) {
@@ -118,9 +127,9 @@ static int walk_dir(struct quota_walk *w, const char *dir, struct lb_err **err)
 	return 0;
 }
 
-static int quota_walk(struct quota_walk *w, const char *root, struct lb_err **err)
+static int quota_walk(struct quota_walk *w, struct lb_err **err)
 {
-	char *first = strdup(root);
+	char *first = strdup("");
 
 	if (!first || walk_push(w, first) < 0)
 		return lb_err_set(err, ENOMEM, "workspace quota");
@@ -149,8 +158,12 @@ int lb_box_quota_check(const char *host_path, int64_t quota_mb, uint64_t max_ent
 	w.max_entries = max_entries < 1			      ? 1
 			: max_entries > QUOTA_MAX_ENTRIES_CAP ? QUOTA_MAX_ENTRIES_CAP
 							      : max_entries;
-	int r = quota_walk(&w, root, err);
+	w.root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (w.root_fd < 0)
+		return 0; /* replaced since: as if missing */
+	int r = quota_walk(&w, err);
 	walk_free(&w);
+	close(w.root_fd);
 	if (r < 0)
 		return -1;
 	if (w.entries > w.max_entries)
@@ -165,4 +178,12 @@ int lb_box_quota_check(const char *host_path, int64_t quota_mb, uint64_t max_ent
 				  " host_path=%s session_id=%s",
 				  phase, w.bytes, w.limit_bytes, w.entries, root, session_id);
 	return 0;
+}
+
+uint64_t box_quota_fsize(const struct lb_box_spec *spec)
+{
+	int64_t mb = spec->workspace_quota_mb;
+	if (mb <= 0)
+		return 0;
+	return (uint64_t)mb > UINT64_MAX / MIB ? 0 : (uint64_t)mb * MIB;
 }

@@ -198,8 +198,6 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 	/* a writable root could hold a "#!/proc/self/exe" /bin/sh: see sealed.c */
 	if (r == 0 && !s.spec.read_only_rootfs)
 		r = cli_reexec_sealed(g->argv, &err);
-	/* the quota also caps every file the command writes (go beyond LangBot) */
-	o.req.fsize_limit = (uint64_t)s.spec.workspace_quota_mb << 20;
 	if (r == 0)
 		r = quota_check(box, &s, "before execution", &err);
 	if (r == 0)

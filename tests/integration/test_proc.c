@@ -251,6 +251,23 @@ LBT_TEST(proc, workspace_quota_caps_files_and_is_checked_after_exec)
 	lbt_out_free(&o);
 }
 
+// A managed process writes under the same cap as an exec: it runs for long, unwatched by the
+// before/after measurement.
+LBT_TEST(proc, workspace_quota_caps_managed_processes_too)
+{
+	create("s1", "--workspace-quota=1");
+	json_decref(proc_json("start", "s1", "w1", "--", "sh", "-c",
+			      "dd if=/dev/zero of=/workspace/big bs=1024 count=3072; echo $? >&2",
+			      NULL));
+	json_t *j = wait_status("s1", "w1", "exited");
+	json_decref(j);
+	struct lb_run_out o;
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", "wc -c < /workspace/big", NULL);
+	LBT_ASSERT_OUT(o, "1048576\n");
+	lbt_out_free(&o);
+	lbt_session_rm("s1");
+}
+
 // §3.8: sessions of an instance that is gone are removed; a live instance's (it holds its
 // lock) and the CLI's own (no owner) never are.
 LBT_TEST(proc, orphans_of_dead_instances_are_removed)

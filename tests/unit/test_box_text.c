@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -555,4 +556,21 @@ Test(box_text, preview_keeps_the_tail_of_an_oversized_read)
 	cr_assert_str_eq(text + strlen(text) - 39, "line 299 xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
 	free(text);
 	lb_box_preview_free(&p);
+}
+
+/* What is mounted inside the workspace is another file system: the walk does not enter it (it
+ * could be the host's, bound in by whoever set up the workspace, or huge). */
+Test(box_quota, mounts_below_are_not_entered, .init = quota_setup, .fini = quota_teardown)
+{
+	char path[256];
+
+	if (geteuid() != 0)
+		cr_skip_test("mounting a tmpfs needs root");
+	make_dir("m");
+	snprintf(path, sizeof(path), "%s/m", quota_dir);
+	cr_assert_eq(mount("lbt-quota", path, "tmpfs", 0, "size=8m"), 0);
+	make_file("m/big", 4 << 20);
+	char *m = quota_error(quota_dir, 1, 100000);
+	umount2(path, MNT_DETACH);
+	cr_assert_null(m, "the walk entered a mount: %s", m);
 }
