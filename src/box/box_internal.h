@@ -54,6 +54,9 @@ uint64_t box_realtime_ns(void);
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);
 /* Destroys the session's sandbox and record; the caller holds the global lock. */
 int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
+/* The two steps of box_session_drop: begin (under the global lock), finish (without it). */
+int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **err);
+int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **err);
 /* The same, releasing the global lock *lock (held by the caller) after the first step. */
 int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err);
 /* Another live process is deleting the session in sdir (its second step, unlocked). */
@@ -67,8 +70,18 @@ bool box_creator_gone(const char *sdir);
  * directory. Under the global lock. */
 int box_drop_leftover(struct lb_box *box, const char *sdir);
 
-/* reap.c: the TTL and orphan rules; the caller holds the global lock. */
-void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed);
+/* Sessions whose drop began under the global lock (their record is deleting.json, their
+ * deleter this process): the slow second step (managed processes' grace, the sandbox, the
+ * files) is finished after the lock is released, so a big workspace stalls no one. */
+struct box_dropping {
+	char **ids;
+	size_t n;
+};
+/* Ends every drop of d (no lock held); how many went; frees d's contents. */
+size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d);
+
+/* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. */
+void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
 
 /* engine_spec.c: the Box fields on top of the caller's engine spec. */
 int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -71,8 +72,27 @@ static bool expired(const struct lb_box *box, const struct lb_box_session *s, co
 
 struct reap_ctx {
 	uint64_t now_ns;
-	size_t removed;
+	struct box_dropping *d;
 };
+
+/* The first step of a drop, the second left for after the lock (box_dropping_finish). */
+static void begin_drop(struct lb_box *box, struct reap_ctx *r, const char *id)
+{
+	char **ids = reallocarray(r->d->ids, r->d->n + 1, sizeof(char *));
+	char *copy = strdup(id);
+	if (!ids || !copy) {
+		free(copy);
+		if (ids)
+			r->d->ids = ids;
+		return; /* out of memory: the next round */
+	}
+	r->d->ids = ids;
+	if (box_session_drop_begin(box, id, NULL) < 0) {
+		free(copy);
+		return;
+	}
+	r->d->ids[r->d->n++] = copy;
+}
 
 static void reap_one(struct lb_box *box, const char *key, const char *sdir, void *ctx)
 {
@@ -83,32 +103,34 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 	if (box_record_read_dir(box, key, &s, NULL) < 0) {
 		/* a delete that was interrupted: finish it */
 		if (box_record_read_file(box, key, "deleting.json", &s, NULL) == 0) {
-			r->removed += box_session_drop(box, s.session_id, NULL) == 0;
+			begin_drop(box, r, s.session_id);
 			lb_box_session_free(&s);
 		} else if (box_creator_gone(sdir)) { /* a create whose process died */
-			r->removed += box_drop_leftover(box, sdir) == 0;
+			box_drop_leftover(box, sdir);
 		}
 		return;
 	}
 	_cleanup_close_ int lock = -1;
 	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock))
-		r->removed += box_session_drop(box, s.session_id, NULL) == 0;
+		begin_drop(box, r, s.session_id);
 	lb_box_session_free(&s);
 }
 
-void box_reap_locked(struct lb_box *box, uint64_t now_ns, size_t *removed)
+void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d)
 {
-	struct reap_ctx r = {.now_ns = now_ns};
+	struct reap_ctx r = {.now_ns = now_ns, .d = d};
 	box_each_session(box, reap_one, &r);
-	*removed = r.removed;
 }
 
 int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err)
 {
-	_cleanup_close_ int lock = -1;
+	struct box_dropping d = {0};
+	int lock = -1;
 	if (box_global_lock(box, &lock, err) < 0)
 		return -1;
-	box_reap_locked(box, now_ns ? now_ns : box_realtime_ns(), removed);
+	box_reap_locked(box, now_ns ? now_ns : box_realtime_ns(), &d);
+	close(lock);
+	*removed = box_dropping_finish(box, &d);
 	return 0;
 }
 

@@ -72,7 +72,7 @@ static int marked_process(const char *sdir, const char *name)
  */
 #define DELETER "deleter"
 
-static int drop_begin(struct lb_box *box, const char *id, struct lb_err **err)
+int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **err)
 {
 	char sdir[4200], rec[4300], del[4300];
 	box_session_dir(box, id, sdir, sizeof(sdir));
@@ -89,7 +89,7 @@ bool box_deleting_elsewhere(const char *sdir)
 	return marked_process(sdir, DELETER) == 2;
 }
 
-static int drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
+int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
 {
 	char sdir[4200];
 	struct lb_box_session s;
@@ -112,18 +112,31 @@ static int drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
 	return r;
 }
 
+size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d)
+{
+	size_t gone = 0;
+	for (size_t i = 0; i < d->n; i++) {
+		gone += box_session_drop_finish(box, d->ids[i], NULL) == 0;
+		free(d->ids[i]);
+	}
+	free(d->ids);
+	*d = (struct box_dropping){0};
+	return gone;
+}
+
 int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err)
 {
-	return drop_begin(box, id, err) < 0 ? -1 : drop_finish(box, id, err);
+	return box_session_drop_begin(box, id, err) < 0 ? -1
+							: box_session_drop_finish(box, id, err);
 }
 
 int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err)
 {
-	if (drop_begin(box, id, err) < 0)
+	if (box_session_drop_begin(box, id, err) < 0)
 		return -1;
 	close(*lock);
 	*lock = -1;
-	return drop_finish(box, id, err);
+	return box_session_drop_finish(box, id, err);
 }
 
 /*
@@ -231,15 +244,14 @@ enum lookup { FOUND, RESERVED, WAIT };
 /* Under the global lock: reuse the session (§3.3), or reserve its directory for a create, or
  * report that another process is creating it. */
 static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_box_session *out,
-		  enum lookup *what, struct lb_err **err)
+		  enum lookup *what, struct box_dropping *reaped, struct lb_err **err)
 {
 	_cleanup_close_ int lock = -1;
 	struct lb_box_session cur;
 	char sdir[4200];
-	size_t reaped;
 	if (box_global_lock(box, &lock, err) < 0)
 		return -1;
-	box_reap_locked(box, box_realtime_ns(), &reaped);
+	box_reap_locked(box, box_realtime_ns(), reaped);
 	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
 	if (box_record_read(box, bs->session_id, &cur, NULL) == 0) {
 		if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
@@ -266,7 +278,8 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 		if (box_session_drop(box, bs->session_id, err) < 0)
 			return -1; /* a half-deleted or half-created leftover */
 	}
-	if ((int64_t)box_count_sessions(box) >= box->limits.max_sessions)
+	/* the reaped ones are on their way out: they no longer count */
+	if ((int64_t)(box_count_sessions(box) - reaped->n) >= box->limits.max_sessions)
 		return lb_err_box(err, LB_BOX_ECAPACITY, "Box session capacity reached (%lld)",
 				  (long long)box->limits.max_sessions);
 	if (mkdir(sdir, 0700) < 0)
@@ -287,7 +300,10 @@ int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *b
 	enum lookup what;
 	*created = false;
 	for (;;) {
-		if (lookup(box, bs, out, &what, err) < 0)
+		struct box_dropping reaped = {0};
+		int r = lookup(box, bs, out, &what, &reaped, err);
+		box_dropping_finish(box, &reaped); /* the lock is free again */
+		if (r < 0)
 			return -1;
 		if (what == FOUND)
 			return 0;

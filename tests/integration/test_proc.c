@@ -369,6 +369,38 @@ LBT_TEST(proc, interrupted_delete_is_finished_later)
 // A delete waits out a stubborn managed process's 5 s grace without the runtime-wide lock:
 // another session is looked up (create = get-or-create, as each box_exec does, under that
 // lock) while that delete is still running, and the same id can be created again after it.
+// The same for the reaper: an orphan (its instance is gone) with a managed process that ignores
+// SIGTERM takes the grace period to go; another session's create does not wait for it (it used
+// to wait under the runtime-wide lock).
+LBT_TEST(proc, a_slow_reap_holds_up_no_create)
+{
+	struct lb_run_out o;
+	struct lbt_proc gc;
+	int st;
+	setenv("LBBOX_BOX_OWNER", "lbt-gone-instance", 1); /* no such instance holds its lock */
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "stubborn", "--", "sh", "-c",
+			      "trap '' TERM; while true; do sleep 1; done", NULL));
+	unsetenv("LBBOX_BOX_OWNER");
+	usleep(300000);
+	lbt_spawn(&gc, "session", "gc", NULL);
+	for (int i = 0; i < 100; i++) { /* the reap has begun: s1's record is gone */
+		lbt_run(&o, "session", "inspect", "s1", NULL);
+		int status = o.status;
+		lbt_out_free(&o);
+		if (status != 0)
+			break;
+		usleep(20000);
+	}
+	create("s2", NULL);
+	cr_assert_eq(waitpid(gc.pid, &st, WNOHANG), 0,
+		     "creating s2 waited for the reap of s1 to end");
+	lbt_wait(&gc, &o, 20);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_session_rm("s2");
+}
+
 LBT_TEST(proc, a_slow_delete_holds_up_no_other_session)
 {
 	struct lb_run_out o;
