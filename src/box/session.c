@@ -38,14 +38,32 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 	return r;
 }
 
-/* Markers in a session directory naming a live process: "<pid> <start time>". */
-static int mark_process(const char *sdir, const char *name, int flags, struct lb_err **err)
+/* Markers in a session directory naming a live process: "<pid> <start time>", padded with
+ * spaces to MARKER_LEN. The deleter marker is written when the session is reserved and later
+ * overwritten in place: a full file system (a session can fill its own workspace's) must not
+ * keep a session from being deleted. */
+#define MARKER_LEN 48
+
+/* text, padded, at the start of sdir/name: created when missing (with O_EXCL when excl). */
+static int write_marker(const char *sdir, const char *name, const char *text, bool excl,
+			struct lb_err **err)
 {
-	char path[4300], text[64];
+	char path[4300], buf[MARKER_LEN + 1];
 	snprintf(path, sizeof(path), "%s/%s", sdir, name);
-	snprintf(text, sizeof(text), "%d %llu", (int)getpid(),
+	snprintf(buf, sizeof(buf), "%-*s", MARKER_LEN, text);
+	_cleanup_close_ int fd =
+	    open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : 0), 0600);
+	if (fd < 0 || pwrite(fd, buf, MARKER_LEN, 0) != MARKER_LEN)
+		return lb_err_set(err, errno, "write %s", path);
+	return 0;
+}
+
+static int mark_process(const char *sdir, const char *name, bool excl, struct lb_err **err)
+{
+	char id[MARKER_LEN + 1];
+	snprintf(id, sizeof(id), "%d %llu", (int)getpid(),
 		 (unsigned long long)lb_proc_starttime(getpid()));
-	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | flags, 0600, err);
+	return write_marker(sdir, name, id, excl, err);
 }
 
 /* The live process a marker names: 1 = this one, 2 = another, 0 = none. */
@@ -81,7 +99,7 @@ int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **e
 	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
-	return mark_process(sdir, DELETER, O_TRUNC, err);
+	return mark_process(sdir, DELETER, false, err);
 }
 
 bool box_deleting_elsewhere(const char *sdir)
@@ -154,9 +172,12 @@ static void creating_path(const char *sdir, char *out, size_t len)
 	snprintf(out, len, "%s/" CREATING, sdir);
 }
 
+/* With the deleter marker's room, taken now while there is some. */
 static int mark_creating(const char *sdir, struct lb_err **err)
 {
-	return mark_process(sdir, CREATING, O_EXCL, err);
+	if (mark_process(sdir, CREATING, true, err) < 0)
+		return -1;
+	return write_marker(sdir, DELETER, "", true, err);
 }
 
 /* The live process creating the session in sdir: 1 = this one, 2 = another, 0 = none. */
@@ -285,7 +306,7 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 	if (mkdir(sdir, 0700) < 0)
 		return lb_err_set(err, errno, "create session directory %s", sdir);
 	if (mark_creating(sdir, err) < 0) {
-		rmdir(sdir);
+		lb_rm_rf(sdir, NULL);
 		return -1;
 	}
 	*what = RESERVED;

@@ -227,3 +227,31 @@ LBT_TEST(faults, unwritable_cgroup_refuses_limits)
 	lbt_out_free(&o);
 	free(wrap), free(text);
 }
+
+// A session fills the file system of its own workspace (lbbox's runtime directory, often a small
+// tmpfs): it can still be deleted, and the next session created.
+LBT_TEST(faults, full_runtime_directory_still_deletes)
+{
+	char *run = lbt_mkdir_work("small-run");
+	cr_assert_eq(mount("lbt-small-run", run, "tmpfs", 0, "size=16m,mode=0700"), 0);
+	struct lb_run_out o;
+	lbt_run(&o, "--runroot", run, "session", "create", "hog", "--rootfs", lbt_rootfs(), NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "--runroot", run, "session", "exec", "hog", "--", "sh", "-c",
+		"dd if=/dev/zero of=/workspace/fill bs=1M count=64 2>/dev/null; df -k /workspace | "
+		"tail -1",
+		NULL);
+	lbt_out_free(&o);
+	lbt_run(&o, "--runroot", run, "session", "rm", "hog", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "--runroot", run, "session", "create", "next", "--rootfs", lbt_rootfs(), NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "--runroot", run, "session", "rm", "next", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	cr_assert_eq(umount2(run, MNT_DETACH), 0);
+	free(run);
+}
