@@ -109,7 +109,8 @@ static size_t roots_of(json_t *local, char **list, char **copy)
 
 /* §3.1: the default workspace (local.default_workspace under host_root, or host_root/default)
  * is created when missing; it must be a directory under an allowed root. */
-static int ensure_default_workspace(json_t *local, char **roots, struct lb_err **err)
+static int ensure_default_workspace(const struct lb_paths *own, json_t *local, char **roots,
+				    struct lb_err **err)
 {
 	const char *hr = json_string_value(json_object_get(local, "host_root"));
 	const char *dw = json_string_value(json_object_get(local, "default_workspace"));
@@ -143,6 +144,13 @@ static int ensure_default_workspace(json_t *local, char **roots, struct lb_err *
 	if (!under)
 		return lb_err_box(err, LB_BOX_EVALIDATION,
 				  "default workspace %s is outside the allowed mount roots", ws);
+	/* the rules every host path obeys: never a blocked directory or lbbox's own state */
+	if (lb_check_host_path(canon, ws, err) < 0 ||
+	    lb_paths_check_mount(own, canon, ws, err) < 0) {
+		if (err && *err)
+			(*err)->cls = LB_BOX_EVALIDATION;
+		return -1;
+	}
 	if (stat(canon, &st) == 0 && !S_ISDIR(st.st_mode))
 		return lb_err_box(err, LB_BOX_EVALIDATION,
 				  "default workspace %s is not a directory", ws);
@@ -157,7 +165,7 @@ static int apply_local(struct server *s, json_t *local, struct lb_err **err)
 	char *roots[65];
 	_cleanup_free_ char *copy = NULL;
 	size_t n = roots_of(local, roots, &copy);
-	if (ensure_default_workspace(local, roots, err) < 0)
+	if (ensure_default_workspace(&s->box.paths, local, roots, err) < 0)
 		return -1;
 	return n ? lb_box_set_allowed_roots(&s->box, roots, err) : 0;
 }

@@ -1147,6 +1147,20 @@ def planted_symlinks_create_nothing_outside_the_roots(h):
 
 
 @stdio_only
+def default_workspace_obeys_the_host_path_rules(h):
+    """box_init's default workspace is a host path like the others: not in lbbox's own state,
+    not in a blocked directory, whatever the allowed roots say."""
+    box = h.start("stdio")
+    box.err("box_init", {"local": {"host_root": box.runroot}},
+            "BoxValidationError: host path %s/default overlaps lbbox's own state" % box.runroot,
+            None)
+    assert not os.path.exists(os.path.join(box.runroot, "default"))
+    box.err("box_init", {"local": {"host_root": "/etc", "default_workspace": "lbt-never"}},
+            "BoxValidationError: host_path /etc/lbt-never is blocked for security", None)
+    assert not os.path.exists("/etc/lbt-never")
+
+
+@stdio_only
 def backend_unavailable_without_root(h):
     """A host (here: a user) that cannot isolate a sandbox: available false, /readyz 503, and
     sandbox actions answer BoxBackendUnavailableError naming what is missing (§3.2)."""
