@@ -6,7 +6,9 @@
 
 #include "lbbox/err.h"
 
-static int err_vset(struct lb_err **err, int errnum, const char *fmt, va_list ap)
+/* printf-checked through its callers' format attributes */
+static __attribute__((format(printf, 3, 0))) int err_vset(struct lb_err **err, int errnum,
+							  const char *fmt, va_list ap)
 {
 	char *msg = NULL;
 
