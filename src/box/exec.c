@@ -182,7 +182,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	const char *wd = x->req->workdir ? x->req->workdir : x->s->spec.mount_path;
 	int fd3;
 	_cleanup_free_ char *script = shell_command(wd, x->req->cmd, &fd3);
-	_cleanup_close_ int script_fd = fd3 > 0 ? fd3 : -1;
+	/* only its cleanup reads it (clang 14 would call it unused) */
+	__attribute__((unused)) _cleanup_close_ int script_fd = fd3 > 0 ? fd3 : -1;
 	/* an absolute shell: a PATH given with the exec (or a writable dir on it) cannot substitute
 	 * it */
 	char *argv[] = {"/bin/sh", "-lc", script, NULL};
