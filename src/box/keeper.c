@@ -242,15 +242,15 @@ static void on_accept(struct keeper *k)
 /* One round of the loop; false once the process has exited. */
 static bool step(struct keeper *k)
 {
-	enum { P_PID, P_SIG, P_ERR, P_LISTEN, P_CLIENT, P_OUT, P_IN, P_N };
-	struct pollfd pfd[P_N] = {
-	    [P_PID] = {.fd = k->p.pidfd, .events = POLLIN},
-	    [P_SIG] = {.fd = k->sigfd, .events = POLLIN},
-	    [P_ERR] = {.fd = k->err_r, .events = POLLIN},
-	    [P_LISTEN] = {.fd = k->cfd < 0 ? k->lfd : -1, .events = POLLIN},
-	    [P_CLIENT] = {.fd = k->cfd >= 0 && !k->pend_len ? k->cfd : -1, .events = POLLIN},
-	    [P_OUT] = {.fd = k->cfd >= 0 ? k->out_r : -1, .events = POLLIN},
-	    [P_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
+	enum { KP_PID, KP_SIG, KP_ERR, KP_LISTEN, KP_CLIENT, KP_OUT, KP_IN, KP_N };
+	struct pollfd pfd[KP_N] = {
+	    [KP_PID] = {.fd = k->p.pidfd, .events = POLLIN},
+	    [KP_SIG] = {.fd = k->sigfd, .events = POLLIN},
+	    [KP_ERR] = {.fd = k->err_r, .events = POLLIN},
+	    [KP_LISTEN] = {.fd = k->cfd < 0 ? k->lfd : -1, .events = POLLIN},
+	    [KP_CLIENT] = {.fd = k->cfd >= 0 && !k->pend_len ? k->cfd : -1, .events = POLLIN},
+	    [KP_OUT] = {.fd = k->cfd >= 0 ? k->out_r : -1, .events = POLLIN},
+	    [KP_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
 	};
 	int timeout = flush_due(k);
 	if (k->kill_at) {
@@ -260,23 +260,23 @@ static bool step(struct keeper *k)
 		int kt = now >= k->kill_at ? 100 : (int)((k->kill_at - now) / 1000000 + 1);
 		timeout = timeout < 0 || kt < timeout ? kt : timeout;
 	}
-	if (poll(pfd, P_N, timeout) < 0)
+	if (poll(pfd, KP_N, timeout) < 0)
 		return true;
 	struct signalfd_siginfo si;
-	if (pfd[P_SIG].revents && read(k->sigfd, &si, sizeof(si)) == sizeof(si) &&
+	if (pfd[KP_SIG].revents && read(k->sigfd, &si, sizeof(si)) == sizeof(si) &&
 	    si.ssi_signo != SIGPIPE)
 		begin_stop(k);
-	if (pfd[P_ERR].revents)
+	if (pfd[KP_ERR].revents)
 		on_stderr(k);
-	if (pfd[P_OUT].revents)
+	if (pfd[KP_OUT].revents)
 		on_stdout(k);
-	if (pfd[P_IN].revents)
+	if (pfd[KP_IN].revents)
 		on_stdin_writable(k);
-	if (pfd[P_CLIENT].revents)
+	if (pfd[KP_CLIENT].revents)
 		on_client(k);
-	if (pfd[P_LISTEN].revents)
+	if (pfd[KP_LISTEN].revents)
 		on_accept(k);
-	return !pfd[P_PID].revents;
+	return !pfd[KP_PID].revents;
 }
 
 /* The process exited: the rest of its output, its status, and nothing of it left behind. */
