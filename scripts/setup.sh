@@ -21,7 +21,9 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       # OCI layout interoperability checks of the image store (tests/unit/test_load.c)
       skopeo umoci
       # style check, and the peers scripts/bench.sh compares against
-      clang-format crun bubblewrap jq)
+      clang-format crun bubblewrap jq
+      # scripts/fuzz.sh: clang and its libFuzzer + sanitizer runtimes
+      clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds lbbox and runs every test: style, unit + integration tests (normal build, then the
-# ASan/UBSan build), and the cgroup-v2 tests inside a throw-away pure-v2 qemu guest.
+# ASan/UBSan build), the fuzz targets for a bounded time, and the cgroup-v2 tests inside a
+# throw-away pure-v2 qemu guest.
 # Runs scripts/setup.sh first, so a fresh Debian 12 host needs nothing else. Must run as root.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,8 @@ cmake -S . -B build-asan -DLBBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs LBBOX_TEST_PYTHON_OCI=$PWD/build/images/python-oci \
 	ASAN_OPTIONS=detect_leaks=1 \
 	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
+# Every parser of outside input under libFuzzer for ~100 s (scripts/fuzz.sh builds build-fuzz/).
+stage "fuzz (libFuzzer, ASan + UBSan)" scripts/fuzz.sh
 
 # What packagers build (a Release build, warning-free), installed into a staging prefix and run
 # from there on the default paths, as root and as a user; the README's runnable blocks with it.
