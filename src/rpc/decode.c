@@ -31,11 +31,49 @@ static size_t skip_string(const char *text, size_t len, size_t i)
 	return i < len ? i + 1 : len;
 }
 
-/* The replacement of a number token jansson cannot hold, or NULL when it can. */
+static size_t skip_digits(const char *s, size_t n, size_t i)
+{
+	while (i < n && is_digit(s[i]))
+		i++;
+	return i;
+}
+
+/* The length of the JSON number (RFC 8259's grammar) at s, within n bytes; 0 when none is. */
+static size_t number_len(const char *s, size_t n)
+{
+	size_t i = s[0] == '-';
+	if (i < n && s[i] == '0')
+		i++;
+	else if (i < n && is_digit(s[i]))
+		i = skip_digits(s, n, i);
+	else
+		return 0;
+	if (i < n && s[i] == '.') {
+		if (i + 1 >= n || !is_digit(s[i + 1]))
+			return 0;
+		i = skip_digits(s, n, i + 1);
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-');
+		if (i + 1 >= n || !is_digit(s[i + 1]))
+			return 0;
+		i = skip_digits(s, n, i + 1);
+	}
+	return i;
+}
+
+/*
+ * The replacement of a number token jansson cannot hold, or NULL when it can. Only a token that
+ * is one JSON number is replaced: anything else ("0001", "1e5-") stays for jansson to refuse,
+ * as Python does.
+ */
 static const char *clamped(const char *tok, size_t n)
 {
 	static const char imax[] = "9223372036854775807", imin[] = "9223372036854775808";
-	bool neg = tok[0] == '-', real = strcspn(tok, ".eE") < n;
+	if (number_len(tok, n) != n)
+		return NULL;
+	bool neg = tok[0] == '-',
+	     real = memchr(tok, '.', n) || memchr(tok, 'e', n) || memchr(tok, 'E', n);
 	if (real) {
 		char buf[512];
 		if (n >= sizeof(buf))

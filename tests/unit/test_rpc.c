@@ -266,6 +266,22 @@ Test(decode, integers_beyond_int64_are_clamped)
 	json_decref(j);
 }
 
+// Only a token of JSON's number grammar is clamped: "0001" or "1e5-" stay malformed, as for
+// Python (tests/fuzz/regressions/rpc/decode-leading-zeros was read as seq_id INT64_MAX).
+Test(decode, only_json_numbers_are_clamped)
+{
+	static const char *const bad[] = {"{\"seq_id\": 000000000001617034348}",
+					  "{\"a\": 99999999999999999999-}",
+					  "{\"a\": -99999999999999999999e}", "{\"a\": 1e99999.5}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *j = NULL;
+		struct lb_err *err = NULL;
+		cr_assert_eq(lb_rpc_decode(bad[i], strlen(bad[i]), &j, &err), -1, "%s", bad[i]);
+		cr_assert_str_eq(err->cls, "ValueError", "%s", bad[i]);
+		lb_err_free(&err);
+	}
+}
+
 Test(decode, nul_in_a_string_is_kept_then_refused_with_its_path)
 {
 	json_t *j = decoded("{\"seq_id\": 3, \"data\": {\"env\": {\"K\": \"a\\u0000b\"}}}");
