@@ -65,21 +65,18 @@ static size_t number_len(const char *s, size_t n)
 /*
  * The replacement of a number token jansson cannot hold, or NULL when it can. Only a token that
  * is one JSON number is replaced: anything else ("0001", "1e5-") stays for jansson to refuse,
- * as Python does.
+ * as Python does. A real's value decides, however long its text.
  */
 static const char *clamped(const char *tok, size_t n)
 {
 	static const char imax[] = "9223372036854775807", imin[] = "9223372036854775808";
 	if (number_len(tok, n) != n)
 		return NULL;
-	bool neg = tok[0] == '-',
-	     real = memchr(tok, '.', n) || memchr(tok, 'e', n) || memchr(tok, 'E', n);
-	if (real) {
-		char buf[512];
-		if (n >= sizeof(buf))
-			return neg ? "-1.7976931348623157e308" : "1.7976931348623157e308";
-		memcpy(buf, tok, n);
-		buf[n] = '\0';
+	bool neg = tok[0] == '-';
+	if (memchr(tok, '.', n) || memchr(tok, 'e', n) || memchr(tok, 'E', n)) {
+		_cleanup_free_ char *buf = strndup(tok, n);
+		if (!buf)
+			return NULL; /* then jansson refuses it: answered, not misread */
 		errno = 0;
 		double d = strtod(buf, NULL);
 		bool over = errno == ERANGE && (d > DBL_MAX || d < -DBL_MAX);

@@ -1,6 +1,7 @@
 // LangBot's Box RPC wire layer (spec §6.2, §6.4, §6.5, §6.7): framing and chunking both ways,
 // reply shapes, error texts, tenancy ids.
 #include <criterion/criterion.h>
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,6 +281,24 @@ Test(decode, only_json_numbers_are_clamped)
 		cr_assert_str_eq(err->cls, "ValueError", "%s", bad[i]);
 		lb_err_free(&err);
 	}
+}
+
+// A real is clamped by its value, however long its text: 1.000... (600 digits) beside a
+// "\u0000" (which sends the text down the lenient path) is 1.0, not 1.8e308.
+Test(decode, long_reals_keep_their_value)
+{
+	char text[2048];
+	int n = snprintf(text, sizeof(text), "{\"s\": \"\\u0000\", \"r\": 1.");
+	memset(text + n, '0', 600);
+	strcpy(text + n + 600, ", \"big\": 1e999, \"long_big\": 1");
+	n += 600 + (int)strlen(text + n + 600);
+	memset(text + n, '0', 600);
+	strcpy(text + n + 600, "}");
+	json_t *j = decoded(text);
+	cr_assert_eq(json_real_value(json_object_get(j, "r")), 1.0);
+	cr_assert_eq(json_real_value(json_object_get(j, "big")), DBL_MAX);
+	cr_assert_eq(json_integer_value(json_object_get(j, "long_big")), INT64_MAX);
+	json_decref(j);
 }
 
 Test(decode, nul_in_a_string_is_kept_then_refused_with_its_path)
