@@ -57,7 +57,8 @@ int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const 
 		_cleanup_free_ char *real = dirs[i] ? realpath(dirs[i], NULL) : NULL;
 		/* not created yet: nothing of it can be mounted */
 		if (real && lb_mountinfo_overlap(&mi, canonical, real))
-			r = lb_err_set(err, 0, "host path %s overlaps lbbox's own state (%s): refused",
+			r = lb_err_set(err, 0,
+				       "host path %s overlaps lbbox's own state (%s): refused",
 				       original, dirs[i]);
 	}
 	lb_mountinfo_free(&mi);

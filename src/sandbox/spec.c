@@ -195,8 +195,7 @@ static const char *const engine_sockets[] = {"docker.sock", "podman.sock", "cont
 
 /* The blocked directories by what they are: a bind mount of /etc elsewhere is /etc too, and so
  * is a directory holding one. */
-static int check_blocked_identity(const char *canonical, const char *original,
-				  struct lb_err **err)
+static int check_blocked_identity(const char *canonical, const char *original, struct lb_err **err)
 {
 	struct lb_mountinfo mi;
 	if (lb_mountinfo_read(&mi, err) < 0)
@@ -205,7 +204,8 @@ static int check_blocked_identity(const char *canonical, const char *original,
 	for (size_t i = 0; i < sizeof(blocked_paths) / sizeof(blocked_paths[0]) && !r; i++) {
 		_cleanup_free_ char *real = realpath(blocked_paths[i], NULL);
 		if (real && lb_mountinfo_overlap(&mi, canonical, real))
-			r = lb_err_set(err, 0, "host_path %s is blocked for security (it reaches %s)",
+			r = lb_err_set(err, 0,
+				       "host_path %s is blocked for security (it reaches %s)",
 				       original, blocked_paths[i]);
 	}
 	lb_mountinfo_free(&mi);
