@@ -159,7 +159,6 @@ static int spec_from_payload(struct create *c, struct lb_box_spec *bs, struct lb
 int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct create c = {.payload = json_object(), .mounts = json_array()};
 	struct lb_box_spec bs = {0}; /* filled by lb_box_spec_from_json */
 	struct lb_box_session s;
 	bool created;
@@ -177,6 +176,7 @@ int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char
 		cli_error("invalid session name '%s': a name cannot start with '-'", argv[1]);
 		return LB_EXIT_SETUP;
 	}
+	struct create c = {.payload = json_object(), .mounts = json_array()};
 	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
 	struct build_ctx b = {.g = g, .c = &c};
 	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
