@@ -9,17 +9,18 @@ cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "test: run as root (the integration tests build real sandboxes)" >&2; exit 2; }
 scripts/setup.sh || exit 1
 
-passed=0 failed=0
+passed=0 failed=0 timings=()
 # stage NAME CMD...: runs one stage and adds its results to the totals: the Criterion tests it
 # ran (from their "Synthesis" lines, in ctest's output or the guest's console), or else the
 # stage itself as one test. A stage that fails without a failing test counts as one failure.
 stage() {
-	local name=$1 log rc p f
+	local name=$1 log rc p f t0=$SECONDS
 	shift
 	log=$(mktemp)
 	echo "== $name"
 	"$@" 2>&1 | tee "$log"
 	rc=${PIPESTATUS[0]}
+	timings+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$name")")
 	read -r p f < <(sed 's/\x1b\[[0-9;]*m//g' "$log" |
 		sed -nE 's/.*Synthesis: Tested: [0-9]+ \| Passing: ([0-9]+) \| Failing: ([0-9]+) \| Crashing: ([0-9]+).*/\1 \2 \3/p' |
 		awk '{p += $1; f += $2 + $3} END {print p + 0, f + 0}')
@@ -67,5 +68,6 @@ stage "cgroup-v2 guest (qemu), rootless" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox 
 	build/test_limits build/test_session build/test_proc
 
 echo
-echo "$passed passed, $failed failed"
+printf '%s\n' "${timings[@]}"
+echo "$passed passed, $failed failed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ "$failed" = 0 ]

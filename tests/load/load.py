@@ -313,8 +313,14 @@ def run_load(lbbox, rootfs):
         assert not left, left
         leases = json.load(open(os.path.join(run, "net", bridge + ".json")))
         assert not leases.get("leases"), leases
-        veths = subprocess.run(["ip", "-o", "link", "show", "master", bridge],
-                               capture_output=True).stdout.decode()
+        # a veth goes with its sandbox's network namespace, which the kernel tears down in the
+        # background after the sandbox ended: give it a moment
+        for _ in range(100):
+            veths = subprocess.run(["ip", "-o", "link", "show", "master", bridge],
+                                   capture_output=True).stdout.decode()
+            if not veths.strip():
+                break
+            time.sleep(0.1)
         assert not veths.strip(), veths
         # no sandbox address in the filter's sets (only --allow-host adds any)
         nft = subprocess.run(["nft", "list", "table", "inet", bridge],
