@@ -76,6 +76,19 @@ int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease
 /* Writes pid's uid_map, setgroups and gid_map: the caller's uid and gid as 0, nothing else. */
 int lb_userns_map(pid_t pid, struct lb_err **err);
 
+/* become.c: the command's last steps, then execvp; a failure goes to err_fd (never returns). */
+struct lb_become {
+	const struct lb_spec *spec; /* rlimits, identity, capabilities */
+	char *const *argv;
+	char **env;
+	const char *cwd;		       /* NULL = "/" */
+	uint64_t fsize;			       /* RLIMIT_FSIZE in bytes, 0 = the spec's */
+	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
+	unsigned first_private_fd;	       /* descriptors from here are closed on exec */
+	int err_fd;
+};
+__attribute__((noreturn)) void lb_become_command(const struct lb_become *b);
+
 /* caps.c: identity, capabilities, no_new_privs. */
 int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 

@@ -27,8 +27,6 @@
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
 
-extern char **environ;
-
 #define JOIN_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
 struct spawn {
@@ -87,47 +85,18 @@ static void fail(int fd, int code, struct lb_err *e)
 	lb_child_fail(fd, code, e);
 }
 
-__attribute__((noreturn)) static void exec_failed(const struct spawn *s, int e)
-{
-	struct lb_err *err = NULL;
-	const char *cmd = s->o->argv[0];
-	int code = e == ENOENT || e == ENOTDIR ? LB_EXIT_NOT_FOUND : LB_EXIT_CANNOT_EXEC;
-	if (code == LB_EXIT_NOT_FOUND && !strchr(cmd, '/'))
-		lb_err_set(&err, 0, "executable file '%s' not found in $PATH", cmd);
-	else
-		lb_err_set(&err, e, "cannot execute '%s'", cmd);
-	lb_child_fail(s->err_w, code, err);
-}
-
-/* The command, inside every namespace of the sandbox. */
+/* The command, inside every namespace of the sandbox: what every sandbox command does last. */
 __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
-	struct lb_err *err = NULL;
-	sigset_t none;
-	/* its own session and process group: `kill 0` or a tty must never reach the caller's */
-	setsid();
-	sigemptyset(&none);
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	syscall(SYS_close_range, s->o->fd3 > 0 ? 4U : 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (lb_apply_rlimits(&s->sb->spec, &err) < 0 || lb_drop_privileges(&s->sb->spec, &err) < 0)
-		fail(s->err_w, LB_EXIT_SETUP, err);
-	/* lowering is always allowed: no privilege needed after the drop */
-	struct rlimit fs = {.rlim_cur = s->o->fsize, .rlim_max = s->o->fsize};
-	if (s->o->fsize && setrlimit(RLIMIT_FSIZE, &fs) < 0) {
-		lb_err_set(&err, errno, "RLIMIT_FSIZE");
-		fail(s->err_w, LB_EXIT_SETUP, err);
-	}
-	if (chdir(s->o->cwd ? s->o->cwd : "/") < 0) {
-		lb_err_set(&err, errno, "working directory %s", s->o->cwd);
-		fail(s->err_w, LB_EXIT_SETUP, err);
-	}
-	environ = s->env;
-	if (s->sb->seccomp && lb_seccomp_install(s->sb->seccomp, &err) < 0)
-		fail(s->err_w, LB_EXIT_SETUP, err);
-	execvp(s->o->argv[0], s->o->argv);
-	exec_failed(s, errno);
+	const struct lb_become b = {.spec = &s->sb->spec,
+				    .argv = s->o->argv,
+				    .env = s->env,
+				    .cwd = s->o->cwd,
+				    .fsize = s->o->fsize,
+				    .seccomp = s->sb->seccomp,
+				    .first_private_fd = s->o->fd3 > 0 ? 4U : 3U,
+				    .err_fd = s->err_w};
+	lb_become_command(&b);
 }
 
 static int redirect(const int fds[3], struct lb_err **err)

@@ -23,8 +23,6 @@
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
 
-extern char **environ;
-
 void lb_child_fail(int err_fd, int code, const struct lb_err *e)
 {
 	struct lb_child_msg msg = {.exit_code = code};
@@ -34,41 +32,17 @@ void lb_child_fail(int err_fd, int code, const struct lb_err *e)
 	_exit(code);
 }
 
-static void exec_failed(const struct lb_child_ctx *ctx, int e)
-{
-	struct lb_err *err = NULL;
-	const char *cmd = ctx->spec->argv[0];
-	int code = e == ENOENT || e == ENOTDIR ? LB_EXIT_NOT_FOUND : LB_EXIT_CANNOT_EXEC;
-	if (code == LB_EXIT_NOT_FOUND && !strchr(cmd, '/'))
-		lb_err_set(&err, 0, "executable file '%s' not found in $PATH", cmd);
-	else
-		lb_err_set(&err, e, "cannot execute '%s'", cmd);
-	lb_child_fail(ctx->err_fd, code, err);
-}
-
-/* The command: limits, identity, privileges, seccomp last (it must still allow execve). */
+/* The command pid 1 forks: what every sandbox command does last (become.c). */
 __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)
 {
-	const struct lb_spec *spec = ctx->spec;
-	struct lb_err *err = NULL;
-	sigset_t none;
-
-	/* its own session: `kill 0` from the command must not reach pid 1's group (lbbox's) */
-	setsid();
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (lb_apply_rlimits(spec, &err) < 0 || lb_drop_privileges(spec, &err) < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (chdir(spec->cwd ? spec->cwd : "/") < 0) {
-		lb_err_set(&err, errno, "working directory %s", spec->cwd);
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	}
-	environ = spec->env;
-	if (ctx->seccomp && lb_seccomp_install(ctx->seccomp, &err) < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	execvp(spec->argv[0], spec->argv);
-	exec_failed(ctx, errno);
-	_exit(LB_EXIT_SETUP);
+	const struct lb_become b = {.spec = ctx->spec,
+				    .argv = ctx->spec->argv,
+				    .env = ctx->spec->env,
+				    .cwd = ctx->spec->cwd,
+				    .seccomp = ctx->seccomp,
+				    .first_private_fd = 3,
+				    .err_fd = ctx->err_fd};
+	lb_become_command(&b);
 }
 
 /* Signals stay blocked (inherited from lbbox) and are taken synchronously with sigwaitinfo. */
