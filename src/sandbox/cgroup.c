@@ -27,16 +27,18 @@ static int cg_check_name(const char *name, struct lb_err **err)
 	return 0;
 }
 
-static void cg_release(struct lb_cgroup *cg)
+void cg_release(struct lb_cgroup *cg)
 {
 	for (size_t i = 0; i < cg->ndirs; i++) {
+		if (cg->dirs[i].fd >= 0)
+			close(cg->dirs[i].fd);
 		free(cg->dirs[i].path);
 		free(cg->dirs[i].hier);
 	}
 	free(cg);
 }
 
-static void cg_fill_views(struct lb_cgroup *cg)
+void cg_fill_views(struct lb_cgroup *cg)
 {
 	size_t h = 0;
 	for (size_t i = 0; i < cg->ndirs; i++) {

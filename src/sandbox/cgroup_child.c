@@ -16,27 +16,6 @@
 #include "lbbox/cleanup.h"
 #include "cgroup_internal.h"
 
-static void cg_free_dirs(struct lb_cgroup *cg)
-{
-	for (size_t i = 0; i < cg->ndirs; i++) {
-		if (cg->dirs[i].fd >= 0)
-			close(cg->dirs[i].fd);
-		free(cg->dirs[i].path);
-		free(cg->dirs[i].hier);
-	}
-	free(cg);
-}
-
-static void cg_views(struct lb_cgroup *cg)
-{
-	size_t h = 0;
-	for (size_t i = 0; i < cg->ndirs; i++) {
-		cg->paths[i] = cg->dirs[i].path;
-		if (cg->dirs[i].hier && (cg->dirs[i].roles & (CG_LIMIT_ROLES | CG_CPUACCT)))
-			cg->hiers[h++] = cg->dirs[i].hier;
-	}
-}
-
 static int cg_copy_dir(struct cg_dir *d, const char *path, const char *hier, unsigned roles,
 		       struct lb_err **err)
 {
@@ -69,12 +48,12 @@ int lb_cgroup_open(enum lb_cgroup_version version, const struct lb_cgroup_dir_in
 		}
 		d->created = owned;
 	}
-	cg_views(cg);
+	cg_fill_views(cg);
 	*out = cg;
 	return 0;
 fail:
 	cg->ndirs++;
-	cg_free_dirs(cg);
+	cg_release(cg);
 	return -1;
 }
 
@@ -107,21 +86,21 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, str
 		    cg_dir_make(&cg->dirs[i], err) < 0)
 			goto fail;
 	}
-	cg_views(cg);
+	cg_fill_views(cg);
 	*out = cg;
 	return 0;
 fail:
 	cg->ndirs++;
 	for (size_t i = 0; i < cg->ndirs; i++)
 		cg_dir_remove(&cg->dirs[i], NULL);
-	cg_free_dirs(cg);
+	cg_release(cg);
 	return -1;
 }
 
 void lb_cgroup_forget(struct lb_cgroup *cg)
 {
 	if (cg)
-		cg_free_dirs(cg);
+		cg_release(cg);
 }
 
 int lb_cgroup_remove_path(const char *path, struct lb_err **err)

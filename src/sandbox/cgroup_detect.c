@@ -39,30 +39,6 @@ static const char *const cg_v1_controllers[] = {
     "perf_event", "net_prio", "hugetlb", "pids",  "rdma",   "misc",    NULL,
 };
 
-static const struct {
-	const char *name;
-	unsigned role;
-} cg_roles[] = {
-    {"memory", CG_MEMORY},   {"pids", CG_PIDS},	      {"cpu", CG_CPU},
-    {"cpuacct", CG_CPUACCT}, {"freezer", CG_FREEZER}, {"devices", CG_DEVICES},
-};
-
-const char *cg_role_name(unsigned role)
-{
-	for (size_t i = 0; i < sizeof(cg_roles) / sizeof(cg_roles[0]); i++)
-		if (cg_roles[i].role == role)
-			return cg_roles[i].name;
-	return "?";
-}
-
-static unsigned cg_role_of(const char *ctrl)
-{
-	for (size_t i = 0; i < sizeof(cg_roles) / sizeof(cg_roles[0]); i++)
-		if (!strcmp(cg_roles[i].name, ctrl))
-			return cg_roles[i].role;
-	return 0;
-}
-
 static bool cg_is_v1_controller(const char *s)
 {
 	for (const char *const *c = cg_v1_controllers; *c; c++)
@@ -94,26 +70,6 @@ static char *cg_filter_controllers(const char *list, unsigned *roles)
 	if (roles)
 		*roles = r;
 	return out;
-}
-
-bool cg_has_word(const char *list, const char *word)
-{
-	size_t n = strlen(word);
-	for (const char *p = list; (p = strstr(p, word)); p += n) {
-		bool start = p == list || p[-1] == ' ';
-		bool end = !p[n] || p[n] == ' ' || p[n] == '\n';
-		if (start && end)
-			return true;
-	}
-	return false;
-}
-
-char *cg_path_join(const char *dir, const char *name)
-{
-	char *s = NULL;
-	if (asprintf(&s, "%s/%s", dir, name) < 0)
-		return NULL;
-	return s;
 }
 
 /* ---- /proc/self/mountinfo ------------------------------------------------------------------ */
@@ -397,12 +353,6 @@ static int cg_plan_v1(struct lb_cgroup *cg, const struct cg_mounts *ms, const ch
 			have |= m->roles;
 	}
 	return 0;
-}
-
-unsigned cg_limits_roles(const struct lb_cgroup_limits *lim)
-{
-	return (lim->memory_bytes ? CG_MEMORY : 0) | (lim->pids ? CG_PIDS : 0) |
-	       (lim->cpu_quota_us ? CG_CPU : 0);
 }
 
 /* No hierarchy to use: fine without limits, never silently without them. */

@@ -1,5 +1,5 @@
-/* Small cgroupfs helpers shared by the v1 and v2 back ends: read/write control files, walk a
- * subtree, signal its tasks, remove it. */
+/* Small cgroupfs helpers shared by the v1 and v2 back ends: controller names, paths, read and
+ * write control files, walk a subtree, signal its tasks, remove it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,60 @@
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 #include "cgroup_internal.h"
+
+/* ---- names: controllers, words, paths ---------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	unsigned role;
+} cg_roles[] = {
+    {"memory", CG_MEMORY},   {"pids", CG_PIDS},	      {"cpu", CG_CPU},
+    {"cpuacct", CG_CPUACCT}, {"freezer", CG_FREEZER}, {"devices", CG_DEVICES},
+};
+
+const char *cg_role_name(unsigned role)
+{
+	for (size_t i = 0; i < sizeof(cg_roles) / sizeof(cg_roles[0]); i++)
+		if (cg_roles[i].role == role)
+			return cg_roles[i].name;
+	return "?";
+}
+
+unsigned cg_role_of(const char *ctrl)
+{
+	for (size_t i = 0; i < sizeof(cg_roles) / sizeof(cg_roles[0]); i++)
+		if (!strcmp(cg_roles[i].name, ctrl))
+			return cg_roles[i].role;
+	return 0;
+}
+
+unsigned cg_limits_roles(const struct lb_cgroup_limits *lim)
+{
+	return (lim->memory_bytes ? CG_MEMORY : 0) | (lim->pids ? CG_PIDS : 0) |
+	       (lim->cpu_quota_us ? CG_CPU : 0);
+}
+
+bool cg_has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n) {
+		bool start = p == list || p[-1] == ' ';
+		bool end = !p[n] || p[n] == ' ' || p[n] == '\n';
+		if (start && end)
+			return true;
+	}
+	return false;
+}
+
+char *cg_path_join(const char *dir, const char *name)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s/%s", dir, name) < 0)
+		return NULL;
+	return s;
+}
+
+/* ---- control files ------------------------------------------------------------------------ */
 
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role)
 {

@@ -48,23 +48,29 @@ struct lb_cgroup {
 };
 
 /* cgroup.c */
+/* Fills cg->paths and cg->hiers from cg->dirs. */
+void cg_fill_views(struct lb_cgroup *cg);
+/* Closes and frees what cg holds (directories are left alone) and cg itself. */
+void cg_release(struct lb_cgroup *cg);
+
+/* cgroup_fs.c: controller names, words and paths */
 /* CG_* roles the limits need (0 = no limit at all). */
 unsigned cg_limits_roles(const struct lb_cgroup_limits *lim);
-/* Controller name of a single role ("memory"). */
+/* Controller name of a single role ("memory"), and the role of a controller name (0: none). */
 const char *cg_role_name(unsigned role);
+unsigned cg_role_of(const char *ctrl);
 /* True when word is one of the space-separated words of list (cgroup.controllers). */
 bool cg_has_word(const char *list, const char *word);
 /* "dir/name", NULL when out of memory. */
 char *cg_path_join(const char *dir, const char *name);
-/* The directory of cg carrying role, NULL when none does. */
-struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
-
 /* cgroup_detect.c: finds the hierarchies and fills cg->dirs (then creates via the back end). */
 int cg_setup(struct lb_cgroup *cg, const char *name, const char *parent,
 	     const struct lb_cgroup_limits *lim, struct lb_err **err);
 bool cg_has_dotdot(const char *p);
 
-/* cgroup.c: small file I/O on a cgroup directory (messages name d->path). */
+/* cgroup_fs.c: small file I/O on a cgroup directory (messages name d->path). */
+/* The directory of cg carrying role, NULL when none does. */
+struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
 /* Writes val in one write(2); returns 0 or -errno, sets no error (callers test errno values). */
 int cg_write_raw(const struct cg_dir *d, const char *file, const char *val);
 int cg_write(const struct cg_dir *d, const char *file, const char *val, struct lb_err **err);
