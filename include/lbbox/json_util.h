@@ -4,6 +4,9 @@
 
 #include <jansson.h>
 
+/* jansson's own cleanup helper (json_auto_t) as a variable attribute. */
+#define _cleanup_json_ __attribute__((cleanup(json_decrefp)))
+
 /* A JSON array of the NULL-terminated strings v (NULL v = []). */
 json_t *lb_json_from_strv(char *const *v);
 /* A NULL-terminated malloc'ed copy of a JSON array of strings (non-strings become ""); NULL on

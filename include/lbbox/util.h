@@ -58,6 +58,16 @@ ssize_t lb_read_all(int fd, void *buf, size_t len);
  * is; malloc'ed, NULL without memory. */
 char *lb_escape_ctl(const char *s);
 
+struct pollfd;
+#define LB_WAIT_MAX_FDS 4
+/*
+ * Waits until the process behind pidfd ends (true) or the deadline (lb_now_ns clock; 0: none)
+ * passes (false), calling on_ready(ctx, fd) whenever one of fds[0..n) is readable; it may set
+ * fd->fd to -1 to stop watching it. At most LB_WAIT_MAX_FDS of them.
+ */
+bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
+		  void (*on_ready)(void *ctx, struct pollfd *fd), void *ctx);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t lb_now_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */

@@ -77,30 +77,25 @@ static int drain(struct capture *c, int i)
 	return -1;
 }
 
+static void on_output(void *ctx, struct pollfd *fd)
+{
+	struct capture *c = ctx;
+	int i = fd->fd == c->fd[0] ? 0 : 1;
+	if (drain(c, i) < 0)
+		fd->fd = -1;
+}
+
 /* Until the command exits or the deadline passes; then what is already in the pipes (a
  * background process may keep them open: no waiting for EOF). */
 static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline)
 {
-	for (;;) {
-		struct pollfd pfd[3] = {{.fd = p->pidfd, .events = POLLIN},
-					{.fd = c->fd[0], .events = POLLIN},
-					{.fd = c->fd[1], .events = POLLIN}};
-		uint64_t now = lb_now_ns();
-		if (now >= deadline)
-			return false;
-		int ms = (int)((deadline - now) / 1000000 + 1);
-		if (poll(pfd, 3, ms) < 0 && errno != EINTR)
-			return false;
-		for (int i = 0; i < 2; i++)
-			if (pfd[i + 1].revents)
-				drain(c, i);
-		if (pfd[0].revents) {
-			for (int i = 0; i < 2; i++)
-				while (c->fd[i] >= 0 && drain(c, i) > 0)
-					;
-			return true;
-		}
-	}
+	struct pollfd out[2] = {{.fd = c->fd[0]}, {.fd = c->fd[1]}};
+	if (!lb_wait_exit(p->pidfd, out, 2, deadline, on_output, c))
+		return false;
+	for (int i = 0; i < 2; i++)
+		while (c->fd[i] >= 0 && drain(c, i) > 0)
+			;
+	return true;
 }
 
 static int make_pipes(struct capture *c, int child[2], struct lb_err **err)

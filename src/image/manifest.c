@@ -5,10 +5,9 @@
 #include <string.h>
 
 #include "lbbox/cleanup.h"
+#include "lbbox/json_util.h"
 #include "lbbox/manifest.h"
 
-/* jansson's own cleanup helper (json_auto_t). */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 static const struct {
 	const char *type;

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "lbbox/json_util.h"
 #include "lbbox/store.h"
 
 struct lb_store {
@@ -60,7 +61,5 @@ int store_index_save(struct lb_store *s, json_t *index, struct lb_err **err);
 int store_index_set(json_t *index, const char *name, const char *media_type, const char *digest,
 		    uint64_t size, struct lb_err **err);
 
-/* jansson's own cleanup helper (json_auto_t). */
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 #endif

@@ -175,12 +175,7 @@ static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_f
 		args.flags |= CLONE_INTO_CGROUP;
 		args.cgroup = (uint64_t)cgroup_fd;
 	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
-	if (pid < 0 && errno == ENOSYS) { /* kernels before 5.3: fork-like clone, attach later */
-		*pidfd = -1;
-		pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, NULL);
-	}
-	return pid;
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
 /* Network "on": veth and address while pid 1 waits; the lease follows the sync byte. */
@@ -253,7 +248,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	if (r->userns && lb_userns_map(pid, err) < 0)
 		return -1;
 	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
-	if ((cgfd < 0 || r->pidfd < 0) && lb_cgroup_attach(r->cg, pid, err) < 0)
+	if (cgfd < 0 && lb_cgroup_attach(r->cg, pid, err) < 0)
 		return -1;
 	if (spec->net == LB_NET_ON)
 		return start_networked(r, spec, err);
@@ -367,32 +362,28 @@ static void on_signal(struct run *r, int sig)
 		kill(r->pid, sig);
 }
 
-/* Waits for pid 1, forwarding signals; returns its wait status. */
+static void on_signals(void *ctx, struct pollfd *fd)
+{
+	struct run *r = ctx;
+	struct signalfd_siginfo si;
+	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
+		if (si.ssi_signo != SIGCHLD)
+			on_signal(r, (int)si.ssi_signo);
+}
+
+/* Waits for pid 1, forwarding signals, killing the sandbox at the deadline (0: none); returns
+ * pid 1's wait status. */
 static int wait_child(struct run *r, uint64_t deadline_ns, struct lb_result *res)
 {
-	struct pollfd pfd = {.fd = r->sigfd, .events = POLLIN};
+	struct pollfd sig = {.fd = r->sigfd};
 	int status = 0;
-	for (;;) {
-		pid_t w = waitpid(r->pid, &status, WNOHANG);
-		if (w == r->pid)
-			break;
-		int timeout = -1;
-		if (deadline_ns) {
-			uint64_t now = lb_now_ns();
-			if (now >= deadline_ns && !res->timed_out) {
-				res->timed_out = true;
-				kill_sandbox(r);
-				continue;
-			}
-			timeout = res->timed_out ? 50 : (int)((deadline_ns - now) / 1000000 + 1);
-		}
-		if (poll(&pfd, 1, timeout) <= 0)
-			continue;
-		struct signalfd_siginfo si;
-		while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-			if (si.ssi_signo != SIGCHLD)
-				on_signal(r, (int)si.ssi_signo);
+	if (!lb_wait_exit(r->pidfd, &sig, 1, deadline_ns, on_signals, r)) {
+		res->timed_out = true;
+		kill_sandbox(r);
+		lb_wait_exit(r->pidfd, &sig, 1, 0, on_signals, r);
 	}
+	while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+		;
 	r->pid = 0;
 	return status;
 }
@@ -416,38 +407,53 @@ static void collect(struct run *r, int init_status, struct lb_result *res)
 	}
 }
 
+static void run_init(struct run *r, const struct lb_spec *spec, const struct lb_paths *paths,
+		     uint64_t start)
+{
+	*r = (struct run){.pidfd = -1,
+			  .net = {.pasta_pidfd = -1, .pasta_err = -1},
+			  .sigfd = -1,
+			  .sync_w = -1,
+			  .err_r = -1,
+			  .status_r = -1,
+			  .init_fd = -1,
+			  .alive_fd = -1,
+			  .spec = spec,
+			  .runroot = paths->runroot,
+			  .userns = lb_rootless()};
+	set_setup_deadline(r, start);
+}
+
+/* Everything a run and a session share, up to pid 1 ready: each step undone by run_release. */
+static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exit,
+		     struct lb_err **err)
+{
+	const struct lb_spec *spec = r->spec;
+	char cgname[32];
+	if (r->userns && lb_rootless_check(spec, err) < 0)
+		return -1;
+	lb_sandbox_gc(paths, NULL);
+	if (prepare_seccomp(r, spec, paths, err) < 0 || make_statedir(r, paths, err) < 0 ||
+	    (spec->copy_rootfs && copy_rootfs(r, spec, err) < 0))
+		return -1;
+	snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
+	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r->cg, err) < 0 ||
+	    lb_state_write_cgroups(r->statedir, r->cg, err) < 0 || block_signals(r, err) < 0 ||
+	    (spec->die_with_parent && watch_parent(r, err) < 0))
+		return -1;
+	return start_child(r, spec, err) < 0 || wait_setup(r, setup_exit, err) < 0 ? -1 : 0;
+}
+
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
 		   int *setup_exit, struct lb_err **err)
 {
-	struct run r = {.pidfd = -1,
-			.net = {.pasta_pidfd = -1, .pasta_err = -1},
-			.sigfd = -1,
-			.sync_w = -1,
-			.err_r = -1,
-			.status_r = -1,
-			.init_fd = -1,
-			.alive_fd = -1,
-			.spec = spec,
-			.runroot = paths->runroot,
-			.userns = lb_rootless()};
+	struct run r;
 	uint64_t start = lb_now_ns();
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
-	set_setup_deadline(&r, start);
-	if (r.userns && lb_rootless_check(spec, err) < 0)
-		return -1;
-	lb_sandbox_gc(paths, NULL);
-	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
-	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
-		goto fail;
-	char cgname[32];
-	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
-	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0 ||
-	    lb_state_write_cgroups(r.statedir, r.cg, err) < 0)
-		goto fail;
-	if (block_signals(&r, err) < 0 || (spec->die_with_parent && watch_parent(&r, err) < 0) ||
-	    start_child(&r, spec, err) < 0 || wait_setup(&r, setup_exit, err) < 0)
+	run_init(&r, spec, paths, start);
+	if (run_start(&r, paths, setup_exit, err) < 0)
 		goto fail;
 
 	uint64_t deadline = spec->timeout_ms ? start + spec->timeout_ms * 1000000ULL : 0;
@@ -474,34 +480,14 @@ fail:
 int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
 		     struct lb_err **err)
 {
-	struct run r = {.pidfd = -1,
-			.net = {.pasta_pidfd = -1, .pasta_err = -1},
-			.sigfd = -1,
-			.sync_w = -1,
-			.err_r = -1,
-			.status_r = -1,
-			.init_fd = -1,
-			.alive_fd = -1,
-			.spec = spec,
-			.runroot = paths->runroot};
+	struct run r;
 	int setup_exit;
-	char cgname[32];
 
 	if (!spec->session)
 		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
-	set_setup_deadline(&r, lb_now_ns());
-	r.userns = lb_rootless();
-	if (r.userns && lb_rootless_check(spec, err) < 0)
-		return -1;
+	run_init(&r, spec, paths, lb_now_ns());
 	r.init_fd = open_init();
-	lb_sandbox_gc(paths, NULL);
-	if (prepare_seccomp(&r, spec, paths, err) < 0 || make_statedir(&r, paths, err) < 0 ||
-	    (spec->copy_rootfs && copy_rootfs(&r, spec, err) < 0))
-		goto fail;
-	snprintf(cgname, sizeof(cgname), "lbbox-%s", r.id);
-	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r.cg, err) < 0 ||
-	    lb_state_write_cgroups(r.statedir, r.cg, err) < 0 || block_signals(&r, err) < 0 ||
-	    start_child(&r, spec, err) < 0 || wait_setup(&r, &setup_exit, err) < 0)
+	if (run_start(&r, paths, &setup_exit, err) < 0)
 		goto fail;
 	memcpy(id, r.id, sizeof(r.id));
 	/* hand everything over to the sandbox: nothing of it is undone below */

@@ -1,0 +1,36 @@
+/*
+ * One loop for "wait until a process ends or a deadline passes, serving other descriptors
+ * meanwhile": lbbox waiting for a sandbox's pid 1 (forwarding signals) and for an exec's command
+ * (draining its output) both are this.
+ */
+#include <errno.h>
+#include <poll.h>
+
+#include "lbbox/util.h"
+
+bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
+		  void (*on_ready)(void *ctx, struct pollfd *fd), void *ctx)
+{
+	struct pollfd all[1 + LB_WAIT_MAX_FDS];
+	if (n > LB_WAIT_MAX_FDS)
+		n = LB_WAIT_MAX_FDS;
+	for (;;) {
+		int timeout = -1;
+		if (deadline) {
+			uint64_t now = lb_now_ns();
+			if (now >= deadline)
+				return false;
+			timeout = (int)((deadline - now) / 1000000 + 1);
+		}
+		all[0] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+		for (size_t i = 0; i < n; i++)
+			all[i + 1] = (struct pollfd){.fd = fds[i].fd, .events = POLLIN};
+		if (poll(all, n + 1, timeout) < 0 && errno != EINTR)
+			return false;
+		for (size_t i = 0; i < n; i++)
+			if (all[i + 1].revents) /* may set fds[i].fd to -1: poll skips it next */
+				on_ready(ctx, &fds[i]);
+		if (all[0].revents)
+			return true;
+	}
+}
