@@ -24,11 +24,15 @@ struct lb_box_limits {
 
 struct lb_box {
 	struct lb_paths paths;
-	char dir[4096]; /* RUNROOT/box */
-	char owner[64]; /* instance id of the lbbox process owning new sessions, "" = none */
+	char dir[LB_PATH_BUF]; /* RUNROOT/box */
+	char owner[64];	       /* instance id of the lbbox process owning new sessions, "" = none */
 	struct lb_box_limits limits;
 	/* §5.3: host paths must lie under one of these (canonical) roots; NULL = no restriction */
 	char **allowed_roots;
+	/* How a session's image is found: "ref=local,ref2=local2" aliases first (not owned), then
+	 * the store, then a pull when allowed. */
+	const char *image_aliases;
+	bool pull;
 };
 
 /* Fills box for paths with the default limits; owner may be NULL. Creates nothing.
@@ -37,6 +41,19 @@ int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *ow
 		struct lb_err **err);
 
 void lb_box_fini(struct lb_box *box);
+/* lb_box_init plus the environment's settings (host.c): LBBOX_BOX_OWNER (the instance new
+ * sessions belong to), LBBOX_BOX_MAX_SESSIONS / _PROCESSES / _COMPLETED, LBBOX_BOX_ALLOWED_ROOTS
+ * (/a:/b), LBBOX_BOX_IMAGE_ALIASES (ref=local,...) and LBBOX_BOX_PULL (0: never pull). */
+int lb_box_open_env(struct lb_box *box, const struct lb_paths *paths, struct lb_err **err);
+/* §3.1: the default workspace (dw under host_root hr, or hr/default; dw may be absolute) is
+ * created when missing: a directory under one of roots, never a blocked directory or lbbox's
+ * own state, judged by the path it will have once symlinks are resolved and created without
+ * following any. BoxValidationError otherwise. */
+int lb_box_ensure_default_workspace(const struct lb_box *box, const char *hr, const char *dw,
+				    char *const *roots, struct lb_err **err);
+/* True when this host, as lb_host_features() found it, can build a LangBot Box session:
+ * namespaces and memory, pids and cpu limits. */
+bool lb_box_host_ready(const json_t *features);
 /* "/a:/b" or a list: each root canonicalised (it must exist). */
 int lb_box_set_allowed_roots(struct lb_box *box, char *const *roots, struct lb_err **err);
 
@@ -52,16 +69,20 @@ struct lb_box_session {
 void lb_box_session_free(struct lb_box_session *s);
 
 /*
- * Builds the engine spec of a new session (image, user options); called only when a session has
- * to be created. The box layer then applies the Box fields (mounts, limits, network, read-only).
+ * §3.3 get-or-create: reuse, conflict, extra-mount recreate, dead -> recreate, capacity. A new
+ * session's sandbox starts from base when given (an engine spec the caller built, its root
+ * already set: the CLI's run options), else from bs->image (aliases, store, pull); the Box
+ * fields (mounts, limits, network, read-only root) go on top. base's contents are taken over
+ * (it is left empty).
  */
-typedef int (*lb_box_spec_fn)(void *ctx, const struct lb_box_spec *bs, struct lb_spec *out,
-			      struct lb_err **err);
-
-/* §3.3 get-or-create: reuse, conflict, extra-mount recreate, dead -> recreate, capacity. */
 int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *bs,
-				 lb_box_spec_fn build, void *ctx, struct lb_box_session *out,
-				 bool *created, struct lb_err **err);
+				 struct lb_spec *base, struct lb_box_session *out, bool *created,
+				 struct lb_err **err);
+/* The reuse half of get-or-create, creating and dropping nothing: 1 with the session in *out
+ * when it exists, fits bs and is alive; 0 when get-or-create would have to (re)create it; -1 on a
+ * conflict. Lets a caller build a new session's base spec only when one is needed. */
+int lb_box_session_reuse(struct lb_box *box, const struct lb_box_spec *bs,
+			 struct lb_box_session *out, struct lb_err **err);
 /* BoxSessionNotFoundError "session <id> not found" when unknown. */
 int lb_box_session_get(struct lb_box *box, const char *id, struct lb_box_session *out,
 		       struct lb_err **err);
@@ -154,14 +175,5 @@ size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
 size_t lb_box_proc_count_running(struct lb_box *box);
 /* Sessions, running and exited managed processes, read without pruning anything. */
 void lb_box_count(struct lb_box *box, size_t *sessions, size_t *running, size_t *exited);
-
-/* ---- JSON as LangBot sees it ------------------------------------------------------------------
- */
-#include <jansson.h>
-json_t *lb_box_session_json(const struct lb_box_session *s);
-json_t *lb_box_proc_json(const struct lb_box_proc_info *p);
-/* §3.7 get_session: the session, plus its managed processes only once there are any. */
-json_t *lb_box_session_details_json(struct lb_box *box, const char *id, struct lb_err **err);
-json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec_result *r);
 
 #endif

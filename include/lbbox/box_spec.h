@@ -1,7 +1,8 @@
 /*
- * LangBot Box's request models (spec §1): BoxSpec, BoxMountSpec, BoxManagedProcessSpec, parsed
- * from JSON with pydantic's lax rules, validated with LangBot's exact messages (class
+ * LangBot Box's request models (spec §1): BoxSpec, BoxMountSpec, BoxManagedProcessSpec as plain
+ * structs, their defaults, and LangBot's validators with its exact messages (class
  * BoxValidationError), plus the session compatibility rule (§3.3) and the profiles (§2, §5.3).
+ * Reading them from a request's JSON is the protocol's part (lbbox/rpc.h).
  */
 #ifndef LBBOX_BOX_SPEC_H
 #define LBBOX_BOX_SPEC_H
@@ -79,11 +80,14 @@ struct lb_box_proc_spec {
 
 /* Fills *out with every default (session_id NULL). */
 void lb_box_spec_init(struct lb_box_spec *out);
-/* Parses a BoxSpec object (unknown keys ignored); on failure *err has class BoxValidationError
- * with pydantic-equivalent text, and *out is left freed. */
-int lb_box_spec_from_json(const json_t *obj, struct lb_box_spec *out, struct lb_err **err);
-/* Re-runs the validators on a filled spec (used after CLI flags set its fields). */
+/* Runs every validator on a filled spec, in declaration order (the first failure reported),
+ * then the after-validator; the before-validator first (an unset workdir follows mount_path). */
 int lb_box_spec_validate(struct lb_box_spec *spec, struct lb_err **err);
+/* The validators of one field (LangBot's, then lbbox's), for a parser that validates each field
+ * right after reading it, as pydantic does; and the after-validator (workdir under
+ * mount_path when host_path is given). */
+int lb_box_spec_check_field(struct lb_box_spec *spec, const char *field, struct lb_err **err);
+int lb_box_spec_check_after(const struct lb_box_spec *spec, struct lb_err **err);
 void lb_box_spec_free(struct lb_box_spec *spec);
 
 /* A session or managed-process id (field names it) with a control character (below 0x20, or
@@ -91,9 +95,28 @@ void lb_box_spec_free(struct lb_box_spec *spec);
 int lb_box_check_id(const char *id, const char *field, struct lb_err **err);
 
 void lb_box_proc_spec_init(struct lb_box_proc_spec *out);
-int lb_box_proc_spec_from_json(const json_t *obj, struct lb_box_proc_spec *out,
-			       struct lb_err **err);
 void lb_box_proc_spec_free(struct lb_box_proc_spec *spec);
+/* The same for BoxManagedProcessSpec: all validators, or one field's. */
+int lb_box_proc_spec_validate(struct lb_box_proc_spec *spec, struct lb_err **err);
+int lb_box_proc_spec_check_field(struct lb_box_proc_spec *spec, const char *field,
+				 struct lb_err **err);
+
+/* Validators shared by the models (box_spec_mount.c), for their parsers too. */
+/* BoxValidationError "<loc>: <msg>" (a type error's shape). */
+int lb_box_type_error(struct lb_err **err, const char *loc, const char *msg);
+/* Replaces *field by its Python strip(); a NULL field is "<loc>: Input should be a valid string".
+ */
+int lb_box_strip_field(char **field, const char *loc, struct lb_err **err);
+/* Strips, then "<name> must be an absolute path inside the sandbox" unless it starts with "/". */
+int lb_box_check_sandbox_path(char **field, const char *name, struct lb_err **err);
+/* lbbox's rules for a mount target beyond LangBot's. */
+int lb_box_check_mount_target(const char *path, struct lb_err **err);
+/* Strips, then "host_path must be an absolute host path" unless POSIX or Windows absolute. */
+int lb_box_check_host_path(char **field, struct lb_err **err);
+void lb_box_mounts_free(struct lb_box_mount *m, size_t n);
+/* An empty NULL-terminated string array, NULL on ENOMEM; and its free. */
+char **lb_box_strv_new(void);
+void lb_box_strv_free(char **v);
 
 const char *lb_box_net_name(enum lb_box_net n);		      /* "off" / "on" */
 const char *lb_box_mount_mode_name(enum lb_box_mount_mode m); /* "none" / "ro" / "rw" */
@@ -112,7 +135,7 @@ int lb_box_spec_check_compatible(const struct lb_box_spec *stored,
  * none are equal (order and duplicates ignored). */
 bool lb_box_extra_mounts_equal(const struct lb_box_spec *a, const struct lb_box_spec *b);
 
-/* JSON of the session fields (for the on-disk session record) and back. */
+/* JSON of the session fields, for the on-disk session record (read back by the box layer). */
 json_t *lb_box_spec_session_json(const struct lb_box_spec *spec);
 
 /* Profiles (§2). */
@@ -133,10 +156,28 @@ struct lb_box_profile {
 /* NULL + BoxValidationError "unknown box profile '<x>', available profiles: default,
  * network_basic, network_extended, offline_readonly" when unknown. */
 const struct lb_box_profile *lb_box_profile_find(const char *name, struct lb_err **err);
-/* §5.3 step 2 on a request payload object (before parsing): for image, network, timeout_sec,
- * host_path_mode, cpus, memory_mb, pids_limit, read_only_rootfs, workspace_quota_mb: locked ->
- * forced to the profile value, else set only when absent; then timeout_sec clamped to
- * max_timeout_sec. */
-int lb_box_profile_apply(const struct lb_box_profile *p, json_t *payload, struct lb_err **err);
+/* True when the profile locks field ("network", "host_path_mode", ...). */
+bool lb_box_profile_locks(const struct lb_box_profile *p, const char *field);
+
+/* The profile fields of a BoxSpec a caller gave (the others are unset: the profile fills them). */
+enum lb_box_given {
+	LB_BOX_GIVEN_IMAGE = 1u << 0,
+	LB_BOX_GIVEN_NETWORK = 1u << 1,
+	LB_BOX_GIVEN_TIMEOUT = 1u << 2,
+	LB_BOX_GIVEN_HOST_PATH_MODE = 1u << 3,
+	LB_BOX_GIVEN_CPUS = 1u << 4,
+	LB_BOX_GIVEN_MEMORY = 1u << 5,
+	LB_BOX_GIVEN_PIDS = 1u << 6,
+	LB_BOX_GIVEN_READ_ONLY = 1u << 7,
+	LB_BOX_GIVEN_QUOTA = 1u << 8,
+};
+/* §5.3 step 2 (LangBot's _apply_profile) on a spec filled from command-line flags: for image,
+ * network, timeout_sec, host_path_mode, cpus, memory_mb, pids_limit, read_only_rootfs,
+ * workspace_quota_mb, a field not in given (a mask of lb_box_given) or locked takes the
+ * profile's value; then timeout_sec is clamped to max_timeout_sec. */
+int lb_box_profile_fill(const struct lb_box_profile *p, struct lb_box_spec *spec, unsigned given,
+			struct lb_err **err);
+/* An exec's timeout under the profile: its default when not given, clamped to its maximum. */
+int64_t lb_box_profile_timeout(const struct lb_box_profile *p, bool given, int64_t timeout_sec);
 
 #endif

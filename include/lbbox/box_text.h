@@ -77,4 +77,9 @@ void lb_box_format_time(uint64_t unix_ns, char *buf, size_t len);
 int lb_box_quota_check(const char *host_path, int64_t quota_mb, uint64_t max_entries,
 		       const char *phase, const char *session_id, struct lb_err **err);
 
+/* Python's str.strip() on UTF-8: s.strip() == "", and a malloc'ed copy of s.strip() (NULL on
+ * ENOMEM). */
+bool lb_box_py_is_blank(const char *s);
+char *lb_box_py_strip_dup(const char *s);
+
 #endif

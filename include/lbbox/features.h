@@ -8,7 +8,5 @@
 /* {"rootless", "namespaces", "cgroups": {"version", "memory", "pids", "cpu"}, "seccomp",
  *  "overlay", "network": {"off", "on", "host"}} */
 json_t *lb_host_features(void);
-/* True when a LangBot Box session (namespaces + memory, pids and cpu limits) can be built. */
-bool lb_host_can_run_box(const json_t *features);
 
 #endif

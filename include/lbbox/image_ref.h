@@ -29,4 +29,8 @@ const char *lb_image_ref_api_repository(const struct lb_image_ref *ref);
 /* What to ask /v2/<repo>/manifests/ for: the digest when pinned, else the tag. */
 const char *lb_image_ref_manifest_ref(const struct lb_image_ref *ref);
 
+/* A reference as the store names it ("alpine" -> "docker.io/library/alpine:latest"); a bare
+ * "sha256:..." digest is kept. */
+int lb_image_name(const char *arg, char **out, struct lb_err **err);
+
 #endif

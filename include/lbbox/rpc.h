@@ -1,7 +1,8 @@
 /*
- * LangBot's Box RPC wire protocol (spec §6): stdio line framing with the chunk protocol, the
- * request / response shapes, error texts, and the tenancy envelope (context -> physical session
- * ids and back). Transport-free: callers feed bytes in and get lines to write out.
+ * LangBot's Box RPC protocol (spec §6): stdio line framing with the chunk protocol, the
+ * request / response shapes, error texts, the tenancy envelope (context -> physical session ids
+ * and back, generation fences), the request models read from JSON, and the actions on the box
+ * layer. Transport-free: callers feed bytes in and get replies to send out.
  */
 #ifndef LBBOX_RPC_H
 #define LBBOX_RPC_H
@@ -11,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lbbox/box.h"
+#include "lbbox/box_spec.h"
 #include "lbbox/err.h"
 
 #define LB_RPC_MAX_MESSAGE   (16u << 20) /* MAX_MESSAGE_BYTES */
@@ -93,5 +96,118 @@ int lb_rpc_physical_id(const struct lb_rpc_context *c, const char *logical, char
 /* Rewrites, in place and recursively, every "session_id" string starting with "<prefix>-" to
  * the part after it. */
 void lb_rpc_map_back(json_t *j, const char *prefix);
+
+/* ---- request models (§1) --------------------------------------------------------------------- */
+
+/* A BoxSpec object (unknown keys ignored), coerced as pydantic's lax mode does and validated
+ * field by field in declaration order; on failure *err has class BoxValidationError with
+ * pydantic-equivalent text, and *out is left freed. */
+int lb_rpc_spec_parse(const json_t *obj, struct lb_box_spec *out, struct lb_err **err);
+/* The same for a BoxManagedProcessSpec. */
+int lb_rpc_proc_spec_parse(const json_t *obj, struct lb_box_proc_spec *out, struct lb_err **err);
+
+/* ---- reply shapes (§1.4, §1.5, §1.7, §3.7), datetimes as pydantic writes them ------------------
+ */
+
+json_t *lb_rpc_session_json(const struct lb_box_session *s);
+json_t *lb_rpc_proc_json(const struct lb_box_proc_info *p);
+/* §3.7 get_session: the session, plus its managed processes only once there are any. */
+json_t *lb_rpc_session_details_json(struct lb_box *box, const char *id, struct lb_err **err);
+json_t *lb_rpc_exec_result_json(const char *session_id, const struct lb_box_exec_result *r);
+
+/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$: instance ids (§6.8, extra "._:-", 128), upload
+ * keys (§6.6, extra "._-", 255). */
+bool lb_rpc_name_valid(const char *v, const char *extra, size_t max);
+
+/* ---- the runtime's state (§3.1, §6.7) -----------------------------------------------------------
+ */
+
+#define LB_RPC_MAX_FENCES 1024
+
+/* The highest placement generation seen per instance + Workspace (§6.7). */
+struct lb_rpc_fence {
+	char key[80]; /* the Workspace's namespace "ws-<sha256[:24]>" */
+	int64_t generation;
+};
+
+/* What the protocol keeps between requests; the transport owns one. */
+struct lb_rpc_runtime {
+	struct lb_box box;
+	json_t *config;		/* LANGBOT_BOX_CONFIG merged with box_init payloads */
+	json_t *features;	/* lb_host_features() at start */
+	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
+	char trusted[256];	/* the trusted LangBot instance, "" = none yet */
+	struct lb_rpc_fence fences[LB_RPC_MAX_FENCES];
+	size_t n_fences;
+};
+/* An empty runtime with §3.1's defaults; the transport then fills box (lb_box_open_env),
+ * features (lb_host_features) and trusted. lb_rpc_runtime_fini frees what it holds. */
+void lb_rpc_runtime_init(struct lb_rpc_runtime *rt);
+void lb_rpc_runtime_fini(struct lb_rpc_runtime *rt);
+/* config.c: box_init / LANGBOT_BOX_CONFIG (§3.1), shallow-merged into rt.config: box.limits
+ * (validated and applied atomically, LangBot's messages) and box.local (host_root, allowed mount
+ * roots, the default workspace). */
+int lb_rpc_apply_config(struct lb_rpc_runtime *rt, json_t *update, struct lb_err **err);
+
+/* The Workspace namespace "ws-<sha256[:24]>" of a context's prefix "ws-<hash>-g<N>". */
+void lb_rpc_namespace_of(const struct lb_rpc_context *c, char *out, size_t len);
+/* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
+struct lb_rpc_fence *lb_rpc_fence(struct lb_rpc_runtime *rt, const char *ns, bool create);
+/* A higher generation seen: removes the sessions of ns's older generations (those not under
+ * prefix). Slow: transports run it in the background. */
+void lb_rpc_fence_cleanup(struct lb_rpc_runtime *rt, const char *ns, const char *prefix);
+
+/* ---- requests (§6.4 - §6.7)
+ * ---------------------------------------------------------------------- */
+
+/* Where a request goes once its envelope passed. */
+enum lb_rpc_route {
+	LB_RPC_DONE,   /* answered (*reply) or ignored (*ignored says why) */
+	LB_RPC_INLINE, /* lb_rpc_inline_action: no sandbox work, answer at once */
+	LB_RPC_UPLOAD, /* __file_chunk: into an upload the connection owns (lb_rpc_chunk_parse) */
+	LB_RPC_JOB,    /* lb_rpc_run_action, away from the event loop (it may take minutes) */
+};
+
+struct lb_rpc_request {
+	const char *action;
+	json_t *data;	/* the request's object (a new reference; {} when absent) */
+	json_t *seq_id; /* borrowed from the message */
+	bool has_ctx;	/* false: the legacy protocol (no context) */
+	struct lb_rpc_context ctx;
+	char fence[80];	     /* a tenant action's Workspace namespace, "" otherwise */
+	bool fence_advanced; /* a higher generation: lb_rpc_fence_cleanup is due */
+};
+/*
+ * The envelope checks of a received message, in LangBot's order: responses and messages without
+ * an action are ignored; a NUL in a string, a non-string action, non-object data, a runtime
+ * shutting down, an unknown action, a bad or stale context are answered with LangBot's error.
+ * Otherwise req is filled (lb_rpc_request_close frees it) and the route returned.
+ */
+enum lb_rpc_route lb_rpc_request_open(struct lb_rpc_runtime *rt, json_t *msg, bool shutting_down,
+				      struct lb_rpc_request *req, json_t **reply,
+				      const char **ignored);
+void lb_rpc_request_close(struct lb_rpc_request *req);
+
+/* actions.c: an LB_RPC_INLINE request's reply. */
+json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req);
+/* An LB_RPC_JOB request, run to its reply: session ids made physical on the way in and mapped
+ * back on the way out, errors with LangBot's classes. */
+json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req);
+/* Creates, deletes, starts and stops: a shutdown lets them finish. */
+bool lb_rpc_action_waits_on_shutdown(const char *action);
+/* {"name": "lbbox", "available"}: available when a session with LangBot's limits can really be
+ * built on this host. */
+json_t *lb_rpc_backend_info(const struct lb_rpc_runtime *rt);
+
+/* chunk.c: a __file_chunk request's fields, checked as the SDK's handler checks them, its bytes
+ * decoded (strict base64; malloc'ed, the caller frees). */
+struct lb_rpc_chunk {
+	const char *key; /* borrowed from the request */
+	int64_t length, index, amount;
+	unsigned char *bytes;
+	size_t n;
+};
+int lb_rpc_chunk_parse(const struct lb_rpc_runtime *rt, const json_t *data, struct lb_rpc_chunk *c,
+		       struct lb_err **err);
 
 #endif

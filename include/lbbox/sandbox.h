@@ -6,13 +6,25 @@
 #include <stdint.h>
 
 #include "lbbox/err.h"
+#include "lbbox/process.h"
 #include "lbbox/spec.h"
+#include "lbbox/util.h"
 
 struct lb_paths {
 	const char *root;    /* store: images, caches (default /var/lib/lbbox) */
 	const char *runroot; /* runtime state (default /run/lbbox) */
 };
 
+/* Where lbbox keeps things when no --root / --runroot is given: $LBBOX_ROOT and $LBBOX_RUNROOT,
+ * else /var/lib/lbbox and /run/lbbox for root, and for other users podman's rootless places
+ * ($XDG_DATA_HOME/lbbox or ~/.local/share/lbbox; $XDG_RUNTIME_DIR/lbbox or /tmp/lbbox-run-UID). */
+struct lb_default_paths {
+	char root[LB_PATH_BUF], runroot[LB_PATH_BUF];
+};
+void lb_paths_defaults(struct lb_default_paths *d);
+/* A runtime directory /tmp/lbbox-run-UID (the rootless fallback) may have been made by someone
+ * else first: creates it, and refuses it unless it is a private directory of this user. */
+int lb_paths_check_runroot(const char *runroot, struct lb_err **err);
 /* Creates the store and the runtime directory private to this user (0700), tightens existing
  * ones that are plainly lbbox's, refuses ones that belong to someone else or are open to others
  * otherwise. Every program of lbbox calls it before using either. */
@@ -21,6 +33,11 @@ int lb_paths_secure(const struct lb_paths *p, struct lb_err **err);
  * directory, by name or by identity (another name for the same directory). */
 int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const char *original,
 			 struct lb_err **err);
+
+/* Re-executes this program from a sealed memfd copy of itself (CVE-2019-5736: a process joining
+ * a sandbox must not expose a writable /proc/self/exe); returns only on failure, or at once when
+ * already running sealed. Programs that join sandboxes with writable roots call it first. */
+int lb_reexec_sealed(char **argv, struct lb_err **err);
 
 struct lb_result {
 	int exit_code; /* the command's status, or 128 + signal */
@@ -31,17 +48,6 @@ struct lb_result {
 	uint64_t memory_peak; /* bytes, from the cgroup; 0 when unknown */
 	uint64_t cpu_usec;    /* from the cgroup; 0 when unknown */
 	char id[13];
-};
-
-/*
- * Exit codes for failures of lbbox itself, as docker/podman: 125 = lbbox could not build the
- * sandbox, 126 = the command exists but cannot be executed, 127 = the command was not found.
- */
-enum {
-	LB_EXIT_TIMEOUT = 124,
-	LB_EXIT_SETUP = 125,
-	LB_EXIT_CANNOT_EXEC = 126,
-	LB_EXIT_NOT_FOUND = 127
 };
 
 /*

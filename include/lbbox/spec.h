@@ -108,15 +108,6 @@ uint64_t lb_default_caps(void);
 void lb_spec_init(struct lb_spec *spec);
 void lb_spec_free(struct lb_spec *spec);
 
-/* "HOST:SANDBOX[:ro|rw]" -> mount (host path not yet checked). */
-int lb_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err);
-/* "nofile=1024[:2048]" -> rlimit. */
-int lb_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err);
-/* "0.5" cpus -> quota/period in microseconds. */
-int lb_parse_cpus(const char *arg, uint64_t *quota_us, uint64_t *period_us, struct lb_err **err);
-/* "cap_net_raw" / "NET_RAW" / "ALL" -> bitmask. */
-int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err);
-
 /* LangBot's blocked-path rule on an already canonical path: 0 when allowed. */
 int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err);
 

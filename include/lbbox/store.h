@@ -103,4 +103,13 @@ int lb_store_txn_tag(struct lb_store_txn *t, const char *name, const char *media
 /* Under the lock: moves kept blobs into blobs/, then rewrites index.json atomically. */
 int lb_store_txn_commit(struct lb_store_txn *t, struct lb_err **err);
 
+/*
+ * tool.c: runs lbbox-image ROOT ARGS... (args NULL-terminated), the helper beside lbbox (or
+ * $LBBOX_IMAGE_TOOL). With capture_err its error line becomes *err and the return is < 0 on
+ * failure; otherwise it inherits stderr and its exit code is returned.
+ */
+int lb_image_tool(const char *root, const char *const *args, bool capture_err, struct lb_err **err);
+/* Opens the store at root only when one exists (a lookup must not create it). */
+int lb_store_open_existing(const char *root, struct lb_store **s, struct lb_err **err);
+
 #endif

@@ -9,6 +9,12 @@
 
 #include "lbbox/err.h"
 
+/* lbbox's own directories (--root, --runroot) are at most LB_PATH_ROOT_MAX bytes long
+ * (lb_paths_secure refuses longer ones), so every path lbbox builds under them -- a session's
+ * workspace, a managed process's socket -- fits LB_PATH_BUF, as does any PATH_MAX path. */
+#define LB_PATH_ROOT_MAX 1024
+#define LB_PATH_BUF	 (4096 + 512)
+
 /* "64m", "1g", "512k", "1048576" (bytes; binary units) -> bytes. */
 int lb_parse_size(const char *s, uint64_t *out, struct lb_err **err);
 /* Non-negative decimal integer, the whole string. */
@@ -70,6 +76,8 @@ bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 
 /* Monotonic clock in nanoseconds. */
 uint64_t lb_now_ns(void);
+/* Wall clock (CLOCK_REALTIME) in nanoseconds since the epoch: times that outlive a boot. */
+uint64_t lb_realtime_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */
 int lb_random_hex(char *buf, size_t n, struct lb_err **err);
 

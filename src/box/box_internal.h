@@ -16,11 +16,11 @@
  *     session.json        the record: id, sandbox id, owner, spec, created
  *     exec.lock           flock: execs of the session run one at a time; mtime = last used
  *     workspace/          the writable workspace of a session without a host_path
- *     procs/              managed processes (proc.c)
+ *     procs/              managed processes (managed.c)
  */
 #define BOX_KEY_MAX 128
 
-/* registry.c */
+/* records.c */
 void box_session_key(const char *id, char key[BOX_KEY_MAX]);
 void box_session_dir(const struct lb_box *box, const char *id, char *out, size_t len);
 /* Opens dir/name (creating it when create) and flocks it with op (LOCK_EX, LOCK_SH, | LOCK_NB);
@@ -46,11 +46,12 @@ typedef void (*box_session_fn)(struct lb_box *box, const char *key, const char *
 void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx);
 size_t box_count_sessions(struct lb_box *box);
 
-/* BoxSpec from a session record or a copy: LangBot's rules only (box_spec.c), so a session
- * stored before lbbox's own rules tightened can still be read, listed and removed. */
+/* box_spec_record.c: BoxSpec from a session record or a copy: LangBot's rules only, so a
+ * session stored before lbbox's own rules tightened can still be read, listed and removed. */
 int lb_box_spec_from_record(const json_t *obj, struct lb_box_spec *out, struct lb_err **err);
+/* box_spec.c: every validator, LangBot's rules only. */
+int box_spec_validate_record(struct lb_box_spec *spec, struct lb_err **err);
 /* session.c */
-uint64_t box_realtime_ns(void);
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);
 /* Destroys the session's sandbox and record; the caller holds the global lock. */
 int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
@@ -83,11 +84,15 @@ size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d);
 /* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
 
+/* image.c: bs->image as spec's root (spec->readonly_root already final). */
+int box_image_spec(const struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,
+		   struct lb_err **err);
+
 /* engine_spec.c: the Box fields on top of the caller's engine spec. */
 int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
 		    const char *workspace, struct lb_spec *spec, struct lb_err **err);
 
-/* proc_record.c: procs/<hash>.json records and socket names. */
+/* managed_record.c: procs/<hash>.json records and socket names. */
 #define BOX_PROC_STOP_GRACE_SEC 5
 void box_proc_key(const char *process_id, char key[32]);
 void box_proc_paths(const char *sdir, const char *process_id, char *json, char *sock, size_t len);
@@ -100,7 +105,7 @@ int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pi
 int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,
 		     const struct lb_box_proc_spec *spec, struct lb_err **err);
 
-/* proc.c */
+/* managed.c */
 /* Terminates every managed process of the session (close stdin, SIGTERM, 5 s, SIGKILL). */
 void box_procs_terminate_all(struct lb_box *box, const char *sdir);
 /* True when a managed process of the session is running. */
@@ -112,7 +117,7 @@ size_t box_procs_running(const char *sdir, const char *only);
 typedef void (*box_each_proc_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
 				 uint64_t kstart, void *ctx);
 void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx);
-/* proc_retention.c: drops exited records past the retention time or beyond the per-runtime
+/* managed_retention.c: drops exited records past the retention time or beyond the per-runtime
  * maximum. */
 void box_procs_prune(struct lb_box *box);
 

@@ -1,70 +1,15 @@
-/*
- * pydantic v2's lax coercion of JSON values (python mode, as LangBot's model_validate sees a
- * json.loads() result), shared by the BoxSpec parser and the profile timeout clamp. Type errors
- * read "<loc>: <pydantic message>", e.g. "timeout_sec: Input should be a valid integer".
- */
+/* Validators of the Box models used only inside the box layer (box_spec_mount.c). */
 #ifndef LBBOX_BOX_SPEC_INTERNAL_H
 #define LBBOX_BOX_SPEC_INTERNAL_H
 
-#include <jansson.h>
-#include <stdbool.h>
-#include <stdint.h>
+#include <stddef.h>
 
 #include "lbbox/box_spec.h"
 #include "lbbox/err.h"
 
-/* int: ints, bools, integral finite floats, and strings such as " 1_000 " or "5.00". A string
- * holding an integer outside int64 (which Python would accept) fails with *overflow = +1 / -1;
- * otherwise *overflow is 0. *msg is pydantic's message on failure. */
-int lb_box_lax_int(const json_t *v, int64_t *out, int *overflow, const char **msg);
-/* float: numbers, bools, and strings in Python float() syntax (also "inf", "nan"). */
-int lb_box_lax_float(const json_t *v, double *out, const char **msg);
-/* bool: bools, 0 / 1, 0.0 / 1.0, and "true"/"false", "yes"/"no", "on"/"off", "t"/"f",
- * "y"/"n", "1"/"0" in any case. */
-int lb_box_lax_bool(const json_t *v, bool *out, const char **msg);
-
-/* BoxValidationError "<loc>: <msg>". */
-int lb_box_type_error(struct lb_err **err, const char *loc, const char *msg);
-
-/* Field coercions: each fails with lb_box_type_error() and replaces *out only on success. */
-int lb_box_coerce_int(const json_t *v, const char *loc, int64_t *out, struct lb_err **err);
-/* Also rejects inf / nan, which a JSON peer cannot be sent back (see box_spec_coerce.c). */
-int lb_box_coerce_float(const json_t *v, const char *loc, double *out, struct lb_err **err);
-int lb_box_coerce_bool(const json_t *v, const char *loc, bool *out, struct lb_err **err);
-/* str is strict in pydantic v2: only a JSON string (null only when nullable). */
-int lb_box_coerce_str(const json_t *v, const char *loc, bool nullable, char **out,
-		      struct lb_err **err);
-/* A string enum: *out = index into names (n of them). */
-int lb_box_coerce_enum(const json_t *v, const char *loc, const char *const *names, int n, int *out,
-		       struct lb_err **err);
-/* dict[str, str] as NULL-terminated "KEY=VALUE", in the object's order. */
-int lb_box_coerce_env(const json_t *v, const char *loc, char ***out, struct lb_err **err);
-/* list[str] as a NULL-terminated array. */
-int lb_box_coerce_str_list(const json_t *v, const char *loc, char ***out, struct lb_err **err);
-
-/* Validators shared by BoxSpec, BoxMountSpec and BoxManagedProcessSpec (box_spec_mount.c). */
-/* Replaces *field by its Python strip(); a NULL field is "<loc>: Input should be a valid string".
- */
-int lb_box_strip_field(char **field, const char *loc, struct lb_err **err);
-/* Strips, then "<name> must be an absolute path inside the sandbox" unless it starts with "/". */
-int lb_box_check_sandbox_path(char **field, const char *name, struct lb_err **err);
-/* lbbox's rules for a mount target beyond LangBot's (box_spec_mount.c). */
-int lb_box_check_mount_target(const char *path, struct lb_err **err);
-/* Strips, then "host_path must be an absolute host path" unless POSIX or Windows absolute. */
-int lb_box_check_host_path(char **field, struct lb_err **err);
 /* Strips; "" becomes NULL; at most 64 characters, each alphanumeric (Python) or - or _. */
 int lb_box_check_skill_name(char **field, struct lb_err **err);
 /* BoxMountSpec's validators on extra_mounts[index]. */
 int lb_box_check_mount(struct lb_box_mount *m, size_t index, struct lb_err **err);
-int lb_box_coerce_mount_mode(const json_t *v, const char *loc, enum lb_box_mount_mode *out,
-			     struct lb_err **err);
-/* list[BoxMountSpec]: each item coerced and validated before the next, as pydantic does. */
-int lb_box_coerce_mounts(const json_t *v, struct lb_box_mount **out, size_t *n,
-			 struct lb_err **err);
-void lb_box_mounts_free(struct lb_box_mount *m, size_t n);
-
-/* An empty NULL-terminated string array, NULL on ENOMEM. */
-char **lb_box_strv_new(void);
-void lb_box_strv_free(char **v);
 
 #endif

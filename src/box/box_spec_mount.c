@@ -14,8 +14,6 @@
 
 #define SKILL_NAME_MAX 64
 
-static const char *const mode_names[] = {"none", "ro", "rw"};
-
 int lb_box_strip_field(char **field, const char *loc, struct lb_err **err)
 {
 	if (!*field)
@@ -151,68 +149,6 @@ int lb_box_check_mount(struct lb_box_mount *m, size_t index, struct lb_err **err
 	return lb_box_check_sandbox_path(&m->mount_path, "mount_path", err);
 }
 
-int lb_box_coerce_mount_mode(const json_t *v, const char *loc, enum lb_box_mount_mode *out,
-			     struct lb_err **err)
-{
-	int i;
-
-	if (lb_box_coerce_enum(v, loc, mode_names, 3, &i, err) < 0)
-		return -1;
-	*out = (enum lb_box_mount_mode)i;
-	return 0;
-}
-
-/* One BoxMountSpec: host_path, mount_path, mode, each coerced then validated in that order. */
-static int coerce_mount(const json_t *v, size_t index, struct lb_box_mount *m, struct lb_err **err)
-{
-	const json_t *host = json_object_get(v, "host_path");
-	const json_t *mount = json_object_get(v, "mount_path");
-	const json_t *mode = json_object_get(v, "mode");
-	char loc[64];
-
-	m->mode = LB_BOX_MOUNT_RW;
-	if (!json_is_object(v)) {
-		snprintf(loc, sizeof(loc), "extra_mounts.%zu", index);
-		return lb_box_type_error(
-		    err, loc, "Input should be a valid dictionary or instance of BoxMountSpec");
-	}
-	snprintf(loc, sizeof(loc), "extra_mounts.%zu.host_path", index);
-	if (!host)
-		return lb_box_type_error(err, loc, "Field required");
-	if (lb_box_coerce_str(host, loc, false, &m->host_path, err) < 0 ||
-	    lb_box_check_host_path(&m->host_path, err) < 0)
-		return -1;
-	snprintf(loc, sizeof(loc), "extra_mounts.%zu.mount_path", index);
-	if (!mount)
-		return lb_box_type_error(err, loc, "Field required");
-	if (lb_box_coerce_str(mount, loc, false, &m->mount_path, err) < 0 ||
-	    lb_box_check_sandbox_path(&m->mount_path, "mount_path", err) < 0)
-		return -1;
-	snprintf(loc, sizeof(loc), "extra_mounts.%zu.mode", index);
-	return mode ? lb_box_coerce_mount_mode(mode, loc, &m->mode, err) : 0;
-}
-
-int lb_box_coerce_mounts(const json_t *v, struct lb_box_mount **out, size_t *n, struct lb_err **err)
-{
-	size_t count = json_array_size(v);
-	struct lb_box_mount *m = NULL;
-
-	if (!json_is_array(v))
-		return lb_box_type_error(err, "extra_mounts", "Input should be a valid list");
-	if (count && !(m = calloc(count, sizeof(*m))))
-		return lb_err_set(err, ENOMEM, "extra_mounts");
-	for (size_t i = 0; i < count; i++) {
-		if (coerce_mount(json_array_get(v, i), i, &m[i], err) < 0) {
-			lb_box_mounts_free(m, count);
-			return -1;
-		}
-	}
-	lb_box_mounts_free(*out, *n);
-	*out = m;
-	*n = count;
-	return 0;
-}
-
 void lb_box_mounts_free(struct lb_box_mount *m, size_t n)
 {
 	for (size_t i = 0; m && i < n; i++) {
@@ -220,4 +156,19 @@ void lb_box_mounts_free(struct lb_box_mount *m, size_t n)
 		free(m[i].mount_path);
 	}
 	free(m);
+}
+
+int lb_box_type_error(struct lb_err **err, const char *loc, const char *msg)
+{
+	return lb_err_box(err, LB_BOX_EVALIDATION, "%s: %s", loc, msg);
+}
+
+char **lb_box_strv_new(void)
+{
+	return calloc(1, sizeof(char *));
+}
+
+void lb_box_strv_free(char **v)
+{
+	lb_strvfreep(&v);
 }

@@ -27,64 +27,56 @@ void lb_box_proc_spec_free(struct lb_box_proc_spec *spec)
 	*spec = (struct lb_box_proc_spec){0};
 }
 
-static int proc_command(const json_t *v, struct lb_box_proc_spec *s, struct lb_err **err)
+static int check_process_id(struct lb_box_proc_spec *s, struct lb_err **err)
 {
-	if (!v)
+	if (!s->process_id)
+		return lb_box_type_error(err, "process_id", "Input should be a valid string");
+	return lb_box_check_id(s->process_id, "process_id", err);
+}
+
+static int check_command(struct lb_box_proc_spec *s, struct lb_err **err)
+{
+	if (!s->command)
 		return lb_box_type_error(err, "command", "Field required");
-	if (lb_box_coerce_str(v, "command", false, &s->command, err) < 0 ||
-	    lb_box_strip_field(&s->command, "command", err) < 0)
+	if (lb_box_strip_field(&s->command, "command", err) < 0)
 		return -1;
 	if (!*s->command)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "command must not be empty");
 	return 0;
 }
 
+static int check_cwd(struct lb_box_proc_spec *s, struct lb_err **err)
+{
+	return lb_box_check_sandbox_path(&s->cwd, "cwd", err);
+}
+
 /* Fields in declaration order: process_id, command, args, env, cwd, memory_mb. process_id has
  * no validator in LangBot (not even a strip; lbbox refuses control characters) and memory_mb
  * none either (0 = the session's; lbbox does not use it). */
-static int proc_fields(const json_t *obj, struct lb_box_proc_spec *s, struct lb_err **err)
-{
-	const json_t *v;
+static const struct {
+	const char *name;
+	int (*check)(struct lb_box_proc_spec *s, struct lb_err **err);
+} proc_fields[] = {
+    {"process_id", check_process_id},
+    {"command", check_command},
+    {"args", NULL},
+    {"env", NULL},
+    {"cwd", check_cwd},
+    {"memory_mb", NULL},
+};
 
-	if ((v = json_object_get(obj, "process_id")) &&
-	    lb_box_coerce_str(v, "process_id", false, &s->process_id, err) < 0)
-		return -1;
-	if (lb_box_check_id(s->process_id, "process_id", err) < 0)
-		return -1;
-	if (proc_command(json_object_get(obj, "command"), s, err) < 0)
-		return -1;
-	if ((v = json_object_get(obj, "args")) &&
-	    lb_box_coerce_str_list(v, "args", &s->args, err) < 0)
-		return -1;
-	if ((v = json_object_get(obj, "env")) && lb_box_coerce_env(v, "env", &s->env, err) < 0)
-		return -1;
-	if ((v = json_object_get(obj, "cwd")) &&
-	    lb_box_coerce_str(v, "cwd", false, &s->cwd, err) < 0)
-		return -1;
-	if (lb_box_check_sandbox_path(&s->cwd, "cwd", err) < 0)
-		return -1;
-	if ((v = json_object_get(obj, "memory_mb")) &&
-	    lb_box_coerce_int(v, "memory_mb", &s->memory_mb, err) < 0)
-		return -1;
-	return 0;
+int lb_box_proc_spec_check_field(struct lb_box_proc_spec *s, const char *field, struct lb_err **err)
+{
+	for (size_t i = 0; i < sizeof(proc_fields) / sizeof(proc_fields[0]); i++)
+		if (!strcmp(proc_fields[i].name, field))
+			return proc_fields[i].check ? proc_fields[i].check(s, err) : 0;
+	return lb_err_set(err, EINVAL, "BoxManagedProcessSpec has no field %s", field);
 }
 
-int lb_box_proc_spec_from_json(const json_t *obj, struct lb_box_proc_spec *out, struct lb_err **err)
+int lb_box_proc_spec_validate(struct lb_box_proc_spec *s, struct lb_err **err)
 {
-	lb_box_proc_spec_init(out);
-	if (!out->process_id || !out->args || !out->env || !out->cwd) {
-		lb_box_proc_spec_free(out);
-		return lb_err_set(err, ENOMEM, "managed process spec");
-	}
-	if (!json_is_object(obj)) {
-		lb_box_proc_spec_free(out);
-		return lb_err_box(
-		    err, LB_BOX_EVALIDATION,
-		    "Input should be a valid dictionary or instance of BoxManagedProcessSpec");
-	}
-	if (proc_fields(obj, out, err) < 0) {
-		lb_box_proc_spec_free(out);
-		return -1;
-	}
+	for (size_t i = 0; i < sizeof(proc_fields) / sizeof(proc_fields[0]); i++)
+		if (proc_fields[i].check && proc_fields[i].check(s, err) < 0)
+			return -1;
 	return 0;
 }

@@ -118,7 +118,7 @@ static int make_pipes(struct capture *c, int child[2], struct lb_err **err)
 
 static void remember_busy(const char *sdir, const char *cg)
 {
-	char path[4300], line[32];
+	char path[LB_PATH_BUF], line[32];
 	snprintf(path, sizeof(path), "%s/" BUSY_FILE, sdir);
 	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -131,7 +131,7 @@ static void remember_busy(const char *sdir, const char *cg)
 /* Exec cgroups left busy earlier and empty now are removed; the busy ones stay listed. */
 static void sweep_busy(struct lb_box *box, const char *sdir, const char *sandbox)
 {
-	char path[4300];
+	char path[LB_PATH_BUF];
 	_cleanup_free_ char *list = NULL;
 	snprintf(path, sizeof(path), "%s/" BUSY_FILE, sdir);
 	if (lb_read_file(path, 1 << 16, &list, NULL, NULL) < 0)
@@ -232,7 +232,7 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 static int lock_session(struct lb_box *box, const char *id, const char *sdir, int *fd,
 			struct lb_err **err)
 {
-	char path[4300], del[4300];
+	char path[LB_PATH_BUF], del[LB_PATH_BUF];
 	struct stat a, b;
 	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
@@ -267,7 +267,7 @@ static int drop_if_same(struct lb_box *box, const char *id, const char *sandbox,
 int lb_box_exec(struct lb_box *box, const char *session_id, const struct lb_box_exec_req *req,
 		struct lb_box_exec_result *res, struct lb_err **err)
 {
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
 	_cleanup_close_ int lock = -1;
 	struct lb_box_session s;
 	struct lb_sandbox *sb = NULL;

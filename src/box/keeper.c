@@ -25,12 +25,12 @@
 #include "lbbox/box_text.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/process.h"
 
 struct keeper {
 	struct lb_box_proc_info info;
 	const char *sdir; /* the session: last_used is bumped on attach, detach, exit */
-	char json[4400], sock[4400];
+	char json[LB_PATH_BUF], sock[LB_PATH_BUF];
 	struct lb_proc p;
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
 	struct lb_box_preview preview;
@@ -94,7 +94,7 @@ static char *command_line(const struct lb_box_proc_spec *spec)
 static int listen_socket(struct keeper *k, struct lb_err **err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char dir[4400];
+	char dir[LB_PATH_BUF];
 	snprintf(dir, sizeof(dir), "%s", k->sock);
 	*strrchr(dir, '/') = '\0';
 	const char *name = strrchr(k->sock, '/') + 1;
@@ -296,7 +296,7 @@ static void finish(struct keeper *k)
 	lb_proc_release(&k->p);
 	k->info.running = false;
 	k->info.attached = false;
-	k->info.exited_ns = box_realtime_ns();
+	k->info.exited_ns = lb_realtime_ns();
 	k->info.has_exit_code = true;
 	k->info.exit_code = lb_exit_code_of(status);
 	save(k);
@@ -332,7 +332,7 @@ static int info_init(struct keeper *k, const struct lb_box_session *s,
 	k->info.cwd = strdup(spec->cwd);
 	k->info.stderr_preview = strdup("");
 	k->info.running = true;
-	k->info.started_ns = box_realtime_ns();
+	k->info.started_ns = lb_realtime_ns();
 	k->self = getpid();
 	k->self_start = lb_proc_starttime(k->self);
 	if (!k->info.env_keys || !k->info.args || !k->info.session_id || !k->info.process_id ||
@@ -347,7 +347,7 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 {
 	struct keeper k = {.in_w = -1, .out_r = -1, .err_r = -1, .lfd = -1, .cfd = -1, .sigfd = -1};
 	struct lb_err *err = NULL;
-	char procs[4300];
+	char procs[LB_PATH_BUF];
 	/* nothing of the caller stays open in a long-lived process (its locks, a server's sockets)
 	 */
 	if (ready > 3)
@@ -400,11 +400,9 @@ int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const c
 	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	ssize_t n = lb_read_all(ready[0], &msg, sizeof(msg));
+	int failed = lb_child_read_fail(ready[0], &msg, "managed process did not start");
 	close(ready[0]);
-	if (n == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (!failed && WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	msg.msg[sizeof(msg.msg) - 1] = '\0';
-	return lb_err_set(err, 0, "%s",
-			  n == (ssize_t)sizeof(msg) ? msg.msg : "managed process did not start");
+	return lb_err_set(err, 0, "%s", failed ? msg.msg : "managed process did not start");
 }

@@ -1,13 +1,12 @@
 /*
- * LangBot's built-in Box profiles (spec §2) and BoxService._apply_profile (§5.3 step 2): on the
- * raw request payload, before validation, so a locked field wins over whatever the caller sent
- * and an unlocked one only fills a gap.
+ * LangBot's built-in Box profiles (spec §2) and BoxService._apply_profile (§5.3 step 2) on a
+ * spec filled from flags: a locked field wins over whatever the caller gave and an unlocked one
+ * only fills a gap. (On a request's raw payload it is src/rpc/profile.c.)
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "box_spec_internal.h"
 #include "lbbox/box_spec.h"
 #include "lbbox/cleanup.h"
 #include "text_internal.h"
@@ -48,7 +47,7 @@ const struct lb_box_profile *lb_box_profile_find(const char *name, struct lb_err
 	return NULL;
 }
 
-static bool profile_locks(const struct lb_box_profile *p, const char *field)
+bool lb_box_profile_locks(const struct lb_box_profile *p, const char *field)
 {
 	for (const char *const *l = p->locked; l && *l; l++)
 		if (!strcmp(*l, field))
@@ -56,62 +55,43 @@ static bool profile_locks(const struct lb_box_profile *p, const char *field)
 	return false;
 }
 
-/* The profile's value of one of the nine profile fields, as JSON (enums as their value). */
-static json_t *profile_value(const struct lb_box_profile *p, const char *field)
+int64_t lb_box_profile_timeout(const struct lb_box_profile *p, bool given, int64_t timeout_sec)
 {
-	if (!strcmp(field, "image"))
-		return json_string(p->image);
-	if (!strcmp(field, "network"))
-		return json_string(lb_box_net_name(p->network));
-	if (!strcmp(field, "timeout_sec"))
-		return json_integer(p->timeout_sec);
-	if (!strcmp(field, "host_path_mode"))
-		return json_string(lb_box_mount_mode_name(p->host_path_mode));
-	if (!strcmp(field, "cpus"))
-		return json_real(p->cpus);
-	if (!strcmp(field, "memory_mb"))
-		return json_integer(p->memory_mb);
-	if (!strcmp(field, "pids_limit"))
-		return json_integer(p->pids_limit);
-	if (!strcmp(field, "read_only_rootfs"))
-		return json_boolean(p->read_only_rootfs);
-	return json_integer(p->workspace_quota_mb);
+	if (!given || lb_box_profile_locks(p, "timeout_sec"))
+		timeout_sec = p->timeout_sec;
+	return timeout_sec > p->max_timeout_sec ? p->max_timeout_sec : timeout_sec;
 }
 
-/* timeout_sec above max_timeout_sec becomes max_timeout_sec; a value that is no integer is
- * left for validation to reject. Python reads "99999999999999999999" as a (huge) int, so an
- * int64 overflow upwards clamps too. */
-static int clamp_timeout(const struct lb_box_profile *p, json_t *payload)
+/* The profile's value replaces a field the caller did not give, or one the profile locks. */
+static bool takes(const struct lb_box_profile *p, unsigned given, unsigned bit, const char *field)
 {
-	const json_t *v = json_object_get(payload, "timeout_sec");
-	const char *msg = NULL;
-	int64_t t = 0;
-	int overflow = 0;
-
-	if (!v || (lb_box_lax_int(v, &t, &overflow, &msg) < 0 && overflow <= 0))
-		return 0;
-	if (overflow > 0 || t > p->max_timeout_sec)
-		return json_object_set_new(payload, "timeout_sec",
-					   json_integer(p->max_timeout_sec));
-	return 0;
+	return !(given & bit) || lb_box_profile_locks(p, field);
 }
 
-int lb_box_profile_apply(const struct lb_box_profile *p, json_t *payload, struct lb_err **err)
+int lb_box_profile_fill(const struct lb_box_profile *p, struct lb_box_spec *s, unsigned given,
+			struct lb_err **err)
 {
-	static const char *const fields[] = {
-	    "image",	 "network",    "timeout_sec",	   "host_path_mode",	"cpus",
-	    "memory_mb", "pids_limit", "read_only_rootfs", "workspace_quota_mb"};
-
-	if (!json_is_object(payload))
-		return lb_err_box(err, LB_BOX_EVALIDATION, "box request payload must be an object");
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		/* "absent" is the key missing: an explicit null stays and fails validation */
-		if (!profile_locks(p, fields[i]) && json_object_get(payload, fields[i]))
-			continue;
-		if (json_object_set_new(payload, fields[i], profile_value(p, fields[i])) < 0)
+	if (takes(p, given, LB_BOX_GIVEN_IMAGE, "image")) {
+		char *image = strdup(p->image);
+		if (!image)
 			return lb_err_set(err, ENOMEM, "apply box profile %s", p->name);
+		free(s->image);
+		s->image = image;
 	}
-	if (clamp_timeout(p, payload) < 0)
-		return lb_err_set(err, ENOMEM, "apply box profile %s", p->name);
+	if (takes(p, given, LB_BOX_GIVEN_NETWORK, "network"))
+		s->network = p->network;
+	if (takes(p, given, LB_BOX_GIVEN_HOST_PATH_MODE, "host_path_mode"))
+		s->host_path_mode = p->host_path_mode;
+	if (takes(p, given, LB_BOX_GIVEN_CPUS, "cpus"))
+		s->cpus = p->cpus;
+	if (takes(p, given, LB_BOX_GIVEN_MEMORY, "memory_mb"))
+		s->memory_mb = p->memory_mb;
+	if (takes(p, given, LB_BOX_GIVEN_PIDS, "pids_limit"))
+		s->pids_limit = p->pids_limit;
+	if (takes(p, given, LB_BOX_GIVEN_READ_ONLY, "read_only_rootfs"))
+		s->read_only_rootfs = p->read_only_rootfs;
+	if (takes(p, given, LB_BOX_GIVEN_QUOTA, "workspace_quota_mb"))
+		s->workspace_quota_mb = p->workspace_quota_mb;
+	s->timeout_sec = lb_box_profile_timeout(p, given & LB_BOX_GIVEN_TIMEOUT, s->timeout_sec);
 	return 0;
 }

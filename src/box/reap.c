@@ -19,7 +19,7 @@
 
 int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
 {
-	char dir[4200], name[128];
+	char dir[LB_PATH_BUF], name[128];
 	if (!box->owner[0])
 		return lb_err_set(err, EINVAL, "no instance id");
 	snprintf(dir, sizeof(dir), "%s/instances", box->dir);
@@ -31,7 +31,7 @@ int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
 
 void lb_box_instance_release(struct lb_box *box, int fd)
 {
-	char path[4400];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/instances/%s.lock", box->dir, box->owner);
 	/* unlinked while still held: a reaper that opens it now or later finds the owner gone,
 	 * which it is, its sessions already dropped */
@@ -42,7 +42,7 @@ void lb_box_instance_release(struct lb_box *box, int fd)
 
 static bool owner_alive(const struct lb_box *box, const char *owner)
 {
-	char path[4400];
+	char path[LB_PATH_BUF];
 	if (!owner[0] || strcmp(owner, box->owner) == 0)
 		return true;
 	snprintf(path, sizeof(path), "%s/instances/%s.lock", box->dir, owner);
@@ -128,7 +128,7 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 	int lock = -1;
 	if (box_global_lock(box, &lock, err) < 0)
 		return -1;
-	box_reap_locked(box, now_ns ? now_ns : box_realtime_ns(), &d);
+	box_reap_locked(box, now_ns ? now_ns : lb_realtime_ns(), &d);
 	close(lock);
 	*removed = box_dropping_finish(box, &d);
 	return 0;

@@ -17,14 +17,7 @@
 #include "box/box_internal.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
-#include "sandbox/engine.h"
-
-uint64_t box_realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "lbbox/process.h"
 
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err)
 {
@@ -48,7 +41,7 @@ int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct
 static int write_marker(const char *sdir, const char *name, const char *text, bool excl,
 			struct lb_err **err)
 {
-	char path[4300], buf[MARKER_LEN + 1];
+	char path[LB_PATH_BUF], buf[MARKER_LEN + 1];
 	snprintf(path, sizeof(path), "%s/%s", sdir, name);
 	snprintf(buf, sizeof(buf), "%-*s", MARKER_LEN, text);
 	_cleanup_close_ int fd =
@@ -69,7 +62,7 @@ static int mark_process(const char *sdir, const char *name, bool excl, struct lb
 /* The live process a marker names: 1 = this one, 2 = another, 0 = none. */
 static int marked_process(const char *sdir, const char *name)
 {
-	char path[4300];
+	char path[LB_PATH_BUF];
 	_cleanup_free_ char *text = NULL;
 	int pid = 0;
 	unsigned long long start = 0;
@@ -92,7 +85,7 @@ static int marked_process(const char *sdir, const char *name)
 
 int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **err)
 {
-	char sdir[4200], rec[4300], del[4300];
+	char sdir[LB_PATH_BUF], rec[LB_PATH_BUF], del[LB_PATH_BUF];
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
@@ -109,7 +102,7 @@ bool box_deleting_elsewhere(const char *sdir)
 
 int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **err)
 {
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
 	struct lb_box_session s;
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	char key[BOX_KEY_MAX];
@@ -202,7 +195,7 @@ int box_drop_leftover(struct lb_box *box, const char *sdir)
 static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,
 			 const char *sdir, struct lb_box_session *out, struct lb_err **err)
 {
-	char ws[4300], path[4300];
+	char ws[LB_PATH_BUF], path[LB_PATH_BUF];
 	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
 	if (box_engine_spec(bs, &box->paths, box->allowed_roots, ws, spec, err) < 0)
 		return -1;
@@ -214,7 +207,7 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 		return -1;
 	out->session_id = strdup(bs->session_id);
 	out->owner = strdup(box->owner);
-	out->created_ns = out->last_used_ns = box_realtime_ns();
+	out->created_ns = out->last_used_ns = lb_realtime_ns();
 	out->alive = true;
 	/* exec.lock first (mtime = last used): execs open it, never create it */
 	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
@@ -230,10 +223,10 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 }
 
 /* The reserved directory becomes a session (or goes again). */
-static int create(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_fn build, void *ctx,
+static int create(struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *base,
 		  struct lb_box_session *out, struct lb_err **err)
 {
-	char sdir[4200], ws[4300];
+	char sdir[LB_PATH_BUF], ws[LB_PATH_BUF];
 	struct lb_spec spec;
 	_cleanup_close_ int lock = -1;
 	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
@@ -241,9 +234,15 @@ static int create(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_
 	memset(out, 0, sizeof(*out));
 	lb_box_spec_init(&out->spec);
 	lb_spec_init(&spec);
+	spec.readonly_root = bs->read_only_rootfs;
+	if (base) { /* taken over */
+		spec = *base;
+		lb_spec_init(base);
+	}
 	int r = !bs->host_path && mkdir(ws, 0755) < 0 ? lb_err_set(err, errno, "create %s", ws) : 0;
-	if (r == 0)
-		r = build(ctx, bs, &spec, err); /* outside the lock: may resolve or pull an image */
+	/* outside the lock: an image may be resolved or pulled */
+	if (r == 0 && !base)
+		r = box_image_spec(box, bs, &spec, err);
 	if (box_global_lock(box, &lock, r < 0 ? NULL : err) < 0)
 		r = -1;
 	if (r == 0 && creator(sdir) != 1)
@@ -262,33 +261,61 @@ static int create(struct lb_box *box, const struct lb_box_spec *bs, lb_box_spec_
 
 enum lookup { FOUND, RESERVED, WAIT };
 
+/* Under the global lock: 1 when the session exists, fits bs (§3.3) and is alive (then it is
+ * touched and in *out); 0 when there is none or it must be replaced (*stale); -1 on conflict. */
+static int reuse_locked(struct lb_box *box, const struct lb_box_spec *bs, const char *sdir,
+			struct lb_box_session *out, bool *stale, struct lb_err **err)
+{
+	struct lb_box_session cur;
+	*stale = false;
+	if (box_record_read(box, bs->session_id, &cur, NULL) < 0)
+		return 0;
+	if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
+		lb_box_session_free(&cur);
+		return -1;
+	}
+	cur.alive = lb_sandbox_is_alive(&box->paths, cur.sandbox);
+	if (lb_box_extra_mounts_equal(&cur.spec, bs) && cur.alive) {
+		box_touch(sdir);
+		cur.last_used_ns = lb_realtime_ns();
+		*out = cur;
+		return 1;
+	}
+	lb_box_session_free(&cur);
+	*stale = true; /* a bind mount cannot be added to a running sandbox; a dead one goes */
+	return 0;
+}
+
+int lb_box_session_reuse(struct lb_box *box, const struct lb_box_spec *bs,
+			 struct lb_box_session *out, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	char sdir[LB_PATH_BUF];
+	bool stale;
+	if (box_global_lock(box, &lock, err) < 0)
+		return -1;
+	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
+	return reuse_locked(box, bs, sdir, out, &stale, err);
+}
+
 /* Under the global lock: reuse the session (§3.3), or reserve its directory for a create, or
  * report that another process is creating it. */
 static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_box_session *out,
 		  enum lookup *what, struct box_dropping *reaped, struct lb_err **err)
 {
 	_cleanup_close_ int lock = -1;
-	struct lb_box_session cur;
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
+	bool stale;
 	if (box_global_lock(box, &lock, err) < 0)
 		return -1;
-	box_reap_locked(box, box_realtime_ns(), reaped);
+	box_reap_locked(box, lb_realtime_ns(), reaped);
 	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
-	if (box_record_read(box, bs->session_id, &cur, NULL) == 0) {
-		if (lb_box_spec_check_compatible(&cur.spec, bs, bs->session_id, err) < 0) {
-			lb_box_session_free(&cur);
-			return -1;
-		}
-		cur.alive = lb_sandbox_is_alive(&box->paths, cur.sandbox);
-		if (lb_box_extra_mounts_equal(&cur.spec, bs) && cur.alive) {
-			box_touch(sdir);
-			cur.last_used_ns = box_realtime_ns();
-			*out = cur;
-			*what = FOUND;
-			return 0;
-		}
-		lb_box_session_free(&cur);
-		/* a bind mount cannot be added to a running sandbox; a dead one is replaced */
+	int found = reuse_locked(box, bs, sdir, out, &stale, err);
+	if (found != 0) {
+		*what = FOUND;
+		return found < 0 ? -1 : 0;
+	}
+	if (stale) {
 		if (box_session_drop(box, bs->session_id, err) < 0)
 			return -1;
 	} else if (access(sdir, F_OK) == 0) {
@@ -314,8 +341,8 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 }
 
 int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *bs,
-				 lb_box_spec_fn build, void *ctx, struct lb_box_session *out,
-				 bool *created, struct lb_err **err)
+				 struct lb_spec *base, struct lb_box_session *out, bool *created,
+				 struct lb_err **err)
 {
 	uint64_t deadline = lb_now_ns() + CREATE_WAIT_NS;
 	enum lookup what;
@@ -336,7 +363,7 @@ int lb_box_session_get_or_create(struct lb_box *box, const struct lb_box_spec *b
 					  bs->session_id);
 		usleep(10000); /* another process is creating it: wait for its record */
 	}
-	if (create(box, bs, build, ctx, out, err) < 0)
+	if (create(box, bs, base, out, err) < 0)
 		return -1;
 	*created = true;
 	return 0;

@@ -24,9 +24,5 @@ bool lb_box_py_isalnum(uint32_t cp);
 /* str.strip() (left = true) or str.rstrip() (left = false) of valid UTF-8 s[0..len): the kept
  * part is s[*start..*end). */
 void lb_box_py_strip(const char *s, size_t len, bool left, size_t *start, size_t *end);
-/* s.strip() == "" */
-bool lb_box_py_is_blank(const char *s);
-/* malloc'ed copy of s.strip(); NULL on ENOMEM. */
-char *lb_box_py_strip_dup(const char *s);
 
 #endif

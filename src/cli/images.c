@@ -14,33 +14,6 @@
 #include "lbbox/store.h"
 #include "lbbox/util.h"
 
-/* "alpine" -> "docker.io/library/alpine:latest"; a "sha256:..." digest is kept as is. */
-int cli_image_name(const char *arg, char **out, struct lb_err **err)
-{
-	struct lb_image_ref ref;
-	if (strncmp(arg, "sha256:", 7) == 0) {
-		*out = strdup(arg);
-		return *out ? 0 : lb_err_set(err, ENOMEM, "image name");
-	}
-	if (lb_image_ref_parse(arg, &ref, err) < 0)
-		return -1;
-	int r = lb_image_ref_canonical(&ref, out, err);
-	lb_image_ref_clear(&ref);
-	return r;
-}
-
-/* Opens the store only when one exists: a lookup must not create ROOT as a side effect. */
-int cli_store_open(const struct cli_globals *g, struct lb_store **s, struct lb_err **err)
-{
-	char path[4096];
-	struct stat st;
-	snprintf(path, sizeof(path), "%s/index.json", g->paths.root);
-	if (stat(path, &st) < 0)
-		return lb_err_set(err, 0, "no images in %s (lbbox load or lbbox pull first)",
-				  g->paths.root);
-	return lb_store_open(g->paths.root, s, err);
-}
-
 /* load and pull run in lbbox-image, which links libarchive and libcurl. */
 static int cmd_load(struct cli_globals *g, int argc, char **argv)
 {
@@ -52,7 +25,7 @@ static int cmd_load(struct cli_globals *g, int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];
 	_cleanup_err_ struct lb_err *err = NULL;
-	int code = cli_image_tool(g, args, false, &err);
+	int code = lb_image_tool(g->paths.root, args, false, &err);
 	if (code < 0) {
 		cli_error("%s", err->msg);
 		return LB_EXIT_SETUP;
@@ -65,7 +38,7 @@ static int cmd_images(struct cli_globals *g, struct lb_err **err)
 	struct lb_store *s = NULL;
 	struct lb_store_image *v = NULL;
 	size_t n = 0;
-	if (cli_store_open(g, &s, err) < 0) {
+	if (lb_store_open_existing(g->paths.root, &s, err) < 0) {
 		lb_err_free(err); /* no store yet: an empty list */
 		printf("%-50s %-19s %s\n", "NAME", "DIGEST", "SIZE");
 		return 0;
@@ -88,7 +61,8 @@ static int cmd_inspect(struct cli_globals *g, const char *arg, struct lb_err **e
 	struct lb_manifest *m = NULL;
 	struct lb_image_config *c = NULL;
 	struct lb_store_image img = {0};
-	if (cli_image_name(arg, &name, err) < 0 || cli_store_open(g, &s, err) < 0)
+	if (lb_image_name(arg, &name, err) < 0 ||
+	    lb_store_open_existing(g->paths.root, &s, err) < 0)
 		return -1;
 	int r = lb_store_resolve(s, name, &img, err);
 	if (r == 0)
@@ -117,8 +91,8 @@ static int cmd_tag_rmi(struct cli_globals *g, const char *src, const char *dst, 
 {
 	_cleanup_free_ char *a = NULL, *b = NULL;
 	struct lb_store *s = NULL;
-	if (cli_image_name(src, &a, err) < 0 || (dst && cli_image_name(dst, &b, err) < 0) ||
-	    cli_store_open(g, &s, err) < 0)
+	if (lb_image_name(src, &a, err) < 0 || (dst && lb_image_name(dst, &b, err) < 0) ||
+	    lb_store_open_existing(g->paths.root, &s, err) < 0)
 		return -1;
 	int r = dst ? lb_store_tag(s, a, b, err) : lb_store_untag(s, a, err);
 	if (r == 0 && !dst)
@@ -131,7 +105,7 @@ static int cmd_prune(struct cli_globals *g, struct lb_err **err)
 {
 	struct lb_store *s = NULL;
 	struct lb_store_prune_stats st = {0};
-	if (cli_store_open(g, &s, err) < 0)
+	if (lb_store_open_existing(g->paths.root, &s, err) < 0)
 		return -1;
 	size_t snaps = 0;
 	int r = lb_store_prune(s, &st, err);

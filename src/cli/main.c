@@ -1,12 +1,9 @@
 /* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
-#include <errno.h>
 #include <getopt.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -61,57 +58,6 @@ static void usage(FILE *f)
 	    f);
 }
 
-static const char *env_or(const char *name, const char *def)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : def;
-}
-
-/*
- * Without root, podman's rootless places: the store under $XDG_DATA_HOME (~/.local/share), the
- * runtime state under $XDG_RUNTIME_DIR, or a per-user directory in /tmp that must be the user's.
- */
-static void rootless_defaults(struct lb_paths *p)
-{
-	static char root[4096], runroot[4096];
-	const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	const char *run = getenv("XDG_RUNTIME_DIR");
-	const struct passwd *pw = home && *home ? NULL : getpwuid(geteuid());
-	if (pw && pw->pw_dir && *pw->pw_dir)
-		home = pw->pw_dir;
-	if (run && *run)
-		snprintf(runroot, sizeof(runroot), "%s/lbbox", run);
-	else
-		snprintf(runroot, sizeof(runroot), "/tmp/lbbox-run-%u", (unsigned)geteuid());
-	if (data && *data)
-		snprintf(root, sizeof(root), "%s/lbbox", data);
-	else if (home && *home)
-		snprintf(root, sizeof(root), "%s/.local/share/lbbox", home);
-	else /* no home at all: beside the runtime state, whose directory is checked to be ours */
-		snprintf(root, sizeof(root), "%s/store", runroot);
-	p->root = root;
-	p->runroot = runroot;
-}
-
-/* A runtime directory in /tmp could have been made by someone else first: it must be ours. */
-static int check_tmp_runroot(const char *runroot)
-{
-	struct stat st;
-	if (strncmp(runroot, "/tmp/lbbox-run-", 15) != 0)
-		return 0;
-	if ((mkdir(runroot, 0700) < 0 && errno != EEXIST) || lstat(runroot, &st) < 0) {
-		cli_error("runtime directory %s: %s", runroot, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		cli_error("runtime directory %s is not a private directory of this user; set "
-			  "XDG_RUNTIME_DIR or --runroot",
-			  runroot);
-		return -1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -120,19 +66,13 @@ int main(int argc, char **argv)
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	struct cli_globals g = {
-	    .argv = argv,
-	    .paths = {.root = env_or("LBBOX_ROOT", "/var/lib/lbbox"),
-		      .runroot = env_or("LBBOX_RUNROOT", "/run/lbbox")},
-	};
+	static struct lb_default_paths defaults;
+	struct cli_globals g = {.argv = argv};
+	struct lb_err *err = NULL;
 	int c;
 
-	if (geteuid() != 0) {
-		struct lb_paths rl;
-		rootless_defaults(&rl);
-		g.paths.root = env_or("LBBOX_ROOT", rl.root);
-		g.paths.runroot = env_or("LBBOX_RUNROOT", rl.runroot);
-	}
+	lb_paths_defaults(&defaults);
+	g.paths = (struct lb_paths){.root = defaults.root, .runroot = defaults.runroot};
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -150,15 +90,13 @@ int main(int argc, char **argv)
 			return LB_EXIT_SETUP;
 		}
 	}
-	if (geteuid() != 0 && check_tmp_runroot(g.paths.runroot) < 0)
-		return LB_EXIT_SETUP;
 	if (optind >= argc) {
 		usage(stderr);
 		return LB_EXIT_SETUP;
 	}
 	/* before any verb touches them, whichever runs first on this host */
-	struct lb_err *err = NULL;
-	if (lb_paths_secure(&g.paths, &err) < 0) {
+	if (lb_paths_check_runroot(g.paths.runroot, &err) < 0 ||
+	    lb_paths_secure(&g.paths, &err) < 0) {
 		cli_error("%s", err->msg);
 		lb_err_free(&err);
 		return LB_EXIT_SETUP;

@@ -10,7 +10,9 @@
 
 #include "cli/cli.h"
 #include "lbbox/box.h"
+#include "lbbox/box_spec.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/rpc.h"
 #include "lbbox/util.h"
 
 static const char proc_usage[] =
@@ -18,39 +20,79 @@ static const char proc_usage[] =
     "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
     "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n";
 
+static int set_str(char **dst, const char *v, struct lb_err **err)
+{
+	char *copy = strdup(v);
+	if (!copy)
+		return lb_err_set(err, ENOMEM, "option");
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+/* -e KEY=VALUE into a NULL-terminated list; a later KEY replaces an earlier one. */
+static int set_env(char ***env, const char *kv, struct lb_err **err)
+{
+	size_t klen = strcspn(kv, "="), n = 0;
+	if (!kv[klen])
+		return lb_err_set(err, 0, "invalid -e '%s': expected KEY=VALUE", kv);
+	for (; (*env)[n]; n++)
+		if (!strncmp((*env)[n], kv, klen) && (*env)[n][klen] == '=')
+			return set_str(&(*env)[n], kv, err);
+	char **more = realloc(*env, (n + 2) * sizeof(char *));
+	if (!more)
+		return lb_err_set(err, ENOMEM, "environment");
+	*env = more;
+	more[n + 1] = NULL;
+	return (more[n] = strdup(kv)) ? 0 : lb_err_set(err, ENOMEM, "environment");
+}
+
+static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
+{
+	if (optind >= argc)
+		return 0; /* "command: Field required" from the validators */
+	char **args = calloc((size_t)(argc - optind), sizeof(char *));
+	if (!args)
+		return lb_err_set(err, ENOMEM, "args");
+	if (set_str(&spec->command, argv[optind], err) < 0) {
+		free(args);
+		return -1;
+	}
+	lb_box_strv_free(spec->args);
+	spec->args = args;
+	for (int i = optind + 1; i < argc; i++)
+		if (!(args[i - optind - 1] = strdup(argv[i])))
+			return lb_err_set(err, ENOMEM, "args");
+	return 0;
+}
+
+/* Flags straight into a BoxManagedProcessSpec, then LangBot's validators. */
 static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
 {
 	static const struct option opts[] = {{"id", required_argument, NULL, 'i'},
 					     {"workdir", required_argument, NULL, 'w'},
 					     {"env", required_argument, NULL, 'e'},
 					     {0}};
-	json_t *j = json_object(), *env = json_object(), *args = json_array();
-	int c;
+	int c, r = 0;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
+	lb_box_proc_spec_init(spec);
+	if (!spec->process_id || !spec->args || !spec->env || !spec->cwd)
+		return lb_err_set(err, ENOMEM, "managed process spec");
+	while (r == 0 && (c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
 		if (c == 'i')
-			json_object_set_new(j, "process_id", json_string(optarg));
+			r = set_str(&spec->process_id, optarg, err);
 		else if (c == 'w')
-			json_object_set_new(j, "cwd", json_string(optarg));
-		else if (c == 'e' && strchr(optarg, '=')) {
-			_cleanup_free_ char *k = strndup(optarg, strcspn(optarg, "="));
-			json_object_set_new(env, k, json_string(strchr(optarg, '=') + 1));
-		} else {
-			json_decref(j), json_decref(env), json_decref(args);
-			return lb_err_set(err, 0, "invalid option '%s' (see lbbox proc --help)",
-					  argv[optind - 1]);
-		}
+			r = set_str(&spec->cwd, optarg, err);
+		else if (c == 'e')
+			r = set_env(&spec->env, optarg, err);
+		else
+			r = lb_err_set(err, 0, "invalid option '%s' (see lbbox proc --help)",
+				       argv[optind - 1]);
 	}
-	if (optind < argc)
-		json_object_set_new(j, "command", json_string(argv[optind]));
-	for (int i = optind + 1; i < argc; i++)
-		json_array_append_new(args, json_string(argv[i]));
-	json_object_set_new(j, "env", env);
-	json_object_set_new(j, "args", args);
-	int r = lb_box_proc_spec_from_json(j, spec, err);
-	json_decref(j);
-	return r;
+	if (r < 0 || take_command(spec, argc, argv, err) < 0)
+		return -1;
+	return lb_box_proc_spec_validate(spec, err);
 }
 
 static char **g_argv; /* lbbox's own argv (cli_proc), to re-execute it sealed */
@@ -58,7 +100,7 @@ static char **g_argv; /* lbbox's own argv (cli_proc), to re-execute it sealed */
 static int proc_start(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box_proc_spec spec = {0}; /* filled by lb_box_proc_spec_from_json */
+	struct lb_box_proc_spec spec = {0}; /* filled by parse_start */
 	struct lb_box_proc_info info;
 	if (argc < 2)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
@@ -67,7 +109,7 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	if (r == 0 && (r = lb_box_session_get(box, argv[1], &s, &err)) == 0) {
 		/* the keeper forks from us: sealed when the root is writable (see sealed.c) */
 		if (!s.spec.read_only_rootfs)
-			r = cli_reexec_sealed(g_argv, &err);
+			r = lb_reexec_sealed(g_argv, &err);
 		lb_box_session_free(&s);
 	}
 	if (r == 0)
@@ -75,7 +117,7 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	lb_box_proc_spec_free(&spec);
 	if (r < 0)
 		return cli_box_error(err);
-	cli_print_json(lb_box_proc_json(&info));
+	cli_print_json(lb_rpc_proc_json(&info));
 	lb_box_proc_info_free(&info);
 	return 0;
 }
@@ -124,7 +166,7 @@ static int proc_inspect(struct lb_box *box, int argc, char **argv)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_get(box, argv[1], argv[2], &info, &err) < 0)
 		return cli_box_error(err);
-	cli_print_json(lb_box_proc_json(&info));
+	cli_print_json(lb_rpc_proc_json(&info));
 	lb_box_proc_info_free(&info);
 	return 0;
 }
@@ -183,7 +225,7 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 	}
 	_cleanup_err_ struct lb_err *err = NULL;
 	g_argv = g->argv;
-	if (cli_open_box(g, &box, &err) < 0)
+	if (lb_box_open_env(&box, &g->paths, &err) < 0)
 		return cli_box_error(err);
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(argv[1], verbs[i].name) != 0)

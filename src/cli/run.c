@@ -11,12 +11,11 @@
 
 #include "cli/cli.h"
 #include "lbbox/cleanup.h"
-#include "lbbox/manifest.h"
+#include "lbbox/spec_image.h"
 #include "lbbox/net.h"
 #include "lbbox/util.h"
 
-#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define MAX_ENV	     256
+#define MAX_ENV 256
 
 enum {
 	OPT_IMAGE = 256,
@@ -77,7 +76,6 @@ struct run_opts {
 	char *env[MAX_ENV + 1];
 	size_t n_env;
 	bool json;
-	struct lb_image_config *image_cfg; /* --image from the store */
 	bool user_set;
 	bool network_set;
 	const char *profile; /* --profile: a LangBot Box profile (run_profile.c) */
@@ -134,17 +132,6 @@ static int add_env(struct run_opts *o, const char *kv, struct lb_err **err)
 		}
 	}
 	o->env[o->n_env++] = copy;
-	return 0;
-}
-
-static int parse_bool(const char *s, bool *out, struct lb_err **err)
-{
-	if (!s || !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes"))
-		*out = true;
-	else if (!strcmp(s, "false") || !strcmp(s, "0") || !strcmp(s, "no"))
-		*out = false;
-	else
-		return lb_err_set(err, 0, "invalid boolean '%s'", s);
 	return 0;
 }
 
@@ -239,14 +226,14 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case OPT_ROOTFS:
 		return set_string(&spec->rootfs, arg, err);
 	case OPT_READ_ONLY:
-		return parse_bool(arg, &spec->readonly_root, err);
+		return cli_parse_bool(arg, &spec->readonly_root, err);
 	case OPT_MEMORY:
 		return parse_memory(arg, &spec->limits.memory_bytes, err);
 	case OPT_PIDS:
 		return parse_pids(arg, &spec->limits.pids, err);
 	case OPT_CPUS:
-		return lb_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us,
-				     err);
+		return cli_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us,
+				      err);
 	case OPT_TIMEOUT:
 		return parse_timeout(arg, &spec->timeout_ms, err);
 	case OPT_NETWORK:
@@ -258,7 +245,7 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 	case 'v':
 		if (spec->n_mounts >= LB_MAX_MOUNTS)
 			return lb_err_set(err, 0, "too many volumes (at most %d)", LB_MAX_MOUNTS);
-		return lb_parse_mount(arg, &spec->mounts[spec->n_mounts++], err);
+		return cli_parse_mount(arg, &spec->mounts[spec->n_mounts++], err);
 	case 'w':
 		return set_string(&spec->cwd, arg, err);
 	case 'e':
@@ -275,14 +262,14 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 		return set_string(&spec->seccomp_profile, arg, err);
 	case OPT_CAP_ADD:
 	case OPT_CAP_DROP:
-		if (lb_parse_cap(arg, &mask, err) < 0)
+		if (cli_parse_cap(arg, &mask, err) < 0)
 			return -1;
 		spec->caps = c == OPT_CAP_ADD ? spec->caps | mask : spec->caps & ~mask;
 		return 0;
 	case OPT_ULIMIT:
 		if (spec->n_rlimits >= LB_MAX_RLIMITS)
 			return lb_err_set(err, 0, "too many --ulimit options");
-		return lb_parse_rlimit(arg, &spec->rlimits[spec->n_rlimits++], err);
+		return cli_parse_rlimit(arg, &spec->rlimits[spec->n_rlimits++], err);
 	case OPT_DIE_WITH_PARENT:
 		spec->die_with_parent = true;
 		return 0;
@@ -328,110 +315,16 @@ static int parse_args(struct run_opts *o, int argc, char **argv, struct lb_err *
 	return 0;
 }
 
-static bool has_env(const struct run_opts *o, const char *kv)
-{
-	size_t klen = strcspn(kv, "=");
-	for (size_t i = 0; i < o->n_env; i++)
-		if (strncmp(o->env[i], kv, klen) == 0 && o->env[i][klen] == '=')
-			return true;
-	return false;
-}
-
-/* argv = Entrypoint + (the command given, or Cmd), as docker and podman do. */
-static int image_argv(struct run_opts *o, const struct lb_image_config *cfg, struct lb_err **err)
-{
-	char **tail = o->spec.argv ? o->spec.argv : cfg->cmd;
-	size_t n = 0, k = 0;
-	for (char **p = cfg->entrypoint; p && *p; p++)
-		n++;
-	for (char **p = tail; p && *p; p++)
-		n++;
-	char **argv = calloc(n + 1, sizeof(char *));
-	if (!argv)
-		return lb_err_set(err, ENOMEM, "argv");
-	for (char **p = cfg->entrypoint; p && *p; p++)
-		argv[k++] = strdup(*p);
-	for (char **p = tail; p && *p; p++)
-		argv[k++] = strdup(*p);
-	lb_strvfreep(&o->spec.argv);
-	o->spec.argv = argv;
-	return 0;
-}
-
-static int image_user(struct run_opts *o, const char *user, struct lb_err **err)
-{
-	if (!user || !*user || o->user_set)
-		return 0;
-	return cli_image_user(o->spec.layers, user, &o->spec.uid, &o->spec.gid, err);
-}
-
-/* The image config's defaults; what the command line gave wins. */
-static int apply_image_config(struct run_opts *o, const struct lb_image_config *cfg,
-			      struct lb_err **err)
-{
-	for (char **e = cfg->env; e && *e; e++)
-		if (!has_env(o, *e) && add_env(o, *e, err) < 0)
-			return -1;
-	if (!o->spec.cwd && cfg->working_dir && *cfg->working_dir &&
-	    set_string(&o->spec.cwd, cfg->working_dir, err) < 0)
-		return -1;
-	if (image_user(o, cfg->user, err) < 0)
-		return -1;
-	return image_argv(o, cfg, err);
-}
-
-/* --image: "host" (built in), a rootfs directory ROOT/images/NAME/rootfs, or a store image. */
-static int resolve_image(struct run_opts *o, const struct cli_globals *g, struct lb_err **err)
-{
-	char path[PATH_MAX];
-	struct stat st;
-	if (!o->image || o->spec.rootfs) {
-		if (o->image && o->spec.rootfs)
-			return lb_err_set(err, 0, "--image and --rootfs are mutually exclusive");
-		return 0;
-	}
-	if (strcmp(o->image, "host") == 0)
-		return 0;
-	/* a plain rootfs directory ROOT/images/NAME/rootfs (rootfs-tools' output) comes first */
-	snprintf(path, sizeof(path), "%s/images/%s/rootfs", g->paths.root, o->image);
-	if (!strchr(o->image, '/') && o->image[0] != '.' && stat(path, &st) == 0 &&
-	    S_ISDIR(st.st_mode)) {
-		/* an image like the others: under a private upper layer, never written (a writable
-		 * bind would let one sandbox rewrite it for every later one) */
-		if (cli_overlay_available() && !strpbrk(path, ",:\\"))
-			return set_string(&o->spec.layers, path, err);
-		o->spec.copy_rootfs = !o->spec.readonly_root;
-		return set_string(&o->spec.rootfs, path, err);
-	}
-	_cleanup_free_ char *flat = NULL;
-	if (cli_image_layers(g, o->image, &o->spec.layers, &flat, &o->image_cfg, err) < 0)
-		return -1;
-	if (flat) {
-		/* no overlayfs: the flattened tree, read-only, or a private copy when writable */
-		o->spec.copy_rootfs = !o->spec.readonly_root;
-		o->spec.rootfs = LB_TAKE_PTR(flat);
-	}
-	return apply_image_config(o, o->image_cfg, err);
-}
-
+/* The -e entries become the spec's environment (the image's and the defaults come after). */
 static int finish_env(struct run_opts *o, struct lb_err **err)
 {
-	const char *home = o->spec.uid == 0 ? "HOME=/root" : "HOME=/";
-	char **env = calloc(o->n_env + 3, sizeof(char *));
-	size_t n = 0;
+	char **env = calloc(o->n_env + 1, sizeof(char *));
 	if (!env)
 		return lb_err_set(err, ENOMEM, "environment");
-	bool has_path = false, has_home = false;
 	for (size_t i = 0; i < o->n_env; i++) {
-		has_path |= strncmp(o->env[i], "PATH=", 5) == 0;
-		has_home |= strncmp(o->env[i], "HOME=", 5) == 0;
-		env[n++] = o->env[i];
+		env[i] = o->env[i];
 		o->env[i] = NULL;
 	}
-	if (!has_path)
-		env[n++] = strdup(DEFAULT_PATH);
-	if (!has_home)
-		env[n++] = strdup(home);
 	o->spec.env = env;
 	return 0;
 }
@@ -476,7 +369,6 @@ static int report(const struct run_opts *o, const struct lb_result *res)
 
 static void run_opts_free(struct run_opts *o)
 {
-	lb_image_config_free(o->image_cfg);
 	for (size_t i = 0; i < o->n_env; i++)
 		free(o->env[i]);
 	lb_spec_free(&o->spec);
@@ -489,7 +381,9 @@ static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **a
 	lb_spec_init(&o->spec);
 	if (parse_args(o, argc, argv, err) < 0 ||
 	    (o->profile && cli_run_profile(o->profile, &o->spec, o->network_set, err) < 0) ||
-	    resolve_image(o, g, err) < 0 || finish_env(o, err) < 0 || finish_network(o, err) < 0)
+	    finish_env(o, err) < 0 ||
+	    lb_spec_image(&g->paths, o->image, o->user_set, &o->spec, err) < 0 ||
+	    finish_network(o, err) < 0)
 		return -1;
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "lbbox/box.h"
 #include "lbbox/box_text.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/rpc.h"
 #include "lbbox/util.h"
 
 static const char session_usage[] =
@@ -40,37 +41,6 @@ void cli_print_json(json_t *j)
 	fflush(stdout);
 }
 
-/* LBBOX_BOX_MAX_SESSIONS / LBBOX_BOX_MAX_PROCESSES: the capacities of §3.1 (box.limits). */
-static void env_limit(const char *name, int64_t *v)
-{
-	uint64_t n;
-	const char *s = getenv(name);
-	if (s && lb_parse_u64(s, &n, NULL) == 0)
-		*v = (int64_t)n;
-}
-
-int cli_open_box(struct cli_globals *g, struct lb_box *box, struct lb_err **err)
-{
-	/* LBBOX_BOX_OWNER: the instance new sessions belong to (what a Box server sets) */
-	if (lb_box_init(box, &g->paths, getenv("LBBOX_BOX_OWNER"), err) < 0)
-		return -1;
-	env_limit("LBBOX_BOX_MAX_SESSIONS", &box->limits.max_sessions);
-	env_limit("LBBOX_BOX_MAX_PROCESSES", &box->limits.max_managed_processes);
-	env_limit("LBBOX_BOX_MAX_COMPLETED", &box->limits.max_completed_processes);
-	/* LBBOX_BOX_ALLOWED_ROOTS=/a:/b: LangBot's local.allowed_mount_roots */
-	const char *roots = getenv("LBBOX_BOX_ALLOWED_ROOTS");
-	if (!roots)
-		return 0;
-	_cleanup_free_ char *copy = strdup(roots);
-	char *v[64], *save = NULL;
-	size_t n = 0;
-	for (char *t = copy ? strtok_r(copy, ":", &save) : NULL; t && n < 63;
-	     t = strtok_r(NULL, ":", &save))
-		v[n++] = t;
-	v[n] = NULL;
-	return lb_box_set_allowed_roots(box, v, err);
-}
-
 /* ---- exec --------------------------------------------------------------------------------- */
 
 struct exec_opts {
@@ -89,14 +59,8 @@ static int profile_timeout(struct exec_opts *o, struct lb_err **err)
 	const struct lb_box_profile *p = lb_box_profile_find(o->profile, err);
 	if (!p)
 		return -1;
-	json_t *payload = json_object();
-	if (o->timeout_set)
-		json_object_set_new(payload, "timeout_sec", json_integer(o->req.timeout_sec));
-	int r = lb_box_profile_apply(p, payload, err);
-	if (r == 0)
-		o->req.timeout_sec = json_integer_value(json_object_get(payload, "timeout_sec"));
-	json_decref(payload);
-	return r;
+	o->req.timeout_sec = lb_box_profile_timeout(p, o->timeout_set, o->req.timeout_sec);
+	return 0;
 }
 
 static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err **err)
@@ -156,7 +120,7 @@ static void print_stream(FILE *f, const char *text, int64_t limit)
 static int quota_check(struct lb_box *box, const struct lb_box_session *s, const char *phase,
 		       struct lb_err **err)
 {
-	char ws[4400];
+	char ws[LB_PATH_BUF];
 	if (s->spec.workspace_quota_mb <= 0)
 		return 0;
 	if (s->spec.host_path)
@@ -171,7 +135,7 @@ static void report_exec(const struct exec_opts *o, const char *id,
 			const struct lb_box_exec_result *res)
 {
 	if (o->json) {
-		cli_print_json(lb_box_exec_result_json(id, res));
+		cli_print_json(lb_rpc_exec_result_json(id, res));
 		return;
 	}
 	print_stream(stdout, res->out, o->output_limit);
@@ -197,7 +161,7 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 		r = lb_box_session_get(box, id, &s, &err);
 	/* a writable root could hold a "#!/proc/self/exe" /bin/sh: see sealed.c */
 	if (r == 0 && !s.spec.read_only_rootfs)
-		r = cli_reexec_sealed(g->argv, &err);
+		r = lb_reexec_sealed(g->argv, &err);
 	if (r == 0)
 		r = quota_check(box, &s, "before execution", &err);
 	if (r == 0)
@@ -242,7 +206,7 @@ static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char 
 		       "STATUS", "PERSISTENT", "IMAGE");
 	for (size_t i = 0; i < n; i++) {
 		if (json)
-			cli_print_json(lb_box_session_json(&v[i]));
+			cli_print_json(lb_rpc_session_json(&v[i]));
 		else
 			print_session(&v[i]);
 	}
@@ -255,7 +219,7 @@ static int session_inspect(struct cli_globals *g, struct lb_box *box, int argc, 
 	_cleanup_err_ struct lb_err *err = NULL;
 	if (argc < 2)
 		return cli_error("usage: lbbox session inspect NAME"), LB_EXIT_SETUP;
-	json_t *j = lb_box_session_details_json(box, argv[1], &err);
+	json_t *j = lb_rpc_session_details_json(box, argv[1], &err);
 	if (!j)
 		return cli_box_error(err);
 	cli_print_json(j);
@@ -312,7 +276,7 @@ int cli_session(struct cli_globals *g, int argc, char **argv)
 			continue;
 		_cleanup_err_ struct lb_err *err = NULL;
 		struct lb_box box;
-		if (cli_open_box(g, &box, &err) < 0)
+		if (lb_box_open_env(&box, &g->paths, &err) < 0)
 			return cli_box_error(err);
 		int code = verbs[i].fn(g, &box, argc - 1, argv + 1);
 		lb_box_fini(&box);

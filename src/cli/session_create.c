@@ -1,9 +1,10 @@
 /*
- * lbbox session create NAME [OPTIONS]: the Box fields of a session from the command line
- * (LangBot's defaults and profiles apply), every other `lbbox run` option passed through to the
- * engine spec of the sandbox.
+ * lbbox session create NAME [OPTIONS]: the Box fields of a session from the command line, straight
+ * into a BoxSpec (LangBot's defaults and profiles apply, then its validators); every other
+ * `lbbox run` option is passed through to the engine spec the session's sandbox starts from.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,18 @@
 #include "cli/cli.h"
 #include "lbbox/box.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/rpc.h"
 #include "lbbox/util.h"
 
+#define MAX_VOLUMES 64
+
 struct create {
-	json_t *payload;
-	json_t *mounts; /* [host, path, mode] of every -v, split once mount_path is known */
+	struct lb_box_spec bs;
+	unsigned given; /* lb_box_given: what the profile must not fill */
 	const char *profile;
-	char **pass; /* lbbox run options passed through */
+	struct lb_mount volumes[MAX_VOLUMES]; /* every -v, split once mount_path is final */
+	size_t n_volumes;
+	char **pass; /* lbbox run options passed through, NULL-terminated */
 	int npass;
 };
 
@@ -38,74 +44,144 @@ static int opt_match(const char *arg, const char **name, const char **val)
 	return 0;
 }
 
-static int set_size_mb(json_t *p, const char *v, struct lb_err **err)
+/* A whole decimal integer; its range is the Box validators' to judge (their words). */
+static int parse_int(const char *name, const char *v, int64_t *out, struct lb_err **err)
 {
-	uint64_t bytes;
-	if (lb_parse_size(v, &bytes, err) < 0)
-		return lb_err_wrap(err, "invalid --memory");
-	json_object_set_new(p, "memory_mb", json_integer((json_int_t)(bytes >> 20)));
+	char *end = NULL;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || end == v || *end)
+		return lb_err_set(err, 0, "invalid %s '%s': expected an integer", name, v);
+	*out = n;
 	return 0;
 }
 
+static int parse_cpus(const char *v, double *out, struct lb_err **err)
+{
+	char *end = NULL;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(d))
+		return lb_err_set(err, 0, "invalid --cpus '%s': expected a number", v);
+	*out = d;
+	return 0;
+}
+
+static int parse_network(const char *v, enum lb_box_net *out, struct lb_err **err)
+{
+	if (!strcmp(v, "off"))
+		*out = LB_BOX_NET_OFF;
+	else if (!strcmp(v, "on"))
+		*out = LB_BOX_NET_ON;
+	else
+		return lb_err_set(err, 0, "invalid --network '%s': a session's is off or on", v);
+	return 0;
+}
+
+static int set_str(char **dst, const char *v, struct lb_err **err)
+{
+	char *copy = strdup(v);
+	if (!copy)
+		return lb_err_set(err, ENOMEM, "option");
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
+static int add_volume(struct create *c, const char *v, struct lb_err **err)
+{
+	if (c->n_volumes >= MAX_VOLUMES)
+		return lb_err_set(err, 0, "too many volumes (at most %d)", MAX_VOLUMES);
+	if (cli_parse_mount(v, &c->volumes[c->n_volumes], err) < 0)
+		return -1;
+	c->n_volumes++;
+	return 0;
+}
+
+/* A Box option with its value (NULL for a bare flag). */
 static int take_box_opt(struct create *c, const char *name, const char *v, struct lb_err **err)
 {
-	json_t *p = c->payload;
+	struct lb_box_spec *bs = &c->bs;
 	if (!strcmp(name, "--persistent"))
-		return json_object_set_new(p, "persistent", json_true()), 0;
-	if (!strcmp(name, "--read-only"))
-		return json_object_set_new(p, "read_only_rootfs", json_string(v ? v : "true")), 0;
+		return bs->persistent = true, 0;
+	if (!strcmp(name, "--read-only")) {
+		c->given |= LB_BOX_GIVEN_READ_ONLY;
+		return cli_parse_bool(v, &bs->read_only_rootfs, err);
+	}
 	if (!v)
 		return lb_err_set(err, 0, "missing value for option '%s'", name);
-	if (!strcmp(name, "--memory"))
-		return set_size_mb(p, v, err);
-	if (!strcmp(name, "--profile"))
-		return c->profile = v, 0;
-	if (!strcmp(name, "-v") || !strcmp(name, "--volume")) {
-		struct lb_mount m = {0};
-		if (lb_parse_mount(v, &m, err) < 0)
-			return -1;
-		json_array_append_new(c->mounts, json_pack("[s, s, s]", m.source, m.target,
-							   m.readonly ? "ro" : "rw"));
-		free(m.source), free(m.target);
+	if (!strcmp(name, "--memory")) {
+		uint64_t bytes;
+		c->given |= LB_BOX_GIVEN_MEMORY;
+		if (lb_parse_size(v, &bytes, err) < 0)
+			return lb_err_wrap(err, "invalid --memory");
+		bs->memory_mb = (int64_t)(bytes >> 20);
 		return 0;
 	}
-	static const char *const keys[][2] = {{"--pids", "pids_limit"},
-					      {"--cpus", "cpus"},
-					      {"--network", "network"},
-					      {"--mount-path", "mount_path"},
-					      {"--workspace-quota", "workspace_quota_mb"}};
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!strcmp(name, keys[i][0]))
-			json_object_set_new(p, keys[i][1], json_string(v));
+	if (!strcmp(name, "--pids"))
+		return c->given |= LB_BOX_GIVEN_PIDS, parse_int(name, v, &bs->pids_limit, err);
+	if (!strcmp(name, "--workspace-quota"))
+		return c->given |= LB_BOX_GIVEN_QUOTA,
+		       parse_int(name, v, &bs->workspace_quota_mb, err);
+	if (!strcmp(name, "--cpus"))
+		return c->given |= LB_BOX_GIVEN_CPUS, parse_cpus(v, &bs->cpus, err);
+	if (!strcmp(name, "--network"))
+		return c->given |= LB_BOX_GIVEN_NETWORK, parse_network(v, &bs->network, err);
+	if (!strcmp(name, "--mount-path"))
+		return set_str(&bs->mount_path, v, err);
+	if (!strcmp(name, "--profile"))
+		return c->profile = v, 0;
+	return add_volume(c, v, err); /* -v, --volume */
+}
+
+static int add_extra_mount(struct lb_box_spec *bs, const struct lb_mount *m, struct lb_err **err)
+{
+	struct lb_box_mount *more =
+	    realloc(bs->extra_mounts, (bs->n_extra_mounts + 1) * sizeof(*more));
+	if (!more)
+		return lb_err_set(err, ENOMEM, "mounts");
+	bs->extra_mounts = more;
+	struct lb_box_mount *e = &more[bs->n_extra_mounts];
+	*e = (struct lb_box_mount){.host_path = strdup(m->source),
+				   .mount_path = strdup(m->target),
+				   .mode = m->readonly ? LB_BOX_MOUNT_RO : LB_BOX_MOUNT_RW};
+	bs->n_extra_mounts++;
+	return e->host_path && e->mount_path ? 0 : lb_err_set(err, ENOMEM, "mounts");
+}
+
+/* The first -v whose target is the workspace becomes host_path; the others extra mounts. */
+static int split_volumes(struct create *c, struct lb_err **err)
+{
+	struct lb_box_spec *bs = &c->bs;
+	for (size_t i = 0; i < c->n_volumes; i++) {
+		const struct lb_mount *m = &c->volumes[i];
+		if (!bs->host_path && !strcmp(m->target, bs->mount_path)) {
+			if (set_str(&bs->host_path, m->source, err) < 0)
+				return -1;
+			bs->host_path_mode = m->readonly ? LB_BOX_MOUNT_RO : LB_BOX_MOUNT_RW;
+			c->given |= LB_BOX_GIVEN_HOST_PATH_MODE;
+		} else if (add_extra_mount(bs, m, err) < 0) {
+			return -1;
+		}
+	}
 	return 0;
 }
 
-/* The -v whose target is the workspace becomes host_path; the others extra mounts. */
-static void split_mounts(struct create *c)
+/* --image / --rootfs name the session's image (and go on to the engine spec too). */
+static int take_run_opt(struct create *c, char **argv, int i, int argc, struct lb_err **err)
 {
-	const char *mp = json_string_value(json_object_get(c->payload, "mount_path"));
-	json_t *extra = json_array(), *m;
-	size_t i;
-	json_array_foreach(c->mounts, i, m)
-	{
-		const char *host = json_string_value(json_array_get(m, 0));
-		const char *path = json_string_value(json_array_get(m, 1));
-		json_t *mode = json_array_get(m, 2);
-		if (!strcmp(path, mp ? mp : LB_BOX_DEFAULT_MOUNT_PATH) &&
-		    !json_object_get(c->payload, "host_path")) {
-			json_object_set_new(c->payload, "host_path", json_string(host));
-			json_object_set(c->payload, "host_path_mode", mode);
-		} else {
-			json_array_append_new(extra, json_pack("{s:s, s:s, s:O}", "host_path", host,
-							       "mount_path", path, "mode", mode));
-		}
+	c->pass[c->npass++] = argv[i];
+	if ((!strcmp(argv[i], "--image") || !strcmp(argv[i], "--rootfs")) && i + 1 < argc) {
+		c->given |= LB_BOX_GIVEN_IMAGE;
+		return set_str(&c->bs.image, argv[i + 1], err);
 	}
-	json_object_set_new(c->payload, "extra_mounts", extra);
+	return 0;
 }
 
 static int parse_create(struct create *c, int argc, char **argv, struct lb_err **err)
 {
-	c->pass = calloc((size_t)argc + 1, sizeof(char *));
+	/* room for every argument and the --read-only=BOOL added for the engine */
+	c->pass = calloc((size_t)argc + 2, sizeof(char *));
 	if (!c->pass)
 		return lb_err_set(err, ENOMEM, "options");
 	c->pass[c->npass++] = argv[0];
@@ -114,11 +190,8 @@ static int parse_create(struct create *c, int argc, char **argv, struct lb_err *
 		if (!strcmp(argv[i], "--"))
 			return lb_err_set(err, 0, "session create takes no command");
 		if (!opt_match(argv[i], &name, &val)) {
-			if (!strcmp(argv[i], "--image") && i + 1 < argc)
-				json_object_set_new(c->payload, "image", json_string(argv[i + 1]));
-			if (!strcmp(argv[i], "--rootfs") && i + 1 < argc)
-				json_object_set_new(c->payload, "image", json_string(argv[i + 1]));
-			c->pass[c->npass++] = argv[i];
+			if (take_run_opt(c, argv, i, argc, err) < 0)
+				return -1;
 			continue;
 		}
 		bool flag = !strcmp(name, "--persistent") || !strcmp(name, "--read-only");
@@ -127,42 +200,44 @@ static int parse_create(struct create *c, int argc, char **argv, struct lb_err *
 		if (take_box_opt(c, name, val, err) < 0)
 			return -1;
 	}
-	if (!json_object_get(c->payload, "image"))
-		json_object_set_new(c->payload, "image", json_string("host"));
-	split_mounts(c);
 	return 0;
 }
 
-struct build_ctx {
-	struct cli_globals *g;
-	struct create *c;
-};
-
-static int build_spec(void *ctx, const struct lb_box_spec *bs, struct lb_spec *out,
-		      struct lb_err **err)
+/* Flags -> BoxSpec: the profile fills what was not given, then LangBot's validators. */
+static int finish_spec(struct create *c, const char *name, struct lb_err **err)
 {
-	struct build_ctx *b = ctx;
-	lb_spec_free(out);
-	return cli_build_spec(b->g, b->c->npass, b->c->pass, out, err);
-}
-
-static int spec_from_payload(struct create *c, struct lb_box_spec *bs, struct lb_err **err)
-{
+	struct lb_box_spec *bs = &c->bs;
+	if (!(c->given & LB_BOX_GIVEN_IMAGE) && set_str(&bs->image, "host", err) < 0)
+		return -1;
+	c->given |= LB_BOX_GIVEN_IMAGE; /* the host's userland unless one is named */
+	if (set_str(&bs->session_id, name, err) < 0 || split_volumes(c, err) < 0)
+		return -1;
 	if (c->profile) {
 		const struct lb_box_profile *p = lb_box_profile_find(c->profile, err);
-		if (!p || lb_box_profile_apply(p, c->payload, err) < 0)
+		if (!p || lb_box_profile_fill(p, bs, c->given, err) < 0)
 			return -1;
 	}
-	return lb_box_spec_from_json(c->payload, bs, err);
+	return lb_box_spec_validate(bs, err);
 }
 
-int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
+/* The engine spec the session starts from: the passed-through run options, its root final. */
+static int base_spec(struct cli_globals *g, struct create *c, struct lb_spec *out,
+		     struct lb_err **err)
 {
-	_cleanup_err_ struct lb_err *err = NULL;
-	struct lb_box_spec bs = {0}; /* filled by lb_box_spec_from_json */
-	struct lb_box_session s;
-	bool created;
-	int code = 0;
+	c->pass[c->npass] = c->bs.read_only_rootfs ? "--read-only=true" : "--read-only=false";
+	return cli_build_spec(g, c->npass + 1, c->pass, out, err);
+}
+
+static void create_free(struct create *c)
+{
+	lb_box_spec_free(&c->bs);
+	for (size_t i = 0; i < c->n_volumes; i++)
+		free(c->volumes[i].source), free(c->volumes[i].target);
+	free(c->pass);
+}
+
+static int usage_or_name(int argc, char **argv)
+{
 	if (argc < 2) {
 		cli_error("usage: lbbox session create NAME [OPTIONS] (see lbbox session --help)");
 		return LB_EXIT_SETUP;
@@ -176,20 +251,36 @@ int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char
 		cli_error("invalid session name '%s': a name cannot start with '-'", argv[1]);
 		return LB_EXIT_SETUP;
 	}
-	struct create c = {.payload = json_object(), .mounts = json_array()};
-	json_object_set_new(c.payload, "session_id", json_string(argv[1]));
-	struct build_ctx b = {.g = g, .c = &c};
-	if (parse_create(&c, argc - 1, argv + 1, &err) < 0 ||
-	    spec_from_payload(&c, &bs, &err) < 0 ||
-	    lb_box_session_get_or_create(box, &bs, build_spec, &b, &s, &created, &err) < 0) {
+	return -1;
+}
+
+int cli_session_create(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	struct create c = {.npass = 0};
+	struct lb_spec base;
+	struct lb_box_session s;
+	bool created;
+	int code = usage_or_name(argc, argv);
+	if (code >= 0)
+		return code;
+	code = 0;
+	lb_box_spec_init(&c.bs);
+	lb_spec_init(&base);
+	int r = parse_create(&c, argc - 1, argv + 1, &err) < 0 || finish_spec(&c, argv[1], &err) < 0
+		    ? -1
+		    : lb_box_session_reuse(box, &c.bs, &s, &err);
+	/* the engine spec (an image's layers resolved) only when a sandbox has to be made */
+	if (r == 0 && (base_spec(g, &c, &base, &err) < 0 ||
+		       lb_box_session_get_or_create(box, &c.bs, &base, &s, &created, &err) < 0))
+		r = -1;
+	if (r < 0) {
 		code = cli_box_error(err);
 	} else {
-		cli_print_json(lb_box_session_json(&s));
+		cli_print_json(lb_rpc_session_json(&s));
 		lb_box_session_free(&s);
 	}
-	lb_box_spec_free(&bs);
-	json_decref(c.payload);
-	json_decref(c.mounts);
-	free(c.pass);
+	lb_spec_free(&base);
+	create_free(&c);
 	return code;
 }

@@ -8,7 +8,6 @@
 #include "lbbox/json_util.h"
 #include "lbbox/manifest.h"
 
-
 static const struct {
 	const char *type;
 	enum lb_media_kind kind;

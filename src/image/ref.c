@@ -292,3 +292,17 @@ const char *lb_image_ref_manifest_ref(const struct lb_image_ref *ref)
 {
 	return ref->digest ? ref->digest : ref->tag;
 }
+
+int lb_image_name(const char *arg, char **out, struct lb_err **err)
+{
+	struct lb_image_ref ref;
+	if (strncmp(arg, "sha256:", 7) == 0) {
+		*out = strdup(arg);
+		return *out ? 0 : lb_err_set(err, ENOMEM, "image name");
+	}
+	if (lb_image_ref_parse(arg, &ref, err) < 0)
+		return -1;
+	int r = lb_image_ref_canonical(&ref, out, err);
+	lb_image_ref_clear(&ref);
+	return r;
+}

@@ -45,7 +45,7 @@ int lb_snapshot_lowerdir(const char *root, const struct lb_image_config *cfg, ch
 			 size_t *missing, struct lb_err **err)
 {
 	_cleanup_free_ char *out = NULL;
-	char chain[65], dir[4096];
+	char chain[65], dir[LB_PATH_BUF];
 	struct stat st;
 
 	*missing = 0;
@@ -120,7 +120,7 @@ static bool in_use(const char *runroot, const char *hex)
 	_cleanup_closedir_ DIR *d = runroot ? opendir(runroot) : NULL;
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		char path[4096];
+		char path[LB_PATH_BUF];
 		_cleanup_free_ char *text = NULL;
 		snprintf(path, sizeof(path), "%s/%s/state.json", runroot, e->d_name);
 		if (e->d_name[0] != '.' && lb_read_file(path, 1 << 20, &text, NULL, NULL) == 0 &&
@@ -135,7 +135,7 @@ int lb_snapshot_prune(struct lb_store *s, const char *runroot, size_t *removed, 
 	_cleanup_strv_ char **keep = NULL;
 	struct lb_store_image *imgs = NULL;
 	size_t n = 0, nimg = 0;
-	char dir[4096];
+	char dir[LB_PATH_BUF];
 
 	*removed = 0;
 	if (lb_store_list(s, &imgs, &nimg, err) < 0)
@@ -153,7 +153,7 @@ int lb_snapshot_prune(struct lb_store *s, const char *runroot, size_t *removed, 
 		if (strlen(e->d_name) != 64 || listed(keep, e->d_name) ||
 		    in_use(runroot, e->d_name))
 			continue;
-		char path[4200];
+		char path[LB_PATH_BUF];
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if (lb_rm_rf(path, err) < 0)
 			return -1;

@@ -54,7 +54,7 @@ static int unpack_into(struct lb_store *s, const struct lb_descriptor *layer, co
 static int prepare_one(struct lb_store *s, const struct lb_descriptor *layer, const char *dir,
 		       const char *diff_id, struct budget *b, struct lb_err **err)
 {
-	char tmp[4200], fs[4300];
+	char tmp[LB_PATH_BUF], fs[LB_PATH_BUF];
 	struct stat st;
 
 	if (stat(dir, &st) == 0)
@@ -75,7 +75,7 @@ static int prepare_one(struct lb_store *s, const struct lb_descriptor *layer, co
 
 static int lock_snapshots(const char *root, int *fd, struct lb_err **err)
 {
-	char path[4096];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/snapshots", root);
 	if (lb_mkdir_p(path, 0755, err) < 0)
 		return -1;
@@ -93,7 +93,7 @@ int lb_snapshot_prepare(struct lb_store *s, const struct lb_manifest *m,
 	struct budget b = {.limits = limits ? *limits : (struct lb_unpack_opts){0}};
 	const char *root = lb_store_root(s);
 	_cleanup_close_ int lock = -1;
-	char chain[65], dir[4096];
+	char chain[65], dir[LB_PATH_BUF];
 
 	if (m->n_layers != cfg->n_diff_ids)
 		return lb_err_set(err, 0, "image has %zu layers but %zu DiffIDs", m->n_layers,
@@ -121,7 +121,7 @@ int lb_snapshot_prepare_flat(struct lb_store *s, const struct lb_manifest *m,
 	struct budget b = {.limits = limits ? *limits : (struct lb_unpack_opts){0}};
 	const char *root = lb_store_root(s);
 	_cleanup_close_ int lock = -1;
-	char chain[65], dir[4096], tmp[4200], fs[4300];
+	char chain[65], dir[LB_PATH_BUF], tmp[LB_PATH_BUF], fs[LB_PATH_BUF];
 	struct stat st;
 
 	if (m->n_layers != cfg->n_diff_ids || !m->n_layers)

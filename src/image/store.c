@@ -236,3 +236,14 @@ const char *lb_store_root(const struct lb_store *s)
 {
 	return s->root;
 }
+
+/* Opens the store only when one exists: a lookup must not create ROOT as a side effect. */
+int lb_store_open_existing(const char *root, struct lb_store **s, struct lb_err **err)
+{
+	char path[LB_PATH_BUF];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/index.json", root);
+	if (stat(path, &st) < 0)
+		return lb_err_set(err, 0, "no images in %s (lbbox load or lbbox pull first)", root);
+	return lb_store_open(root, s, err);
+}

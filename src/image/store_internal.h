@@ -61,5 +61,4 @@ int store_index_save(struct lb_store *s, json_t *index, struct lb_err **err);
 int store_index_set(json_t *index, const char *name, const char *media_type, const char *digest,
 		    uint64_t size, struct lb_err **err);
 
-
 #endif

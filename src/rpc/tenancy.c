@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
 #include "lbbox/hash.h"
 #include "lbbox/rpc.h"
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "lbbox/util.h"
 #include "lbbox/cgroup.h"
 #include "lbbox/err.h"
 #include "lbbox/seccomp.h"
@@ -37,12 +38,6 @@ struct lb_child_ctx {
 /* In a sandbox's state directory: flocked by pid 1 for its whole life (gc.c). */
 #define LB_ALIVE_LOCK "alive.lock"
 
-/* A setup failure reported by the child: the exit code lbbox should use, and one line. */
-struct lb_child_msg {
-	int exit_code;
-	char msg[500];
-};
-
 /* mount_util.c: paths created and opened without ever leaving the new root. */
 int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, int *out,
 		    struct lb_err **err);
@@ -58,7 +53,7 @@ int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
 		    struct lb_err **err);
 
-/* rootfs.c / rootfs_host.c / proc.c / dev.c */
+/* rootfs.c / rootfs_host.c / procfs.c / dev.c */
 /* Builds the whole filesystem below <statedir>/root (returned in newroot) in the child. */
 int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		      struct lb_err **err);
@@ -95,7 +90,7 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 /* rlimit.c */
 int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
 
-/* net.c: inside the sandbox's netns. */
+/* net_inside.c: inside the sandbox's netns. */
 int lb_net_loopback_up(struct lb_err **err);
 /* Network "on": eth0 (ifindex 2, created by the parent) up, its address, the default route. */
 int lb_net_eth_configure(const struct lb_net_lease *lease, struct lb_err **err);
@@ -141,8 +136,6 @@ void lb_net_gc(const char *runroot);
 
 /* init.c: the sandbox's pid 1. Never returns. */
 __attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
-/* Reports a failure to the parent through err_fd and exits with code. */
-__attribute__((noreturn)) void lb_child_fail(int err_fd, int code, const struct lb_err *e);
 
 /* state.c */
 struct lb_state {
@@ -155,8 +148,6 @@ struct lb_state {
 };
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err);
 void lb_state_free(struct lb_state *st);
-/* /proc/PID/stat start time, 0 when the process does not exist or is a zombie. */
-uint64_t lb_proc_starttime(pid_t pid);
 /* lease: network "on" only, else NULL; userns: the sandbox has its own user namespace. */
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
@@ -166,10 +157,10 @@ int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, str
 /* What lb_state_write_cgroups noted, NULL-terminated; NULL when nothing was. */
 char **lb_state_read_cgroups(const char *statedir);
 
-/* A live sandbox reopened from its state (sandbox_open.c), joined by exec.c. */
+/* A live sandbox reopened from its state (sandbox_open.c), joined by spawn.c. */
 struct lb_sandbox {
 	char id[13];
-	char statedir[4096];
+	char statedir[LB_PATH_BUF];
 	char *root;	      /* the store root (seccomp cache) */
 	pid_t pid;	      /* pid 1 */
 	int pidfd;	      /* of pid 1: setns target */

@@ -16,7 +16,7 @@
 static int write_etc(const char *statedir, const char *name, const char *content,
 		     struct lb_err **err)
 {
-	char path[4096];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/etc/%s", statedir, name);
 	return lb_write_fileat(AT_FDCWD, path, content, strlen(content), O_CREAT | O_TRUNC, 0644,
 			       err);
@@ -88,7 +88,7 @@ static int write_users(const struct lb_spec *spec, const char *statedir, struct 
 int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
 		    const char *statedir, struct lb_err **err)
 {
-	char path[4096], hosts[512], hostname[300], self[INET_ADDRSTRLEN] = "127.0.1.1";
+	char path[LB_PATH_BUF], hosts[512], hostname[300], self[INET_ADDRSTRLEN] = "127.0.1.1";
 	const char *name = spec->hostname ? spec->hostname : "lbbox";
 	/* network "on": the hostname names the sandbox's own address, as docker and podman do */
 	struct in_addr a = {.s_addr = htonl(lease ? lease->addr : 0)};

@@ -77,12 +77,3 @@ json_t *lb_host_features(void)
 			 file_has("/proc/filesystems", "\toverlay\n"), "network", "off", ns, "on",
 			 on, "host", true);
 }
-
-bool lb_host_can_run_box(const json_t *f)
-{
-	const json_t *cg = json_object_get(f, "cgroups");
-	return json_is_true(json_object_get(f, "namespaces")) &&
-	       json_is_true(json_object_get(cg, "memory")) &&
-	       json_is_true(json_object_get(cg, "pids")) &&
-	       json_is_true(json_object_get(cg, "cpu"));
-}

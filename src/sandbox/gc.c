@@ -42,7 +42,7 @@ static bool remove_cgroups(char **cgroups)
 /* Its pid 1 holds the alive lock while it lives: no need to read the state. */
 static bool lock_held(const char *statedir)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/" LB_ALIVE_LOCK, statedir);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	return fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
@@ -94,7 +94,7 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 	if (!d)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
 	while ((de = readdir(d))) {
-		char path[4096];
+		char path[LB_PATH_BUF];
 		/* sandbox ids are 12 hex digits; anything else is not ours to remove */
 		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
 			continue;

@@ -23,15 +23,6 @@
 #include "lbbox/util.h"
 #include "sandbox/engine.h"
 
-void lb_child_fail(int err_fd, int code, const struct lb_err *e)
-{
-	struct lb_child_msg msg = {.exit_code = code};
-	snprintf(msg.msg, sizeof(msg.msg), "%s", e && e->msg ? e->msg : "sandbox setup failed");
-	if (err_fd >= 0)
-		(void)!write(err_fd, &msg, sizeof(msg));
-	_exit(code);
-}
-
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
 __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)
 {
@@ -99,7 +90,7 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
-	char newroot[4096];
+	char newroot[LB_PATH_BUF];
 	const char *hostname = spec->hostname ? spec->hostname : "lbbox";
 
 	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */

@@ -41,7 +41,7 @@ typedef int (*net_fn)(struct lb_net_cfg *cfg, json_t *st, void *arg);
 /* Calls fn for every network of runroot with its state loaded, its dead leases dropped. */
 static int each_network(const char *runroot, net_fn fn, void *arg, struct lb_err **err)
 {
-	char dir[4096];
+	char dir[LB_PATH_BUF];
 	snprintf(dir, sizeof(dir), "%s/net", runroot);
 	_cleanup_closedir_ DIR *d = opendir(dir);
 	struct dirent *de;

@@ -42,7 +42,7 @@ static void state_path(const struct lb_net_cfg *cfg, char *buf, size_t len)
 
 int lb_net_state_load(const struct lb_net_cfg *cfg, json_t **out, struct lb_err **err)
 {
-	char path[4096];
+	char path[LB_PATH_BUF];
 	json_error_t jerr;
 	state_path(cfg, path, sizeof(path));
 	*out = NULL;
@@ -64,7 +64,7 @@ int lb_net_state_load(const struct lb_net_cfg *cfg, json_t **out, struct lb_err 
  */
 int lb_net_state_save(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **err)
 {
-	char path[4096], dir[4096];
+	char path[LB_PATH_BUF], dir[LB_PATH_BUF];
 	snprintf(dir, sizeof(dir), "%s/net", cfg->runroot);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return lb_err_set(err, errno, "mkdir %s", dir);
@@ -83,7 +83,7 @@ int lb_net_state_save(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **
 
 int lb_net_state_remove(const struct lb_net_cfg *cfg, struct lb_err **err)
 {
-	char path[4096], dir[4096];
+	char path[LB_PATH_BUF], dir[LB_PATH_BUF];
 	state_path(cfg, path, sizeof(path));
 	if (unlink(path) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "remove %s", path);

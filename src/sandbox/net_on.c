@@ -2,7 +2,7 @@
  * Network "on", parent side. After pid 1 is cloned into its new network namespace and before
  * it is let go, lbbox (under the runroot's network lock): makes sure the network exists
  * (bridge, nftables table, ip_forward), leases an address, and creates the veth pair with the
- * peer already inside pid 1's namespace. pid 1 then configures eth0 itself (net.c). Teardown
+ * peer already inside pid 1's namespace. pid 1 then configures eth0 itself (net_inside.c). Teardown
  * frees the lease; the veth pair is not deleted by lbbox (16-20 ms here) but goes with the
  * sandbox's network namespace, a moment after pid 1 is reaped. A lease of a sandbox whose
  * lbbox was killed is freed by the next lbbox once its pid 1 is gone.

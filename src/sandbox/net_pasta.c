@@ -167,7 +167,7 @@ __attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, con
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
 	if (record) {
-		char path[4200], text[64];
+		char path[LB_PATH_BUF], text[64];
 		snprintf(path, sizeof(path), "%s/" PASTA_RECORD, record);
 		unsigned long long start = lb_proc_starttime(getpid());
 		snprintf(text, sizeof(text), "%d %llu", (int)getpid(), start);
@@ -237,7 +237,7 @@ static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg
 /*
  * pasta configures eth0 while lbbox writes the filter; pid 1, let go only once the filter is
  * in, waits for eth0's default route before it builds anything (/etc/hosts names the address).
- * lbbox watches pasta meanwhile (run.c): an early exit fails the start with pasta's own words.
+ * lbbox watches pasta meanwhile (start.c): an early exit fails the start with pasta's own words.
  */
 int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, const char *record,
 		       struct lb_net_handle *h, struct lb_err **err)

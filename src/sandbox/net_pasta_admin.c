@@ -24,7 +24,7 @@
  */
 static bool pasta_sandbox(const char *dir, json_t **state, int *pidfd)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	json_t *st = json_load_file(path, 0, NULL);
 	const char *mode = json_string_value(json_object_get(json_object_get(st, "net"), "mode"));
@@ -52,7 +52,7 @@ static int each_pasta_sandbox(const char *runroot, pasta_fn fn, void *arg, struc
 	if (!d)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", runroot);
 	while ((de = readdir(d))) {
-		char dir[4200];
+		char dir[LB_PATH_BUF];
 		json_t *st;
 		int pidfd;
 		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)

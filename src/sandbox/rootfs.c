@@ -66,7 +66,7 @@ static bool needs_mountpoints(const struct lb_spec *spec)
 static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *lower,
 			      const char *newroot, struct lb_err **err)
 {
-	char upper[4200], work[4200], opts[8192];
+	char upper[LB_PATH_BUF], work[LB_PATH_BUF], opts[8192];
 	snprintf(upper, sizeof(upper), "%s/upper", ctx->statedir);
 	snprintf(work, sizeof(work), "%s/work", ctx->statedir);
 	if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0)
@@ -123,7 +123,7 @@ static int bind_etc(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **
 	static const char *const files[] = {"hosts", "resolv.conf", "hostname", "passwd", "group"};
 	size_t n = lb_spec_is_host_image(ctx->spec) ? 5 : 3;
 	for (size_t i = 0; i < n; i++) {
-		char src[4096], dst[64];
+		char src[LB_PATH_BUF], dst[64];
 		snprintf(src, sizeof(src), "%s/etc/%s", ctx->statedir, files[i]);
 		snprintf(dst, sizeof(dst), "/etc/%s", files[i]);
 		if (lb_bind_in_root(rootfd, src, dst, true, err) < 0)
@@ -168,7 +168,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		return lb_err_set(err, errno, "make mounts private");
 	_cleanup_close_ int copyfd = -1;
 	if (spec->copy_rootfs) {
-		char copy[4200];
+		char copy[LB_PATH_BUF];
 		snprintf(copy, sizeof(copy), "%s/rootfs", ctx->statedir);
 		copyfd = open(copy, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (copyfd < 0)

@@ -100,7 +100,7 @@ int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sand
 		    struct lb_err **err)
 {
 	json_error_t jerr;
-	char path[4200];
+	char path[LB_PATH_BUF];
 	if (check_id(id, err) < 0)
 		return -1;
 	struct lb_sandbox *sb = calloc(1, sizeof(*sb));
@@ -144,7 +144,7 @@ void lb_sandbox_close(struct lb_sandbox *sb)
 bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 {
 	struct lb_state st;
-	char statedir[4200];
+	char statedir[LB_PATH_BUF];
 	if (check_id(id, NULL) < 0)
 		return false;
 	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
@@ -173,7 +173,7 @@ static void wait_gone(int pidfd, pid_t pid)
 int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err)
 {
 	struct lb_sandbox *sb = NULL;
-	char statedir[4200];
+	char statedir[LB_PATH_BUF];
 	if (check_id(id, err) < 0)
 		return -1;
 	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
@@ -206,7 +206,7 @@ int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, str
 	if (!d)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
 	for (struct dirent *de; (de = readdir(d));) {
-		char statedir[4200];
+		char statedir[LB_PATH_BUF];
 		if (check_id(de->d_name, NULL) < 0)
 			continue;
 		snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, de->d_name);
@@ -221,7 +221,7 @@ static int open_child(struct lb_sandbox *sb, const char *child, struct lb_cgroup
 		      struct lb_err **err)
 {
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
-	char paths_buf[LB_CGROUP_MAX_DIRS][4200];
+	char paths_buf[LB_CGROUP_MAX_DIRS][LB_PATH_BUF];
 	if (!child || !*child || strchr(child, '/') || child[0] == '.')
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", child ? child : "");
 	size_t n = lb_cgroup_dir_info(sb->cg, dirs, LB_CGROUP_MAX_DIRS);

@@ -1,11 +1,8 @@
-/* Spec defaults, argument parsers (mounts, rlimits, cpus, caps) and validation before any work. */
-#include <ctype.h>
+/* Spec defaults and validation before any work. */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/capability.h>
 #include <sys/stat.h>
 
@@ -15,7 +12,7 @@
 #include "lbbox/spec.h"
 #include "lbbox/util.h"
 
-/* LangBot's blocked host paths (spec/langbot-box.md, "Blocked host paths"). */
+/* LangBot's blocked host paths (its "blocked host paths" rule). */
 static const char *const blocked_paths[] = {
     "/etc",
     "/proc",
@@ -66,127 +63,6 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->seccomp_profile);
 	free(spec->tag);
 	memset(spec, 0, sizeof(*spec));
-}
-
-int lb_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err)
-{
-	_cleanup_free_ char *copy = strdup(arg);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "parse mount");
-	char *target = strchr(copy, ':');
-	if (!target || target == copy)
-		return lb_err_set(err, 0, "invalid volume '%s': expected HOST:SANDBOX[:ro|rw]",
-				  arg);
-	*target++ = '\0';
-	char *mode = strchr(target, ':');
-	bool ro = false;
-	if (mode) {
-		*mode++ = '\0';
-		if (strcmp(mode, "ro") == 0)
-			ro = true;
-		else if (strcmp(mode, "rw") != 0)
-			return lb_err_set(err, 0, "invalid volume '%s': mode must be ro or rw",
-					  arg);
-	}
-	if (copy[0] != '/')
-		return lb_err_set(err, 0, "invalid volume '%s': host path must be absolute", arg);
-	if (target[0] != '/')
-		return lb_err_set(err, 0, "invalid volume '%s': sandbox path must be absolute",
-				  arg);
-	out->source = strdup(copy);
-	out->target = strdup(target);
-	out->readonly = ro;
-	if (!out->source || !out->target)
-		return lb_err_set(err, ENOMEM, "parse mount");
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	int resource;
-} rlimit_names[] = {
-    {"core", RLIMIT_CORE},	   {"cpu", RLIMIT_CPU},
-    {"data", RLIMIT_DATA},	   {"fsize", RLIMIT_FSIZE},
-    {"locks", RLIMIT_LOCKS},	   {"memlock", RLIMIT_MEMLOCK},
-    {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
-    {"nofile", RLIMIT_NOFILE},	   {"nproc", RLIMIT_NPROC},
-    {"rss", RLIMIT_RSS},	   {"rtprio", RLIMIT_RTPRIO},
-    {"rttime", RLIMIT_RTTIME},	   {"sigpending", RLIMIT_SIGPENDING},
-    {"stack", RLIMIT_STACK},	   {"as", RLIMIT_AS},
-};
-
-static int parse_rlim_value(const char *s, rlim_t *out, struct lb_err **err)
-{
-	uint64_t v;
-	if (strcmp(s, "unlimited") == 0 || strcmp(s, "-1") == 0) {
-		*out = RLIM_INFINITY;
-		return 0;
-	}
-	if (lb_parse_u64(s, &v, err) < 0)
-		return -1;
-	*out = (rlim_t)v;
-	return 0;
-}
-
-int lb_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err)
-{
-	_cleanup_free_ char *copy = strdup(arg);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "parse ulimit");
-	char *val = strchr(copy, '=');
-	if (!val)
-		return lb_err_set(err, 0, "invalid ulimit '%s': expected NAME=SOFT[:HARD]", arg);
-	*val++ = '\0';
-	int res = -1;
-	for (size_t i = 0; i < sizeof(rlimit_names) / sizeof(rlimit_names[0]); i++)
-		if (strcmp(copy, rlimit_names[i].name) == 0)
-			res = rlimit_names[i].resource;
-	if (res < 0)
-		return lb_err_set(err, 0, "invalid ulimit '%s': unknown resource '%s'", arg, copy);
-	char *hard = strchr(val, ':');
-	if (hard)
-		*hard++ = '\0';
-	rlim_t s, h;
-	if (parse_rlim_value(val, &s, err) < 0 || parse_rlim_value(hard ? hard : val, &h, err) < 0)
-		return lb_err_wrap(err, "invalid ulimit '%s'", arg);
-	if (s > h)
-		return lb_err_set(err, 0, "invalid ulimit '%s': soft limit above hard limit", arg);
-	out->resource = res;
-	out->soft = s;
-	out->hard = h;
-	return 0;
-}
-
-int lb_parse_cpus(const char *arg, uint64_t *quota_us, uint64_t *period_us, struct lb_err **err)
-{
-	char *end = NULL;
-	errno = 0;
-	double cpus = strtod(arg, &end);
-	if (errno || end == arg || *end || !(cpus > 0) || cpus > 4096)
-		return lb_err_set(err, 0, "invalid --cpus '%s': expected a number > 0", arg);
-	*period_us = 100000;
-	*quota_us = (uint64_t)(cpus * 100000.0 + 0.5);
-	if (*quota_us < 1000) /* the kernel's minimum cfs quota is 1 ms */
-		return lb_err_set(err, 0, "invalid --cpus '%s': below 0.01", arg);
-	return 0;
-}
-
-int lb_parse_cap(const char *name, uint64_t *mask, struct lb_err **err)
-{
-	if (strcasecmp(name, "ALL") == 0) {
-		*mask = (cap_max_bits() >= 64) ? ~0ULL : (1ULL << cap_max_bits()) - 1;
-		return 0;
-	}
-	_cleanup_free_ char *lower = NULL;
-	if (asprintf(&lower, "%s%s", strncasecmp(name, "cap_", 4) ? "cap_" : "", name) < 0)
-		return lb_err_set(err, ENOMEM, "parse capability");
-	for (char *p = lower; *p; p++)
-		*p = (char)tolower((unsigned char)*p);
-	cap_value_t v;
-	if (cap_from_name(lower, &v) < 0 || v < 0 || v >= 64)
-		return lb_err_set(err, 0, "unknown capability '%s'", name);
-	*mask = 1ULL << v;
-	return 0;
 }
 
 /* Container-engine sockets are refused wherever they live, not only at their usual paths. */

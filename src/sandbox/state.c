@@ -15,31 +15,6 @@
 #include "lbbox/sandbox.h"
 #include "sandbox/engine.h"
 
-uint64_t lb_proc_starttime(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long start = 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* field 22, counted after "(comm)" which may itself hold spaces; a zombie is gone already
-	 */
-	char *p = strrchr(buf, ')');
-	if (p && (p[2] == 'Z' || p[2] == 'X'))
-		return 0;
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &start) != 1)
-		return 0;
-	return start;
-}
-
 static const char *net_name(enum lb_net_mode m)
 {
 	return m == LB_NET_HOST ? "host" : m == LB_NET_ON ? "on" : "off";
@@ -107,7 +82,7 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err)
 {
-	char path[4096];
+	char path[LB_PATH_BUF];
 	json_t *st = json_object();
 	if (!st)
 		return lb_err_set(err, ENOMEM, "state");
@@ -153,7 +128,7 @@ void lb_state_free(struct lb_state *st)
 
 int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err)
 {
-	char path[4200], text[LB_CGROUP_MAX_DIRS * 4200] = "";
+	char path[LB_PATH_BUF], text[LB_CGROUP_MAX_DIRS * LB_PATH_BUF] = "";
 	for (const char *const *c = lb_cgroup_paths(cg); c && *c; c++)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s\n", *c);
 	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
@@ -162,10 +137,10 @@ int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, str
 
 char **lb_state_read_cgroups(const char *statedir)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	_cleanup_free_ char *text = NULL;
 	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
-	if (lb_read_file(path, LB_CGROUP_MAX_DIRS * 4200, &text, NULL, NULL) < 0)
+	if (lb_read_file(path, LB_CGROUP_MAX_DIRS * LB_PATH_BUF, &text, NULL, NULL) < 0)
 		return NULL;
 	char **v = calloc(LB_CGROUP_MAX_DIRS + 1, sizeof(char *));
 	size_t n = 0;
@@ -177,7 +152,7 @@ char **lb_state_read_cgroups(const char *statedir)
 
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err)
 {
-	char path[4096];
+	char path[LB_PATH_BUF];
 	json_error_t jerr;
 	snprintf(path, sizeof(path), "%s/state.json", statedir);
 	json_t *st = json_load_file(path, 0, &jerr);

@@ -44,21 +44,6 @@ bool auth_token_ok(struct server *s, struct lws *wsi)
 	return a == b && CRYPTO_memcmp(got, s->token, b) == 0;
 }
 
-bool server_name_valid(const char *v, const char *extra, size_t max)
-{
-	size_t n = strlen(v);
-	if (n == 0 || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = v[i];
-		bool alnum =
-		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || !strchr(extra, c)))
-			return false;
-	}
-	return true;
-}
-
 bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, size_t len)
 {
 	int h = header(wsi, H_INSTANCE, out, len);
@@ -66,15 +51,15 @@ bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, si
 		out[0] = '\0';
 		return !s->token[0]; /* a 0.4.x peer: only without a token */
 	}
-	if (h < 0 || !server_name_valid(out, "._:-", 128) /* §6.8's regex */)
+	if (h < 0 || !lb_rpc_name_valid(out, "._:-", 128) /* §6.8's regex */)
 		return false;
-	if (!s->trusted[0] && pin) {
-		snprintf(s->trusted, sizeof(s->trusted), "%s", out);
+	if (!s->rt.trusted[0] && pin) {
+		snprintf(s->rt.trusted, sizeof(s->rt.trusted), "%s", out);
 		fprintf(stderr, "lbbox: trusted LangBot instance %s (first /rpc/ws client)\n",
-			s->trusted);
+			s->rt.trusted);
 		return true;
 	}
-	return s->trusted[0] && strcmp(out, s->trusted) == 0;
+	return s->rt.trusted[0] && strcmp(out, s->rt.trusted) == 0;
 }
 
 /* A canonical decimal integer: no sign, no leading zero, no spaces. */
@@ -109,8 +94,8 @@ int auth_relay_context(struct server *s, struct lws *wsi, const char *instance, 
 		return -1;
 	/* the Workspace's current generation, and a session under its prefix */
 	char ns[80];
-	server_namespace_of(ctx, ns, sizeof(ns));
-	struct fence *f = server_fence(s, ns, false);
+	lb_rpc_namespace_of(ctx, ns, sizeof(ns));
+	struct lb_rpc_fence *f = lb_rpc_fence(&s->rt, ns, false);
 	size_t pl = strlen(ctx->prefix);
 	if (!f || f->generation != ctx->generation || strncmp(session, ctx->prefix, pl) != 0 ||
 	    session[pl] != '-')

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +18,6 @@
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 #include "server/server.h"
-
-static int int_field(json_t *data, const char *key, int64_t min, int64_t *out, struct lb_err **err)
-{
-	json_t *v = json_object_get(data, key);
-	if (!json_is_integer(v) || json_integer_value(v) < min)
-		return lb_err_box(err, "ValueError", "%s must be an integer >= %lld", key,
-				  (long long)min);
-	*out = json_integer_value(v);
-	return 0;
-}
 
 static struct upload *upload_find(struct peer *p, const char *key)
 {
@@ -103,27 +92,6 @@ static struct upload *upload_start(struct server *s, struct peer *p, const char 
 	return u;
 }
 
-/* Strict base64 (padding included): the decoded bytes, malloc'ed. */
-static int decode(const char *b64, unsigned char **out, size_t *len, struct lb_err **err)
-{
-	size_t n = strlen(b64);
-	size_t body =
-	    strspn(b64, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
-	if (n % 4 || n - body > 2 || strspn(b64 + body, "=") != n - body)
-		return lb_err_box(err, "ValueError", "chunk_base64 is not valid base64");
-	unsigned char *buf = malloc(n / 4 * 3 + 1);
-	if (!buf)
-		return lb_err_set(err, ENOMEM, "chunk");
-	int got = n ? EVP_DecodeBlock(buf, (const unsigned char *)b64, (int)n) : 0;
-	if (got < 0) {
-		free(buf);
-		return lb_err_box(err, "ValueError", "chunk_base64 is not valid base64");
-	}
-	size_t pad = n && b64[n - 1] == '=' ? (n > 1 && b64[n - 2] == '=' ? 2 : 1) : 0;
-	*out = buf, *len = (size_t)got - pad;
-	return 0;
-}
-
 static int storage_dir(char *out, size_t len, struct lb_err **err)
 {
 	const char *env = getenv("LANGBOT_PLUGIN_FILE_STORAGE_DIR");
@@ -149,44 +117,11 @@ static int store(struct upload *u, int64_t index, int64_t length, const unsigned
 	return 0;
 }
 
-struct chunk {
-	const char *key;
-	int64_t length, index, amount;
-	unsigned char *bytes; /* decoded */
-	size_t n;
-};
-
-/* The request's fields, checked as the SDK's handler indexes and checks them. */
-static int parse_chunk(struct server *s, json_t *data, struct chunk *c, struct lb_err **err)
-{
-	static const char *const keys[] = {"file_key", "file_length", "chunk_base64", "chunk_index",
-					   "chunk_amount"};
-	for (size_t i = 0; i < 5; i++)
-		if (!json_object_get(data, keys[i]))
-			return lb_err_box(err, "KeyError", "'%s'", keys[i]);
-	c->key = json_string_value(json_object_get(data, "file_key"));
-	if (!c->key || !server_name_valid(c->key, "._-", 255))
-		return lb_err_box(err, "ValueError", "invalid file_key");
-	if (!json_is_string(json_object_get(data, "chunk_base64")))
-		return lb_err_box(err, "ValueError", "chunk_base64 must be a string");
-	if (int_field(data, "file_length", 0, &c->length, err) < 0 ||
-	    int_field(data, "chunk_index", 0, &c->index, err) < 0 ||
-	    int_field(data, "chunk_amount", 1, &c->amount, err) < 0)
-		return -1;
-	if (c->index >= c->amount)
-		return lb_err_box(err, "ValueError", "chunk_index must be below chunk_amount");
-	if (c->length > s->max_file_bytes)
-		return lb_err_box(err, "ValueError", "file exceeds max_rpc_file_bytes (%lld)",
-				  (long long)s->max_file_bytes);
-	return decode(json_string_value(json_object_get(data, "chunk_base64")), &c->bytes, &c->n,
-		      err);
-}
-
 /* The upload a chunk goes to: chunk 0 starts it, the others continue one in progress. */
-static struct upload *upload_of(struct server *s, struct peer *p, const struct chunk *c,
+static struct upload *upload_of(struct server *s, struct peer *p, const struct lb_rpc_chunk *c,
 				struct lb_err **err)
 {
-	char dir[4096], path[4400];
+	char dir[LB_PATH_BUF], path[LB_PATH_BUF];
 	struct upload *u = c->index ? upload_find(p, c->key) : NULL;
 	if (c->index && (!u || u->complete))
 		return lb_err_box(err, "ValueError", "no transfer in progress for file_key %s",
@@ -202,8 +137,8 @@ static struct upload *upload_of(struct server *s, struct peer *p, const struct c
 
 static int write_chunk(struct server *s, struct peer *p, json_t *data, struct lb_err **err)
 {
-	struct chunk c = {0};
-	if (parse_chunk(s, data, &c, err) < 0)
+	struct lb_rpc_chunk c = {0};
+	if (lb_rpc_chunk_parse(&s->rt, data, &c, err) < 0)
 		return -1;
 	_cleanup_free_ unsigned char *bytes = c.bytes;
 	struct upload *u = upload_of(s, p, &c, err);

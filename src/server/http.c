@@ -85,7 +85,7 @@ json_t *server_resources(struct server *s)
 	uint64_t now = lb_now_ns();
 	if (s->resources && now - s->resources_at < 1000000000ull)
 		return json_deep_copy(s->resources);
-	lb_box_count(&s->box, &sessions, &running, &exited);
+	lb_box_count(&s->rt.box, &sessions, &running, &exited);
 	for (struct peer *p = s->peers; p; p = p->next)
 		peers++;
 	size_t actions = s->n_jobs - count_jobs(s, NULL, true);
@@ -106,13 +106,13 @@ json_t *server_resources(struct server *s)
 /* §3.7, plus the features this host really gives (beyond LangBot). */
 static int readyz(struct server *s, struct lws *wsi)
 {
-	json_t *backend = server_backend_info(s);
+	json_t *backend = lb_rpc_backend_info(&s->rt);
 	bool ready = json_is_true(json_object_get(backend, "available"));
 	return respond_json(wsi, ready ? 200 : 503,
 			    json_pack("{s:b, s:s, s:o, s:{s:b}, s:o, s:O}", "ready", ready, "mode",
 				      "standard", "backend", backend, "checks", "backend_available",
 				      ready, "resources", server_resources(s), "features",
-				      s->features));
+				      s->rt.features));
 }
 
 static int http_get(struct server *s, struct lws *wsi, const char *uri)

@@ -97,7 +97,7 @@ static void job_done(struct fdwatch *w)
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
 	if (p && j->seq_id) {
 		json_t *reply = j->reply.len ? json_loadb(j->reply.p, j->reply.len, 0, NULL) : NULL;
-		struct fence *f = j->fence[0] ? server_fence(s, j->fence, false) : NULL;
+		struct lb_rpc_fence *f = j->fence[0] ? lb_rpc_fence(&s->rt, j->fence, false) : NULL;
 		if (f && f->generation > j->generation) {
 			json_decref(reply);
 			reply = lb_rpc_reply_error(j->seq_id, "PermissionError",
@@ -165,7 +165,7 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 				  .generation = gen,
 				  /* background work deletes sessions: let it finish too */
 				  .wait_on_shutdown =
-				      !action || server_action_waits_on_shutdown(action)};
+				      !action || lb_rpc_action_waits_on_shutdown(action)};
 		snprintf(j->fence, sizeof(j->fence), "%s", fence ? fence : "");
 		s->jobs[s->n_jobs++] = j;
 		if (server_watch(s, &j->w, pp[0]) < 0) {

@@ -92,7 +92,7 @@ static void reap_tick(lws_sorted_usec_list_t *sul)
 	if (server_job_start(s, NULL, NULL, NULL, NULL, 0, &fd) != 0)
 		return;
 	size_t removed;
-	lb_box_session_reap(&s->box, 0, &removed, NULL);
+	lb_box_session_reap(&s->rt.box, 0, &removed, NULL);
 	_exit(0);
 }
 
@@ -151,7 +151,7 @@ static void shutdown_all(struct server *s)
 		lws_service(s->lws, 0);
 	lws_sul_cancel(&s->reap_timer);
 	lws_sul_cancel(&s->wake_timer);
-	server_drop_owned(s);
+	lb_box_drop_owned(&s->rt.box);
 }
 
 int server_run(struct server *s)

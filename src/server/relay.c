@@ -86,7 +86,7 @@ int relay_check(struct server *s, struct lws *wsi, const char *path)
 	    auth_relay_context(s, wsi, instance, sid, &ctx) < 0)
 		return server_http_reject(wsi, 401, "text/plain; charset=utf-8", "Unauthorized");
 	struct lb_box_proc_info info;
-	if (lb_box_proc_get(&s->box, sid, pid, &info, &err) < 0)
+	if (lb_box_proc_get(&s->rt.box, sid, pid, &info, &err) < 0)
 		return bad_request(wsi, err);
 	bool running = info.running;
 	lb_box_proc_info_free(&info);
@@ -213,7 +213,7 @@ static void try_attach(struct relay *r)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	int fd;
-	if (lb_box_proc_attach(&r->s->box, r->sid, r->pid, true, &fd, &err) < 0) {
+	if (lb_box_proc_attach(&r->s->rt.box, r->sid, r->pid, true, &fd, &err) < 0) {
 		if (err->errnum == EAGAIN) {
 			lws_sul_schedule(r->s->lws, 0, &r->retry, retry_attach, ATTACH_RETRY_US);
 			return;

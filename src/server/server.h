@@ -1,5 +1,6 @@
 /*
- * The Box runtime server (`lbbox box -s`, `lbbox serve`): LangBot's RPC on top of the box layer.
+ * The Box runtime server (`lbbox box -s`, `lbbox serve`): the transport of LangBot's RPC (the
+ * protocol itself is src/rpc/): stdio, HTTP / WebSocket, the relay, forked jobs, uploads.
  * One thread, one libwebsockets event loop: stdin, the signalfd, the actions' reply pipes and the
  * relays' keeper sockets are adopted as raw descriptors beside the HTTP/WebSocket listener, so
  * nothing blocks the loop and forking an action is safe.
@@ -16,15 +17,8 @@
 #include "lbbox/box.h"
 #include "lbbox/rpc.h"
 
-#define SERVER_MAX_FENCES 1024
-#define SERVER_MAX_JOBS	  (LB_RPC_MAX_INFLIGHT * 4 + 8)
-#define SERVER_MAX_MSG	  (16u << 20) /* §6.2 / §6.3: a message is at most 16 MiB */
-
-/* The highest placement generation seen per instance + Workspace (§6.7). */
-struct fence {
-	char key[80]; /* the Workspace's namespace "ws-<sha256[:24]>" */
-	int64_t generation;
-};
+#define SERVER_MAX_JOBS (LB_RPC_MAX_INFLIGHT * 4 + 8)
+#define SERVER_MAX_MSG	(16u << 20) /* §6.2 / §6.3: a message is at most 16 MiB */
 
 struct server;
 
@@ -98,25 +92,12 @@ struct job {
 	bool wait_on_shutdown; /* creates, deletes, starts, stops: let them finish */
 };
 
-/* Image -> engine spec for new sessions (given by cli/box.c: images, pulls, aliases). */
-struct server_images {
-	lb_box_spec_fn build;
-	void *ctx;
-};
-
 struct server {
-	struct lb_box box;
-	char trusted[256]; /* the trusted LangBot instance, "" = none yet */
-	char token[256];   /* LANGBOT_BOX_CONTROL_TOKEN, "" = no auth on HTTP */
-	json_t *config;	   /* LANGBOT_BOX_CONFIG merged with box_init payloads */
-	json_t *features;  /* lb_host_features() at start */
-	struct server_images images;
-	struct fence fences[SERVER_MAX_FENCES];
-	size_t n_fences;
+	struct lb_rpc_runtime rt; /* the protocol's state: the box, config, fences */
+	char token[256];	  /* LANGBOT_BOX_CONTROL_TOKEN, "" = no auth on HTTP */
 	struct job *jobs[SERVER_MAX_JOBS];
 	size_t n_jobs;
 	struct peer *peers;
-	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
 	uint64_t upload_ttl_ns; /* an upload idle this long is removed (LBBOX_BOX_UPLOAD_TTL_SEC) */
 	uint64_t next_peer;
 	size_t relays;
@@ -136,6 +117,9 @@ struct server {
 	bool stop, shutting_down;
 };
 
+/* main.c: "lbbox: <msg>" on stderr, control characters escaped (one line). */
+void server_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* loop.c: serves until stdin EOF (stdio mode) or SIGTERM, then drops every session it owns.
  * Returns the process exit status. */
 int server_run(struct server *s);
@@ -146,10 +130,6 @@ void server_handle(struct server *s, struct peer *p, json_t *msg);
  * when it has a seq_id and otherwise ignored with one line on stderr. */
 void server_receive(struct server *s, struct peer *p, json_t *msg, json_t *seq_id,
 		    const struct lb_err *bad);
-/* The Workspace namespace "ws-<sha256[:24]>" of a context's prefix "ws-<hash>-g<N>". */
-void server_namespace_of(const struct lb_rpc_context *c, char *out, size_t len);
-/* The fence of a Workspace namespace; create: add it when new. NULL when absent / full. */
-struct fence *server_fence(struct server *s, const char *ns, bool create);
 
 /* jobs.c: watched descriptors and forked actions. */
 /* Watch fd (the loop owns and closes it from now on); -1 when it cannot. */
@@ -186,8 +166,6 @@ bool server_peer_trusted(int fd);
 
 /* auth.c: §6.8 / §6.9 handshake checks. */
 bool auth_token_ok(struct server *s, struct lws *wsi);
-/* ^[A-Za-z0-9][A-Za-z0-9<extra>]{0,max-1}$: instance ids (§6.8), upload keys (§6.6). */
-bool server_name_valid(const char *v, const char *extra, size_t max);
 /* The instance header: true when absent-and-allowed or trusted (pins it when pin is set). */
 bool auth_instance_ok(struct server *s, struct lws *wsi, bool pin, char *out, size_t len);
 /* The relay's context headers -> the physical session id it may open; 1 = legacy (no
@@ -203,30 +181,11 @@ int relay_callback(struct server *s, struct lws *wsi, enum lws_callback_reasons 
 		   void *in, size_t len);
 bool relay_path(const char *path);
 
-/* actions.c: runs one request in the current (child) process; returns the whole reply. */
-json_t *server_run_action(struct server *s, const char *action, json_t *data,
-			  const struct lb_rpc_context *ctx, json_t *seq_id);
-/* Actions answered in the server process itself (no sandbox work); NULL when not one. */
-json_t *server_inline_action(struct server *s, struct peer *p, const char *action, json_t *data,
-			     json_t *seq_id);
-/* True for the tenant actions that need a context (§6.7). */
-bool server_is_tenant_action(const char *action);
-/* True when the action exists at all. */
-bool server_has_action(const char *action);
-bool server_action_waits_on_shutdown(const char *action);
-json_t *server_backend_info(const struct server *s);
-
 /* files.c: __file_chunk (§6.6), into uploads the peer owns. */
 json_t *server_file_chunk(struct server *s, struct peer *p, json_t *data, json_t *seq_id);
 /* Removes the uploads idle past the TTL, of every peer. */
 void server_uploads_expire(struct server *s);
 /* Removes every upload of p (it is closing). */
 void server_uploads_drop(struct peer *p);
-
-/* config.c: box_init / LANGBOT_BOX_CONFIG (§3.1). */
-int server_apply_config(struct server *s, json_t *update, struct lb_err **err);
-
-/* shutdown.c: every session this instance owns, managed processes first (in parallel). */
-void server_drop_owned(struct server *s);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * Fuzz target: the Box RPC wire layer as a peer's bytes reach it -- the stdio reader
  * (src/rpc/frame.c), the message decoder with its lenient number, NUL and seq_id handling
- * (src/rpc/decode.c), and what the server does next with each message (src/rpc/message.c,
- * src/rpc/tenancy.c, as server_receive and server_handle do). The input is what arrives on
+ * (src/rpc/decode.c), and what the server does next with each message: the envelope checks
+ * and routing (src/rpc/envelope.c: lb_rpc_request_open, as server_handle calls it), the tenancy
+ * ids (src/rpc/tenancy.c) and the replies (src/rpc/message.c). The input is what arrives on
  * stdin; the same bytes are also decoded whole, as one /rpc/ws text message is.
  *
  * Properties checked besides the sanitizers:
@@ -12,7 +13,9 @@
  *   16 KiB), is read back as exactly one equal message;
  * - lb_rpc_decode accepts only JSON: what it reads must still parse once each number token of
  *   JSON's grammar is replaced by 0 (numbers out of jansson's range are the only leniency);
- *   and what jansson reads itself (with "\u0000" allowed) it decodes to the same value.
+ *   and what jansson reads itself (with "\u0000" allowed) it decodes to the same value;
+ * - the envelope either answers (a reply that dumps), ignores with a reason, or routes with the
+ *   request's data an object; a tenant action with a context always has its fence.
  */
 #include <ctype.h>
 #include <jansson.h>
@@ -126,9 +129,37 @@ static void send_reply(json_t *reply)
 	json_decref(reply);
 }
 
+/* The runtime's envelope checks and routing, on a runtime with no sessions (fences only). */
+static void envelope(json_t *msg)
+{
+	static struct lb_rpc_runtime rt;
+	static bool ready;
+	struct lb_rpc_request req;
+	json_t *reply;
+	const char *why;
+	if (!ready)
+		lb_rpc_runtime_init(&rt), ready = true;
+	if (rt.n_fences > LB_RPC_MAX_FENCES / 2)
+		rt.n_fences = 0; /* keep the table from filling across runs */
+	enum lb_rpc_route route = lb_rpc_request_open(&rt, msg, false, &req, &reply, &why);
+	if (route == LB_RPC_DONE) {
+		FUZZ_CHECK(!reply || !why, "both answered and ignored");
+		if (reply)
+			send_reply(reply);
+	} else {
+		FUZZ_CHECK(json_is_object(req.data), "a routed request without an object");
+		FUZZ_CHECK(req.action && *req.action, "a routed request without an action");
+		if (req.has_ctx && route == LB_RPC_JOB && strcmp(req.action, "box_shutdown"))
+			FUZZ_CHECK(req.fence[0], "a tenant action without its fence");
+	}
+	lb_rpc_request_close(&req);
+}
+
 /* The server's steps on a request: the NUL check, the tenancy envelope, session ids, replies. */
 static void serve(json_t *msg)
 {
+	envelope(msg);
+
 	json_t *seq = json_object_get(msg, "seq_id");
 	json_t *data = json_object_get(msg, "data");
 	struct lb_rpc_context ctx;

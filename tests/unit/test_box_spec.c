@@ -10,6 +10,7 @@
 
 #include "box/box_internal.h"
 #include "lbbox/box_spec.h"
+#include "lbbox/rpc.h"
 
 static json_t *parse(const char *text)
 {
@@ -26,7 +27,7 @@ static char *spec_error(const char *text)
 	json_t *v = parse(text);
 	struct lb_box_spec s;
 	struct lb_err *err = NULL;
-	int r = lb_box_spec_from_json(v, &s, &err);
+	int r = lb_rpc_spec_parse(v, &s, &err);
 	char *msg = NULL;
 
 	json_decref(v);
@@ -51,7 +52,7 @@ static void spec_ok(const char *text, struct lb_box_spec *s)
 	json_t *v = parse(text);
 	struct lb_err *err = NULL;
 
-	cr_assert_eq(lb_box_spec_from_json(v, s, &err), 0, "%s: %s", text, err ? err->msg : "");
+	cr_assert_eq(lb_rpc_spec_parse(v, s, &err), 0, "%s: %s", text, err ? err->msg : "");
 	json_decref(v);
 }
 
@@ -60,7 +61,7 @@ static char *proc_error(const char *text)
 	json_t *v = parse(text);
 	struct lb_box_proc_spec p;
 	struct lb_err *err = NULL;
-	int r = lb_box_proc_spec_from_json(v, &p, &err);
+	int r = lb_rpc_proc_spec_parse(v, &p, &err);
 	char *msg = NULL;
 
 	json_decref(v);
@@ -662,7 +663,7 @@ Test(box_spec, proc_values)
 	struct lb_box_proc_spec p;
 	struct lb_err *err = NULL;
 
-	cr_assert_eq(lb_box_proc_spec_from_json(v, &p, &err), 0);
+	cr_assert_eq(lb_rpc_proc_spec_parse(v, &p, &err), 0);
 	cr_assert_str_eq(p.command, "npx");
 	cr_assert_str_eq(p.args[0], "-y");
 	cr_assert_str_eq(p.args[1], " x ");
@@ -675,7 +676,7 @@ Test(box_spec, proc_values)
 	json_decref(v);
 
 	v = parse("{\"command\": \"sh\"}");
-	cr_assert_eq(lb_box_proc_spec_from_json(v, &p, &err), 0);
+	cr_assert_eq(lb_rpc_proc_spec_parse(v, &p, &err), 0);
 	cr_assert_str_eq(p.process_id, "default");
 	cr_assert_str_eq(p.cwd, "/workspace");
 	cr_assert_null(p.args[0]);
@@ -872,7 +873,7 @@ Test(box_spec, session_json)
 	/* and back: with its session_id it parses to a spec compatible with the original */
 	json_object_set_new(j, "session_id", json_string("s"));
 	struct lb_err *err = NULL;
-	cr_assert_eq(lb_box_spec_from_json(j, &back, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(lb_rpc_spec_parse(j, &back, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_eq(lb_box_spec_check_compatible(&s, &back, "s", &err), 0);
 	cr_assert(lb_box_extra_mounts_equal(&s, &back));
 	json_decref(j);
@@ -959,93 +960,88 @@ Test(box_profile, find_by_config_value)
 	lb_err_free(&err);
 }
 
-static char *applied(const char *profile, const char *payload)
+/* A spec from flags (the CLI's way): given marks what the caller set. */
+static struct lb_box_spec filled(const char *profile, unsigned given,
+				 void (*set)(struct lb_box_spec *))
 {
 	struct lb_err *err = NULL;
-	json_t *v = parse(payload);
-	const struct lb_box_profile *p = lb_box_profile_find(profile, &err);
-
-	cr_assert_eq(lb_box_profile_apply(p, v, &err), 0);
-	char *text = json_dumps(v, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(v);
-	return text;
+	struct lb_box_spec s;
+	lb_box_spec_init(&s);
+	if (set)
+		set(&s);
+	cr_assert_eq(lb_box_profile_fill(lb_box_profile_find(profile, &err), &s, given, &err), 0);
+	return s;
 }
 
-Test(box_profile, apply_fills_absent_fields)
+Test(box_profile, fill_sets_what_was_not_given)
 {
-	char *t = applied("network_extended", "{\"session_id\": \"s\"}");
-
-	cr_assert_str_eq(t, "{\"cpus\":2.0,\"host_path_mode\":\"rw\",\"image\":"
-			    "\"rockchin/langbot-sandbox:latest\",\"memory_mb\":1024,\"network\":"
-			    "\"on\",\"pids_limit\":256,\"read_only_rootfs\":false,\"session_id\":"
-			    "\"s\",\"timeout_sec\":30,\"workspace_quota_mb\":0}");
-	free(t);
-	/* present keys stay as given, even null or of the wrong type (validation decides) */
-	t = applied("default", "{\"network\": \"on\", \"cpus\": null, \"memory_mb\": \"64\", "
-			       "\"image\": \"py\", \"read_only_rootfs\": false, "
-			       "\"workspace_quota_mb\": 5, \"pids_limit\": 7, \"host_path_mode\": "
-			       "\"none\", \"timeout_sec\": 10}");
-	cr_assert_str_eq(t, "{\"cpus\":null,\"host_path_mode\":\"none\",\"image\":\"py\","
-			    "\"memory_mb\":\"64\",\"network\":\"on\",\"pids_limit\":7,"
-			    "\"read_only_rootfs\":false,\"timeout_sec\":10,"
-			    "\"workspace_quota_mb\":5}");
-	free(t);
+	struct lb_box_spec s = filled("network_extended", 0, NULL);
+	cr_assert_eq(s.cpus, 2.0);
+	cr_assert_eq(s.memory_mb, 1024);
+	cr_assert_eq(s.pids_limit, 256);
+	cr_assert_eq(s.network, LB_BOX_NET_ON);
+	cr_assert_eq(s.read_only_rootfs, false);
+	cr_assert_eq(s.timeout_sec, 30);
+	cr_assert_str_eq(s.image, "rockchin/langbot-sandbox:latest");
+	lb_box_spec_free(&s);
 }
 
-Test(box_profile, apply_forces_locked_fields)
+static void set_many(struct lb_box_spec *s)
 {
-	char *t = applied("offline_readonly",
-			  "{\"network\": \"on\", \"host_path_mode\": \"rw\", \"read_only_rootfs\": "
-			  "false, \"cpus\": 4, \"memory_mb\": 2048}");
-
-	/* locked: network, host_path_mode, read_only_rootfs; cpus / memory_mb are not */
-	cr_assert_str_eq(t,
-			 "{\"cpus\":4,\"host_path_mode\":\"ro\",\"image\":"
-			 "\"rockchin/langbot-sandbox:latest\",\"memory_mb\":2048,\"network\":"
-			 "\"off\",\"pids_limit\":64,\"read_only_rootfs\":true,\"timeout_sec\":30,"
-			 "\"workspace_quota_mb\":0}");
-	free(t);
+	s->network = LB_BOX_NET_ON;
+	s->cpus = 4;
+	s->memory_mb = 2048;
+	s->pids_limit = 7;
+	s->read_only_rootfs = false;
+	s->host_path_mode = LB_BOX_MOUNT_RW;
+	s->workspace_quota_mb = 5;
+	s->timeout_sec = 10;
 }
 
-static void expect_timeout(const char *profile, const char *value, const char *want)
+#define GIVEN_ALL                                                                                  \
+	(LB_BOX_GIVEN_NETWORK | LB_BOX_GIVEN_CPUS | LB_BOX_GIVEN_MEMORY | LB_BOX_GIVEN_PIDS |      \
+	 LB_BOX_GIVEN_READ_ONLY | LB_BOX_GIVEN_HOST_PATH_MODE | LB_BOX_GIVEN_QUOTA |               \
+	 LB_BOX_GIVEN_TIMEOUT)
+
+Test(box_profile, fill_keeps_what_was_given)
 {
-	char payload[128], needle[128];
-
-	snprintf(payload, sizeof(payload), "{\"timeout_sec\": %s}", value);
-	char *t = applied(profile, payload);
-	snprintf(needle, sizeof(needle), "\"timeout_sec\":%s", want);
-	cr_assert_not_null(strstr(t, needle), "%s %s: %s", profile, value, t);
-	free(t);
+	struct lb_box_spec s = filled("default", GIVEN_ALL, set_many);
+	cr_assert_eq(s.network, LB_BOX_NET_ON);
+	cr_assert_eq(s.cpus, 4);
+	cr_assert_eq(s.memory_mb, 2048);
+	cr_assert_eq(s.pids_limit, 7);
+	cr_assert_eq(s.read_only_rootfs, false);
+	cr_assert_eq(s.workspace_quota_mb, 5);
+	cr_assert_eq(s.timeout_sec, 10);
+	lb_box_spec_free(&s);
 }
 
-Test(box_profile, apply_clamps_timeout)
+Test(box_profile, fill_forces_locked_fields)
 {
-	expect_timeout("default", "500", "120");
-	expect_timeout("default", "120", "120");
-	expect_timeout("default", "119", "119");
-	expect_timeout("offline_readonly", "61", "60");
-	expect_timeout("network_extended", "301", "300");
-	expect_timeout("network_extended", "299", "299");
-	/* LangBot clamps what pydantic reads as an int, replacing it with the int maximum */
-	expect_timeout("default", "\"500\"", "120");
-	expect_timeout("default", "\"50\"", "\"50\"");
-	expect_timeout("default", "121.0", "120");
-	expect_timeout("default", "true", "true");
-	expect_timeout("default", "\"99999999999999999999\"", "120");
-	/* not an int to pydantic: left alone for validation to reject */
-	expect_timeout("default", "500.5", "500.5");
-	expect_timeout("default", "\"abc\"", "\"abc\"");
-	expect_timeout("default", "null", "null");
-	expect_timeout("default", "-5", "-5");
+	/* offline_readonly locks network, host_path_mode and read_only_rootfs; not cpus / memory */
+	struct lb_box_spec s = filled("offline_readonly", GIVEN_ALL, set_many);
+	cr_assert_eq(s.network, LB_BOX_NET_OFF);
+	cr_assert_eq(s.host_path_mode, LB_BOX_MOUNT_RO);
+	cr_assert_eq(s.read_only_rootfs, true);
+	cr_assert_eq(s.cpus, 4);
+	cr_assert_eq(s.memory_mb, 2048);
+	lb_box_spec_free(&s);
 }
 
-Test(box_profile, apply_needs_an_object)
+Test(box_profile, timeout_defaults_and_clamps)
 {
 	struct lb_err *err = NULL;
-	json_t *v = json_array();
-
-	cr_assert_eq(lb_box_profile_apply(lb_box_profile_find("default", &err), v, &err), -1);
-	cr_assert_not_null(err);
-	lb_err_free(&err);
-	json_decref(v);
+	const struct lb_box_profile *def = lb_box_profile_find("default", &err);
+	const struct lb_box_profile *off = lb_box_profile_find("offline_readonly", &err);
+	const struct lb_box_profile *ext = lb_box_profile_find("network_extended", &err);
+	cr_assert_eq(lb_box_profile_timeout(def, true, 500), 120);
+	cr_assert_eq(lb_box_profile_timeout(def, true, 120), 120);
+	cr_assert_eq(lb_box_profile_timeout(def, true, 119), 119);
+	cr_assert_eq(lb_box_profile_timeout(off, true, 61), 60);
+	cr_assert_eq(lb_box_profile_timeout(ext, true, 301), 300);
+	cr_assert_eq(lb_box_profile_timeout(ext, true, 299), 299);
+	cr_assert_eq(lb_box_profile_timeout(def, false, 500), 30, "not given: the profile's");
+	struct lb_box_spec s = filled("network_extended", LB_BOX_GIVEN_TIMEOUT, set_many);
+	cr_assert_eq(s.timeout_sec, 10);
+	lb_box_spec_free(&s);
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "lbbox/sandbox.h"
 #include "lbbox/spec.h"
 #include "lbbox/util.h"
@@ -57,15 +58,15 @@ Test(parse_mount, forms)
 {
 	struct lb_mount m = {0};
 	struct lb_err *err = NULL;
-	cr_assert_eq(lb_parse_mount("/srv/data:/workspace:ro", &m, &err), 0);
+	cr_assert_eq(cli_parse_mount("/srv/data:/workspace:ro", &m, &err), 0);
 	cr_assert_str_eq(m.source, "/srv/data");
 	cr_assert_str_eq(m.target, "/workspace");
 	cr_assert(m.readonly);
 	mount_free(&m);
-	cr_assert_eq(lb_parse_mount("/a:/b", &m, &err), 0);
+	cr_assert_eq(cli_parse_mount("/a:/b", &m, &err), 0);
 	cr_assert_not(m.readonly);
 	mount_free(&m);
-	cr_assert_eq(lb_parse_mount("/a:/b:rw", &m, &err), 0);
+	cr_assert_eq(cli_parse_mount("/a:/b:rw", &m, &err), 0);
 	cr_assert_not(m.readonly);
 	mount_free(&m);
 }
@@ -76,7 +77,7 @@ Test(parse_mount, rejects)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct lb_mount m = {0};
 		struct lb_err *err = NULL;
-		cr_assert_lt(lb_parse_mount(bad[i], &m, &err), 0, "'%s' accepted", bad[i]);
+		cr_assert_lt(cli_parse_mount(bad[i], &m, &err), 0, "'%s' accepted", bad[i]);
 		cr_assert(strstr(err->msg, "invalid volume"), "%s", err->msg);
 		lb_err_free(&err);
 		mount_free(&m);
@@ -87,19 +88,19 @@ Test(parse_rlimit, forms)
 {
 	struct lb_rlimit r;
 	struct lb_err *err = NULL;
-	cr_assert_eq(lb_parse_rlimit("nofile=256", &r, &err), 0);
+	cr_assert_eq(cli_parse_rlimit("nofile=256", &r, &err), 0);
 	cr_assert_eq(r.resource, RLIMIT_NOFILE);
 	cr_assert_eq(r.soft, 256);
 	cr_assert_eq(r.hard, 256);
-	cr_assert_eq(lb_parse_rlimit("nproc=10:20", &r, &err), 0);
+	cr_assert_eq(cli_parse_rlimit("nproc=10:20", &r, &err), 0);
 	cr_assert_eq(r.resource, RLIMIT_NPROC);
 	cr_assert_eq(r.soft, 10);
 	cr_assert_eq(r.hard, 20);
-	cr_assert_eq(lb_parse_rlimit("core=unlimited", &r, &err), 0);
+	cr_assert_eq(cli_parse_rlimit("core=unlimited", &r, &err), 0);
 	cr_assert_eq(r.soft, RLIM_INFINITY);
 	const char *bad[] = {"nofile", "bogus=1", "nofile=x", "nofile=20:10", "=5"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_lt(lb_parse_rlimit(bad[i], &r, &err), 0, "'%s' accepted", bad[i]);
+		cr_assert_lt(cli_parse_rlimit(bad[i], &r, &err), 0, "'%s' accepted", bad[i]);
 		lb_err_free(&err);
 	}
 }
@@ -108,14 +109,14 @@ Test(parse_cpus, quota)
 {
 	uint64_t q, p;
 	struct lb_err *err = NULL;
-	cr_assert_eq(lb_parse_cpus("0.5", &q, &p, &err), 0);
+	cr_assert_eq(cli_parse_cpus("0.5", &q, &p, &err), 0);
 	cr_assert_eq(q, 50000);
 	cr_assert_eq(p, 100000);
-	cr_assert_eq(lb_parse_cpus("2", &q, &p, &err), 0);
+	cr_assert_eq(cli_parse_cpus("2", &q, &p, &err), 0);
 	cr_assert_eq(q, 200000);
 	const char *bad[] = {"0", "-1", "abc", "", "0.001", "1x"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		cr_assert_lt(lb_parse_cpus(bad[i], &q, &p, &err), 0, "'%s' accepted", bad[i]);
+		cr_assert_lt(cli_parse_cpus(bad[i], &q, &p, &err), 0, "'%s' accepted", bad[i]);
 		lb_err_free(&err);
 	}
 }
@@ -124,13 +125,13 @@ Test(parse_cap, names)
 {
 	uint64_t m;
 	struct lb_err *err = NULL;
-	cr_assert_eq(lb_parse_cap("NET_RAW", &m, &err), 0);
+	cr_assert_eq(cli_parse_cap("NET_RAW", &m, &err), 0);
 	cr_assert_eq(m, 1ULL << CAP_NET_RAW);
-	cr_assert_eq(lb_parse_cap("cap_sys_admin", &m, &err), 0);
+	cr_assert_eq(cli_parse_cap("cap_sys_admin", &m, &err), 0);
 	cr_assert_eq(m, 1ULL << CAP_SYS_ADMIN);
-	cr_assert_eq(lb_parse_cap("ALL", &m, &err), 0);
+	cr_assert_eq(cli_parse_cap("ALL", &m, &err), 0);
 	cr_assert(m & (1ULL << CAP_SYS_ADMIN));
-	cr_assert_lt(lb_parse_cap("NOT_A_CAP", &m, &err), 0);
+	cr_assert_lt(cli_parse_cap("NOT_A_CAP", &m, &err), 0);
 	cr_assert(strstr(err->msg, "NOT_A_CAP"));
 	lb_err_free(&err);
 }

@@ -2,9 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "box/box_internal.h"
+#include "lbbox/box.h"
 #include "lbbox/box_text.h"
 #include "lbbox/json_util.h"
+#include "lbbox/rpc.h"
 
 #define BACKEND_NAME "lbbox"
 
@@ -17,7 +18,7 @@ static json_t *time_json(uint64_t ns)
 	return json_string(buf);
 }
 
-json_t *lb_box_session_json(const struct lb_box_session *s)
+json_t *lb_rpc_session_json(const struct lb_box_session *s)
 {
 	const struct lb_box_spec *b = &s->spec;
 	char backend_id[32];
@@ -43,7 +44,7 @@ json_t *lb_box_session_json(const struct lb_box_session *s)
 	return j;
 }
 
-json_t *lb_box_proc_json(const struct lb_box_proc_info *p)
+json_t *lb_rpc_proc_json(const struct lb_box_proc_info *p)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:b, s:o, s:o, s:o, s:s}",
 			 "session_id", p->session_id, "process_id", p->process_id, "status",
@@ -55,7 +56,7 @@ json_t *lb_box_proc_json(const struct lb_box_proc_info *p)
 			 "stderr_preview", p->stderr_preview ? p->stderr_preview : "");
 }
 
-json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec_result *r)
+json_t *lb_rpc_exec_result_json(const char *session_id, const struct lb_box_exec_result *r)
 {
 	return json_pack("{s:s, s:s, s:s, s:o, s:s, s:s, s:I}", "session_id", session_id,
 			 "backend_name", BACKEND_NAME, "status",
@@ -65,7 +66,7 @@ json_t *lb_box_exec_result_json(const char *session_id, const struct lb_box_exec
 			 (json_int_t)r->duration_ms);
 }
 
-json_t *lb_box_session_details_json(struct lb_box *box, const char *id, struct lb_err **err)
+json_t *lb_rpc_session_details_json(struct lb_box *box, const char *id, struct lb_err **err)
 {
 	struct lb_box_session s;
 	struct lb_box_proc_info *procs = NULL;
@@ -76,14 +77,14 @@ json_t *lb_box_session_details_json(struct lb_box *box, const char *id, struct l
 		lb_box_session_free(&s);
 		return NULL;
 	}
-	json_t *j = lb_box_session_json(&s);
+	json_t *j = lb_rpc_session_json(&s);
 	if (n) {
 		json_t *m = json_object();
 		for (size_t i = 0; i < n; i++) {
-			json_object_set_new(m, procs[i].process_id, lb_box_proc_json(&procs[i]));
+			json_object_set_new(m, procs[i].process_id, lb_rpc_proc_json(&procs[i]));
 			if (!strcmp(procs[i].process_id, "default"))
 				json_object_set_new(j, "managed_process",
-						    lb_box_proc_json(&procs[i]));
+						    lb_rpc_proc_json(&procs[i]));
 		}
 		json_object_set_new(j, "managed_processes", m);
 	}

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "lbbox/sandbox.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 
@@ -60,9 +60,9 @@ static int copy_self(int *out, struct lb_err **err)
 	return 0;
 }
 
-int cli_reexec_sealed(char **argv, struct lb_err **err)
+int lb_reexec_sealed(char **argv, struct lb_err **err)
 {
-	char dir[4096];
+	char dir[LB_PATH_BUF];
 	int fd = -1;
 	if (running_sealed())
 		return 0;

@@ -21,7 +21,7 @@
 #include "box/box_internal.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/process.h"
 
 /* Keeper alive and still the same process; its pidfd in *pidfd when asked. */
 static bool keeper_alive(pid_t keeper, uint64_t start, int *pidfd)
@@ -57,7 +57,7 @@ static int session_dir(struct lb_box *box, const char *id, char *sdir, size_t le
 		       struct lb_err **err)
 {
 	struct lb_box_session s;
-	char del[4400];
+	char del[LB_PATH_BUF];
 	box_session_dir(box, id, sdir, len);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
 	if (access(del, F_OK) == 0)
@@ -115,7 +115,7 @@ static void kill_orphan(struct lb_box *box, const char *session_id,
 int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
 		     struct lb_err **err)
 {
-	char sdir[4200], json[4400];
+	char sdir[LB_PATH_BUF], json[LB_PATH_BUF];
 	struct lb_box_proc_info info;
 	pid_t keeper;
 	uint64_t kstart;
@@ -137,7 +137,7 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *process_id,
 		    struct lb_box_proc_info *out, struct lb_err **err)
 {
-	char sdir[4200], json[4400];
+	char sdir[LB_PATH_BUF], json[LB_PATH_BUF];
 	pid_t keeper;
 	uint64_t kstart;
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
@@ -151,7 +151,7 @@ int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *proc
 
 size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id)
 {
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
 	box_session_dir(box, session_id, sdir, sizeof(sdir));
 	return box_procs_running(sdir, NULL);
 }
@@ -196,7 +196,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		      const struct lb_box_proc_spec *spec, struct lb_box_proc_info *out,
 		      struct lb_err **err)
 {
-	char sdir[4200], json[4400];
+	char sdir[LB_PATH_BUF], json[LB_PATH_BUF];
 	struct lb_box_session s;
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
@@ -237,12 +237,12 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 /* Calls fn on every record of the session directory. */
 void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx)
 {
-	char procs[4300];
+	char procs[LB_PATH_BUF];
 	snprintf(procs, sizeof(procs), "%s/procs", sdir);
 	_cleanup_closedir_ DIR *d = opendir(procs);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		char json[4600];
+		char json[LB_PATH_BUF];
 		struct lb_box_proc_info info;
 		pid_t keeper;
 		uint64_t kstart;
@@ -277,7 +277,7 @@ size_t box_procs_running(const char *sdir, const char *only)
 		box_each_proc(sdir, count_running, &c);
 		return c.n;
 	}
-	char json[4400];
+	char json[LB_PATH_BUF];
 	struct lb_box_proc_info info;
 	pid_t keeper;
 	uint64_t kstart;
@@ -357,7 +357,7 @@ static int cmp_proc(const void *a, const void *b)
 int lb_box_proc_list(struct lb_box *box, const char *session_id, struct lb_box_proc_info **out,
 		     size_t *n, struct lb_err **err)
 {
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
 	struct list_ctx l = {0};
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
@@ -384,7 +384,7 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n)
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err)
 {
-	char sdir[4200], json[4400], sock[4400];
+	char sdir[LB_PATH_BUF], json[LB_PATH_BUF], sock[LB_PATH_BUF];
 	struct lb_box_proc_info info;
 	pid_t keeper;
 	uint64_t kstart;
@@ -399,7 +399,7 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 		return lb_err_box(err, LB_BOX_EMPCONFLICT,
 				  "managed process %s in session %s is not running", process_id,
 				  session_id);
-	char dir[4400];
+	char dir[LB_PATH_BUF];
 	snprintf(dir, sizeof(dir), "%s/procs", sdir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -28,7 +28,7 @@
 /* Everything one run owns; run_release() undoes whatever was done. */
 struct run {
 	char id[13];
-	char statedir[4096];
+	char statedir[LB_PATH_BUF];
 	bool statedir_made;
 	struct lb_cgroup *cg;
 	struct lb_seccomp_prog *seccomp;
@@ -96,7 +96,7 @@ static void run_release(struct run *r)
 static int prepare_seccomp(struct run *r, const struct lb_spec *spec, const struct lb_paths *paths,
 			   struct lb_err **err)
 {
-	char cache[4096];
+	char cache[LB_PATH_BUF];
 	if (spec->seccomp_profile && strcmp(spec->seccomp_profile, "unconfined") == 0)
 		return 0;
 	snprintf(cache, sizeof(cache), "%s/cache/seccomp", paths->root);
@@ -114,7 +114,7 @@ static int make_statedir(struct run *r, const struct lb_paths *paths, struct lb_
 	r->statedir_made = true;
 	/* held from now on by lbbox, then by pid 1 for as long as it lives: the GC skips a sandbox
 	 * whose lock is held without parsing its state */
-	char lock[4200];
+	char lock[LB_PATH_BUF];
 	snprintf(lock, sizeof(lock), "%s/" LB_ALIVE_LOCK, r->statedir);
 	r->alive_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (r->alive_fd < 0 || flock(r->alive_fd, LOCK_EX) < 0)
@@ -125,7 +125,7 @@ static int make_statedir(struct run *r, const struct lb_paths *paths, struct lb_
 /* cp -a: ownership, modes, times, xattrs, hardlinks and device nodes, as a copy must keep them. */
 static int copy_rootfs(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
-	char dst[4200];
+	char dst[LB_PATH_BUF];
 	int status;
 	snprintf(dst, sizeof(dst), "%s/rootfs", r->statedir);
 	pid_t pid = fork();
@@ -199,7 +199,7 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 /* lbbox-init beside the running executable; -1 (pid 1 then stays a copy of lbbox) if absent. */
 static int open_init(void)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	if (lb_self_dir(path, sizeof(path) - 16, NULL) < 0)
 		return -1;
 	strcat(path, "/lbbox-init");
@@ -304,23 +304,19 @@ static int wait_setup(struct run *r, int *setup_exit, struct lb_err **err)
 	struct lb_child_msg msg;
 	if (watch_setup(r, setup_exit, err) < 0)
 		return -1;
-	ssize_t n = lb_read_all(r->err_r, &msg, sizeof(msg));
+	int failed = lb_child_read_fail(r->err_r, &msg, "sandbox setup failed");
 	close_fd(&r->err_r);
-	if (n <= 0) {
+	if (!failed) {
 		if (r->net.pasta > 0)
 			lb_net_pasta_ready(&r->net);
 		return 0;
 	}
-	msg.msg[sizeof(msg.msg) - 1] = '\0';
-	*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
+	*setup_exit = msg.exit_code;
 	/* pid 1 gave up on a pasta that kept running: what pasta said may be the reason */
 	char said[256] = "";
 	if (r->net.pasta > 0 && lb_net_pasta_said(&r->net, said, sizeof(said)))
-		return lb_err_set(err, 0, "%s (pasta: %s)",
-				  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed",
-				  said);
-	return lb_err_set(err, 0, "%s",
-			  n == (ssize_t)sizeof(msg) ? msg.msg : "sandbox setup failed");
+		return lb_err_set(err, 0, "%s (pasta: %s)", msg.msg, said);
+	return lb_err_set(err, 0, "%s", msg.msg);
 }
 
 static void set_setup_deadline(struct run *r, uint64_t start)

@@ -1,7 +1,7 @@
 /*
- * LangBot's Box actions (§6.6) on the box layer. Tenant actions run in a forked child with the
- * caller's context: session ids become physical ones (§6.7) on the way in, and every
- * "session_id" in the reply is mapped back on the way out. Errors carry LangBot's classes.
+ * LangBot's Box actions (§6.6) on the box layer. Tenant actions run with the caller's context:
+ * session ids become physical ones (§6.7) on the way in, and every "session_id" in the reply is
+ * mapped back on the way out. Errors carry LangBot's classes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "lbbox/cleanup.h"
-#include "lbbox/features.h"
-#include "server/server.h"
+#include "lbbox/rpc.h"
+#include "rpc/actions.h"
 
-typedef int (*action_fn)(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+typedef int (*action_fn)(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 			 json_t **out, struct lb_err **err);
 
 static int key_error(const char *key, struct lb_err **err)
@@ -47,35 +47,34 @@ static int parse_spec(json_t *data, const struct lb_rpc_context *ctx, struct lb_
 	json_t *copy = json_copy(data);
 	if (id)
 		json_object_set_new(copy, "session_id", json_string(id));
-	int r = lb_box_spec_from_json(copy, bs, err);
+	int r = lb_rpc_spec_parse(copy, bs, err);
 	json_decref(copy);
 	return r;
 }
 
-static int get_or_create(struct server *s, const struct lb_box_spec *bs, struct lb_box_session *out,
-			 struct lb_err **err)
+static int get_or_create(struct lb_rpc_runtime *rt, const struct lb_box_spec *bs,
+			 struct lb_box_session *out, struct lb_err **err)
 {
 	bool created;
-	return lb_box_session_get_or_create(&s->box, bs, s->images.build, s->images.ctx, out,
-					    &created, err);
+	return lb_box_session_get_or_create(&rt->box, bs, NULL, out, &created, err);
 }
 
-static int do_create(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
-		     struct lb_err **err)
+static int do_create(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
+		     json_t **out, struct lb_err **err)
 {
 	struct lb_box_spec bs = {0};
 	struct lb_box_session sess;
 	int r = parse_spec(data, ctx, &bs, err);
-	if (r == 0 && (r = get_or_create(s, &bs, &sess, err)) == 0) {
-		*out = lb_box_session_json(&sess);
+	if (r == 0 && (r = get_or_create(rt, &bs, &sess, err)) == 0) {
+		*out = lb_rpc_session_json(&sess);
 		lb_box_session_free(&sess);
 	}
 	lb_box_spec_free(&bs);
 	return r;
 }
 
-static int do_exec(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
-		   struct lb_err **err)
+static int do_exec(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
+		   json_t **out, struct lb_err **err)
 {
 	struct lb_box_spec bs = {0};
 	struct lb_box_session sess;
@@ -83,14 +82,14 @@ static int do_exec(struct server *s, json_t *data, const struct lb_rpc_context *
 	int r = parse_spec(data, ctx, &bs, err);
 	if (r == 0 && !bs.cmd[0])
 		r = lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
-	if (r == 0 && (r = get_or_create(s, &bs, &sess, err)) == 0) {
+	if (r == 0 && (r = get_or_create(rt, &bs, &sess, err)) == 0) {
 		lb_box_session_free(&sess);
 		struct lb_box_exec_req req = {.cmd = bs.cmd,
 					      .workdir = bs.workdir,
 					      .env = bs.env,
 					      .timeout_sec = bs.timeout_sec};
-		if ((r = lb_box_exec(&s->box, bs.session_id, &req, &res, err)) == 0) {
-			*out = lb_box_exec_result_json(bs.session_id, &res);
+		if ((r = lb_box_exec(&rt->box, bs.session_id, &req, &res, err)) == 0) {
+			*out = lb_rpc_exec_result_json(bs.session_id, &res);
 			lb_box_exec_result_free(&res);
 		}
 	}
@@ -98,13 +97,13 @@ static int do_exec(struct server *s, json_t *data, const struct lb_rpc_context *
 	return r;
 }
 
-static int do_get_session(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+static int do_get_session(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 			  json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (physical(data, "session_id", ctx, &id, err) < 0)
 		return -1;
-	*out = lb_box_session_details_json(&s->box, id, err);
+	*out = lb_rpc_session_details_json(&rt->box, id, err);
 	return *out ? 0 : -1;
 }
 
@@ -115,34 +114,34 @@ static bool mine(const struct lb_rpc_context *ctx, const char *id)
 	return !ctx || (!strncmp(id, ctx->prefix, n) && id[n] == '-');
 }
 
-static int do_get_sessions(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
-			   json_t **out, struct lb_err **err)
+static int do_get_sessions(struct lb_rpc_runtime *rt, json_t *data,
+			   const struct lb_rpc_context *ctx, json_t **out, struct lb_err **err)
 {
 	struct lb_box_session *v = NULL;
 	size_t n = 0;
-	if (lb_box_session_list(&s->box, &v, &n, err) < 0)
+	if (lb_box_session_list(&rt->box, &v, &n, err) < 0)
 		return -1;
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++)
 		if (mine(ctx, v[i].session_id))
-			json_array_append_new(a, lb_box_session_json(&v[i]));
+			json_array_append_new(a, lb_rpc_session_json(&v[i]));
 	lb_box_session_list_free(v, n);
 	*out = json_pack("{s:o}", "sessions", a);
 	return 0;
 }
 
-static int do_delete(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
-		     struct lb_err **err)
+static int do_delete(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
+		     json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (physical(data, "session_id", ctx, &id, err) < 0 ||
-	    lb_box_session_delete(&s->box, id, err) < 0)
+	    lb_box_session_delete(&rt->box, id, err) < 0)
 		return -1;
 	*out = json_pack("{s:O}", "deleted", json_object_get(data, "session_id"));
 	return 0;
 }
 
-static int do_start_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+static int do_start_proc(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 			 json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
@@ -153,9 +152,9 @@ static int do_start_proc(struct server *s, json_t *data, const struct lb_rpc_con
 		return -1;
 	if (!js)
 		return key_error("spec", err);
-	int r = lb_box_proc_spec_from_json(js, &spec, err);
-	if (r == 0 && (r = lb_box_proc_start(&s->box, id, &spec, &info, err)) == 0) {
-		*out = lb_box_proc_json(&info);
+	int r = lb_rpc_proc_spec_parse(js, &spec, err);
+	if (r == 0 && (r = lb_box_proc_start(&rt->box, id, &spec, &info, err)) == 0) {
+		*out = lb_rpc_proc_json(&info);
 		lb_box_proc_info_free(&info);
 	}
 	lb_box_proc_spec_free(&spec);
@@ -176,35 +175,35 @@ static int proc_ids(json_t *data, const struct lb_rpc_context *ctx, char **id, s
 	return lb_box_check_id(process_id(data), "process_id", err);
 }
 
-static int do_get_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+static int do_get_proc(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 		       json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	struct lb_box_proc_info info;
 	if (proc_ids(data, ctx, &id, err) < 0 ||
-	    lb_box_proc_get(&s->box, id, process_id(data), &info, err) < 0)
+	    lb_box_proc_get(&rt->box, id, process_id(data), &info, err) < 0)
 		return -1;
-	*out = lb_box_proc_json(&info);
+	*out = lb_rpc_proc_json(&info);
 	lb_box_proc_info_free(&info);
 	return 0;
 }
 
-static int do_stop_proc(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+static int do_stop_proc(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 			json_t **out, struct lb_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (proc_ids(data, ctx, &id, err) < 0 ||
-	    lb_box_proc_stop(&s->box, id, process_id(data), err) < 0)
+	    lb_box_proc_stop(&rt->box, id, process_id(data), err) < 0)
 		return -1;
 	*out = json_pack("{s:s}", "stopped", process_id(data));
 	return 0;
 }
 
 /* available: a session with LangBot's default limits can really be built on this host. */
-json_t *server_backend_info(const struct server *s)
+json_t *lb_rpc_backend_info(const struct lb_rpc_runtime *rt)
 {
 	return json_pack("{s:s, s:b}", "name", "lbbox", "available",
-			 lb_host_can_run_box(s->features));
+			 lb_box_host_ready(rt->features));
 }
 
 static json_t *limits_json(const struct lb_box_limits *l, int64_t max_file_bytes)
@@ -217,32 +216,32 @@ static json_t *limits_json(const struct lb_box_limits *l, int64_t max_file_bytes
 }
 
 /* §3.7, with the real count of running managed processes (0.5.5 always reports 0). */
-static int do_status(struct server *s, json_t *data, const struct lb_rpc_context *ctx, json_t **out,
-		     struct lb_err **err)
+static int do_status(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
+		     json_t **out, struct lb_err **err)
 {
 	struct lb_box_session *v = NULL;
 	size_t n = 0, active = 0, procs = 0;
-	if (lb_box_session_list(&s->box, &v, &n, err) < 0)
+	if (lb_box_session_list(&rt->box, &v, &n, err) < 0)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
 		if (!mine(ctx, v[i].session_id))
 			continue;
 		active++;
-		procs += lb_box_session_running_procs(&s->box, v[i].session_id);
+		procs += lb_box_session_running_procs(&rt->box, v[i].session_id);
 	}
 	lb_box_session_list_free(v, n);
 	*out =
-	    json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", server_backend_info(s),
+	    json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", lb_rpc_backend_info(rt),
 		      "active_sessions", (json_int_t)active, "managed_processes", (json_int_t)procs,
-		      "session_ttl_sec", (json_int_t)s->box.limits.session_ttl_sec, "limits",
-		      limits_json(&s->box.limits, s->max_file_bytes));
+		      "session_ttl_sec", (json_int_t)rt->box.limits.session_ttl_sec, "limits",
+		      limits_json(&rt->box.limits, rt->max_file_bytes));
 	return 0;
 }
 
-static int do_shutdown(struct server *s, json_t *data, const struct lb_rpc_context *ctx,
+static int do_shutdown(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 		       json_t **out, struct lb_err **err)
 {
-	server_drop_owned(s);
+	lb_box_drop_owned(&rt->box);
 	*out = json_object();
 	return 0;
 }
@@ -265,13 +264,13 @@ static const struct {
 };
 
 /* §3.2: no backend -> BoxBackendUnavailableError, naming what this host lacks. */
-static int backend_usable(const struct server *s, struct lb_err **err)
+static int backend_usable(const struct lb_rpc_runtime *rt, struct lb_err **err)
 {
-	const json_t *f = s->features, *cg = json_object_get(f, "cgroups");
+	const json_t *f = rt->features, *cg = json_object_get(f, "cgroups");
 	char missing[256] = "";
 	size_t n = 0;
 	static const char *const ctl[] = {"memory", "pids", "cpu"};
-	if (lb_host_can_run_box(f))
+	if (lb_box_host_ready(f))
 		return 0;
 	bool rootless = json_is_true(json_object_get(f, "rootless"));
 	if (!json_is_true(json_object_get(f, "namespaces")))
@@ -306,61 +305,63 @@ static int find(const char *action)
 	return -1;
 }
 
-bool server_is_tenant_action(const char *action)
+bool rpc_is_tenant_action(const char *action)
 {
 	int i = find(action);
 	return i >= 0 && actions[i].tenant;
 }
 
-bool server_action_waits_on_shutdown(const char *action)
+bool lb_rpc_action_waits_on_shutdown(const char *action)
 {
 	int i = find(action);
 	return i >= 0 && actions[i].waits;
 }
 
-bool server_has_action(const char *action)
+bool rpc_is_inline_action(const char *action)
 {
 	for (const char *const *a = inline_actions; *a; a++)
 		if (!strcmp(*a, action))
 			return true;
-	return find(action) >= 0;
+	return false;
 }
 
-json_t *server_run_action(struct server *s, const char *action, json_t *data,
-			  const struct lb_rpc_context *ctx, json_t *seq_id)
+bool rpc_has_action(const char *action)
+{
+	return rpc_is_inline_action(action) || find(action) >= 0;
+}
+
+json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req)
 {
 	struct lb_err *err = NULL;
 	json_t *out = NULL;
-	int i = find(action);
-	if (i < 0 || (actions[i].sandbox && backend_usable(s, &err) < 0) ||
-	    actions[i].fn(s, data, ctx, &out, &err) < 0) {
-		json_t *reply = lb_rpc_reply_err(seq_id, err, LB_BOX_EBOX);
+	const struct lb_rpc_context *ctx = req->has_ctx ? &req->ctx : NULL;
+	int i = find(req->action);
+	if (i < 0 || (actions[i].sandbox && backend_usable(rt, &err) < 0) ||
+	    actions[i].fn(rt, req->data, ctx, &out, &err) < 0) {
+		json_t *reply = lb_rpc_reply_err(req->seq_id, err, LB_BOX_EBOX);
 		lb_err_free(&err);
 		return reply;
 	}
 	if (ctx)
 		lb_rpc_map_back(out, ctx->prefix);
-	return lb_rpc_reply_ok(seq_id, out);
+	return lb_rpc_reply_ok(req->seq_id, out);
 }
 
-json_t *server_inline_action(struct server *s, struct peer *p, const char *action, json_t *data,
-			     json_t *seq_id)
+json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req)
 {
 	struct lb_err *err = NULL;
-	if (!strcmp(action, "__ping"))
-		return lb_rpc_reply_ok(seq_id, json_object());
-	if (!strcmp(action, "__file_chunk"))
-		return server_file_chunk(s, p, data, seq_id);
+	const char *action = req->action;
+	json_t *seq_id = req->seq_id;
 	if (!strcmp(action, "box_get_backend_info"))
-		return lb_rpc_reply_ok(seq_id, server_backend_info(s));
+		return lb_rpc_reply_ok(seq_id, lb_rpc_backend_info(rt));
 	if (!strcmp(action, "box_health")) {
 		/* beyond LangBot: which isolation this host really gives */
-		json_t *info = server_backend_info(s);
-		json_object_set(info, "features", s->features);
+		json_t *info = lb_rpc_backend_info(rt);
+		json_object_set(info, "features", rt->features);
 		return lb_rpc_reply_ok(seq_id, info);
 	}
 	if (!strcmp(action, "box_init")) {
-		if (server_apply_config(s, data, &err) < 0) {
+		if (lb_rpc_apply_config(rt, req->data, &err) < 0) {
 			json_t *r = lb_rpc_reply_err(seq_id, err, LB_BOX_EVALIDATION);
 			lb_err_free(&err);
 			return r;
@@ -370,5 +371,5 @@ json_t *server_inline_action(struct server *s, struct peer *p, const char *actio
 	if (strstr(action, "admission") || !strcmp(action, "box_verify_shared_workspace"))
 		return lb_rpc_reply_error(seq_id, LB_BOX_EADMISSION,
 					  "Sandbox admission enforcement is not enabled");
-	return NULL;
+	return lb_rpc_reply_ok(seq_id, json_object()); /* __ping */
 }

@@ -1,6 +1,7 @@
 /*
- * pydantic v2 lax-mode coercion of the JSON types, measured against pydantic 2.13.4 (the version
- * the spec was verified with): which inputs pass, what they become, and the message otherwise.
+ * Request JSON -> C values: pydantic v2 lax-mode coercion of the JSON types, measured against
+ * pydantic 2.13.4 (the version the spec was verified with): which inputs pass, what they become,
+ * and the message otherwise.
  */
 #include <errno.h>
 #include <math.h>
@@ -9,10 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "box_spec_internal.h"
 #include "lbbox/box_spec.h"
+#include "lbbox/box_text.h"
 #include "lbbox/cleanup.h"
-#include "text_internal.h"
+#include "rpc/rpc_internal.h"
 
 #define MSG_INT		 "Input should be a valid integer"
 #define MSG_INT_PARSE	 "Input should be a valid integer, unable to parse string as an integer"
@@ -96,7 +97,7 @@ static int lax_int_real(double d, int64_t *out, const char **msg)
 	return 0;
 }
 
-int lb_box_lax_int(const json_t *v, int64_t *out, int *overflow, const char **msg)
+int lb_rpc_lax_int(const json_t *v, int64_t *out, int *overflow, const char **msg)
 {
 	*overflow = 0;
 	switch (json_typeof(v)) {
@@ -164,7 +165,7 @@ static int parse_float_string(const char *s, double *out)
 	return *end ? -1 : 0; /* overflow to inf is what Python gives too */
 }
 
-int lb_box_lax_float(const json_t *v, double *out, const char **msg)
+int lb_rpc_lax_float(const json_t *v, double *out, const char **msg)
 {
 	switch (json_typeof(v)) {
 	case JSON_INTEGER:
@@ -205,7 +206,7 @@ static int bool_from_string(const char *s, bool *out)
 	return -1;
 }
 
-int lb_box_lax_bool(const json_t *v, bool *out, const char **msg)
+int lb_rpc_lax_bool(const json_t *v, bool *out, const char **msg)
 {
 	switch (json_typeof(v)) {
 	case JSON_TRUE:
@@ -237,27 +238,22 @@ int lb_box_lax_bool(const json_t *v, bool *out, const char **msg)
 	}
 }
 
-int lb_box_type_error(struct lb_err **err, const char *loc, const char *msg)
-{
-	return lb_err_box(err, LB_BOX_EVALIDATION, "%s: %s", loc, msg);
-}
-
-int lb_box_coerce_int(const json_t *v, const char *loc, int64_t *out, struct lb_err **err)
+int lb_rpc_coerce_int(const json_t *v, const char *loc, int64_t *out, struct lb_err **err)
 {
 	const char *msg = NULL;
 	int overflow;
 
-	if (lb_box_lax_int(v, out, &overflow, &msg) < 0)
+	if (lb_rpc_lax_int(v, out, &overflow, &msg) < 0)
 		return lb_box_type_error(err, loc, msg);
 	return 0;
 }
 
-int lb_box_coerce_float(const json_t *v, const char *loc, double *out, struct lb_err **err)
+int lb_rpc_coerce_float(const json_t *v, const char *loc, double *out, struct lb_err **err)
 {
 	const char *msg = NULL;
 	double d;
 
-	if (lb_box_lax_float(v, &d, &msg) < 0)
+	if (lb_rpc_lax_float(v, &d, &msg) < 0)
 		return lb_box_type_error(err, loc, msg);
 	/* Deviation: pydantic lets "nan" / "inf" through (nan even passes "> 0"), but the value
 	 * could never be written back as JSON nor given to a backend, so it is refused here with
@@ -268,16 +264,16 @@ int lb_box_coerce_float(const json_t *v, const char *loc, double *out, struct lb
 	return 0;
 }
 
-int lb_box_coerce_bool(const json_t *v, const char *loc, bool *out, struct lb_err **err)
+int lb_rpc_coerce_bool(const json_t *v, const char *loc, bool *out, struct lb_err **err)
 {
 	const char *msg = NULL;
 
-	if (lb_box_lax_bool(v, out, &msg) < 0)
+	if (lb_rpc_lax_bool(v, out, &msg) < 0)
 		return lb_box_type_error(err, loc, msg);
 	return 0;
 }
 
-int lb_box_coerce_str(const json_t *v, const char *loc, bool nullable, char **out,
+int lb_rpc_coerce_str(const json_t *v, const char *loc, bool nullable, char **out,
 		      struct lb_err **err)
 {
 	char *s = NULL;
@@ -312,7 +308,7 @@ static int enum_error(struct lb_err **err, const char *loc, const char *const *n
 	return lb_box_type_error(err, loc, msg);
 }
 
-int lb_box_coerce_enum(const json_t *v, const char *loc, const char *const *names, int n, int *out,
+int lb_rpc_coerce_enum(const json_t *v, const char *loc, const char *const *names, int n, int *out,
 		       struct lb_err **err)
 {
 	for (int i = 0; json_is_string(v) && i < n; i++) {
@@ -324,17 +320,7 @@ int lb_box_coerce_enum(const json_t *v, const char *loc, const char *const *name
 	return enum_error(err, loc, names, n);
 }
 
-char **lb_box_strv_new(void)
-{
-	return calloc(1, sizeof(char *));
-}
-
-void lb_box_strv_free(char **v)
-{
-	lb_strvfreep(&v);
-}
-
-int lb_box_coerce_env(const json_t *v, const char *loc, char ***out, struct lb_err **err)
+int lb_rpc_coerce_env(const json_t *v, const char *loc, char ***out, struct lb_err **err)
 {
 	_cleanup_strv_ char **env = NULL;
 	const char *key;
@@ -361,7 +347,7 @@ int lb_box_coerce_env(const json_t *v, const char *loc, char ***out, struct lb_e
 	return 0;
 }
 
-int lb_box_coerce_str_list(const json_t *v, const char *loc, char ***out, struct lb_err **err)
+int lb_rpc_coerce_str_list(const json_t *v, const char *loc, char ***out, struct lb_err **err)
 {
 	_cleanup_strv_ char **list = NULL;
 	size_t i;

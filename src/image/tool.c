@@ -1,4 +1,5 @@
-/* Running lbbox-image, the helper that holds the image code needing libarchive and libcurl. */
+/* Running lbbox-image, the helper that holds the image code needing libarchive and libcurl:
+ * lbbox and lbbox-server link only the light part of the image code (store, manifests). */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -9,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "lbbox/cleanup.h"
+#include "lbbox/store.h"
 #include "lbbox/util.h"
 
 /* Next to the lbbox binary (build/ or the install's bin/), or $LBBOX_IMAGE_TOOL. */
@@ -57,8 +58,7 @@ static void read_message(int fd, char *buf, size_t len)
 		memmove(buf, buf + 7, strlen(buf + 7) + 1);
 }
 
-int cli_image_tool(const struct cli_globals *g, const char *const *args, bool capture_err,
-		   struct lb_err **err)
+int lb_image_tool(const char *root, const char *const *args, bool capture_err, struct lb_err **err)
 {
 	char path[PATH_MAX], msg[1024] = "";
 	int pipefd[2] = {-1, -1}, status = 0;
@@ -69,7 +69,7 @@ int cli_image_tool(const struct cli_globals *g, const char *const *args, bool ca
 		return lb_err_set(err, errno, "pipe");
 	pid_t pid = fork();
 	if (pid == 0)
-		child_exec(path, g->paths.root, args, pipefd[1]);
+		child_exec(path, root, args, pipefd[1]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
 	_cleanup_close_ int rfd = pipefd[0];

@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "lbbox/spec_image.h"
 #include "lbbox/cleanup.h"
 #include "lbbox/util.h"
 
@@ -96,8 +96,8 @@ static int group_id(const char *lowerdir, const char *group, gid_t *gid, struct 
 	return 0;
 }
 
-int cli_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gid,
-		   struct lb_err **err)
+int lb_image_user(const char *lowerdir, const char *user, uid_t *uid, gid_t *gid,
+		  struct lb_err **err)
 {
 	_cleanup_free_ char *copy = strdup(user);
 	uint32_t u = 0, g = 0;

@@ -38,7 +38,7 @@ struct spawn {
 
 static int prepare_seccomp(struct lb_sandbox *sb, struct lb_err **err)
 {
-	char cache[4200];
+	char cache[LB_PATH_BUF];
 	const char *profile = sb->spec.seccomp_profile;
 	if (sb->seccomp_ready)
 		return 0;
@@ -226,16 +226,14 @@ static int finish_spawn(struct spawn *s, pid_t mid, int sync_w, int err_r, int p
 	bool have = lb_read_all(pid_r, &pid, sizeof(pid)) == sizeof(pid) && pid > 0;
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
-	ssize_t n = lb_read_all(err_r, &msg, sizeof(msg));
+	int failed = lb_child_read_fail(err_r, &msg, "exec failed");
 	if (have) {
 		p->pid = pid;
 		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	}
-	if (n > 0 || !have) {
-		msg.msg[sizeof(msg.msg) - 1] = '\0';
-		*setup_exit = n == (ssize_t)sizeof(msg) ? msg.exit_code : LB_EXIT_SETUP;
-		return lb_err_set(err, 0, "%s",
-				  n == (ssize_t)sizeof(msg) ? msg.msg : "exec failed");
+	if (failed || !have) {
+		*setup_exit = failed ? msg.exit_code : LB_EXIT_SETUP;
+		return lb_err_set(err, 0, "%s", failed ? msg.msg : "exec failed");
 	}
 	if (p->pidfd < 0)
 		return lb_err_set(err, errno, "pidfd_open");

@@ -82,14 +82,14 @@ void box_session_dir(const struct lb_box *box, const char *id, char *out, size_t
 
 void lb_box_session_workspace(const struct lb_box *box, const char *id, char *out, size_t len)
 {
-	char sdir[4200];
+	char sdir[LB_PATH_BUF];
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(out, len, "%s/workspace", sdir);
 }
 
 int box_flock(const char *dir, const char *name, int op, bool create, int *fd, struct lb_err **err)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	int f = open(path, O_RDWR | (create ? O_CREAT : 0) | O_CLOEXEC, 0600);
 	if (f < 0)
@@ -107,7 +107,7 @@ int box_flock(const char *dir, const char *name, int op, bool create, int *fd, s
 
 int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err)
 {
-	char sessions[4200];
+	char sessions[LB_PATH_BUF];
 	snprintf(sessions, sizeof(sessions), "%s/sessions", box->dir);
 	if (lb_mkdir_p(sessions, 0700, err) < 0)
 		return -1;
@@ -116,14 +116,14 @@ int box_global_lock(struct lb_box *box, int *fd, struct lb_err **err)
 
 void box_touch(const char *sdir)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/exec.lock", sdir);
 	utimensat(AT_FDCWD, path, NULL, 0);
 }
 
 static uint64_t mtime_ns(const char *sdir, const char *name)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	struct stat st;
 	snprintf(path, sizeof(path), "%s/%s", sdir, name);
 	if (stat(path, &st) < 0)
@@ -157,7 +157,7 @@ static int record_parse(json_t *j, struct lb_box_session *out, struct lb_err **e
 int box_record_read_file(const struct lb_box *box, const char *key, const char *file,
 			 struct lb_box_session *out, struct lb_err **err)
 {
-	char sdir[4200], path[4300];
+	char sdir[LB_PATH_BUF], path[LB_PATH_BUF];
 	json_error_t jerr;
 	snprintf(sdir, sizeof(sdir), "%s/sessions/%s", box->dir, key);
 	snprintf(path, sizeof(path), "%s/%s", sdir, file);
@@ -194,7 +194,7 @@ int box_record_read(const struct lb_box *box, const char *id, struct lb_box_sess
 
 int box_record_write(const char *sdir, const struct lb_box_session *s, struct lb_err **err)
 {
-	char path[4300];
+	char path[LB_PATH_BUF];
 	json_t *j =
 	    json_pack("{s:s, s:s, s:s, s:I, s:o}", "session_id", s->session_id, "sandbox",
 		      s->sandbox, "owner", s->owner ? s->owner : "", "created_ns",
@@ -209,12 +209,12 @@ int box_record_write(const char *sdir, const struct lb_box_session *s, struct lb
 
 void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx)
 {
-	char path[4200];
+	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/sessions", box->dir);
 	_cleanup_closedir_ DIR *d = opendir(path);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		char sdir[4400];
+		char sdir[LB_PATH_BUF];
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(sdir, sizeof(sdir), "%s/%s", path, de->d_name);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "box/box_internal.h"
+#include "lbbox/util.h"
 #include "lbbox/cleanup.h"
 
 struct exited {
@@ -53,7 +54,7 @@ static void note_session(struct lb_box *box, const char *key, const char *sdir, 
 void box_procs_prune(struct lb_box *box)
 {
 	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
-	uint64_t now = box_realtime_ns();
+	uint64_t now = lb_realtime_ns();
 	struct prune_ctx p = {.cutoff = now > keep ? now - keep : 0};
 	box_each_session(box, note_session, &p);
 	if (p.n)
