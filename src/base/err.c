@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 /* printf-checked through its callers' format attributes */
 static __attribute__((format(printf, 3, 0))) int err_vset(struct lb_err **err, int errnum,

@@ -8,7 +8,7 @@
 #include <openssl/sha.h>
 #include <stdlib.h>
 
-#include "lbbox/hash.h"
+#include "lbbox/base/hash.h"
 
 struct lb_sha256 {
 	SHA256_CTX ctx;

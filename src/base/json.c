@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/json_util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
 
 json_t *lb_json_from_strv(char *const *v)
 {

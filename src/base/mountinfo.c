@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/mountinfo.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/mountinfo.h"
+#include "lbbox/base/util.h"
 
 /* mountinfo escapes space, tab, newline and backslash as \ooo. */
 static void unescape(char *s)

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 /* The components after the existing ancestor must be plain names: "." and ".." are refused
  * rather than interpreted (Python's resolve() would, against a path that may not exist). */

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/process.h"
-#include "lbbox/util.h"
+#include "lbbox/base/process.h"
+#include "lbbox/base/util.h"
 
 void lb_child_fail(int fd, int code, const struct lb_err *e)
 {

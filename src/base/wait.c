@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 
-#include "lbbox/util.h"
+#include "lbbox/base/util.h"
 
 bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 		  void (*on_ready)(void *ctx, struct pollfd *fd), void *ctx)

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/box.h"
+#include "lbbox/box/box.h"
 
 /*
  * RUNROOT/box/
@@ -53,7 +53,7 @@ int lb_box_spec_from_record(const json_t *obj, struct lb_box_spec *out, struct l
 int box_spec_validate_record(struct lb_box_spec *spec, struct lb_err **err);
 /* session.c */
 int box_spec_copy(const struct lb_box_spec *src, struct lb_box_spec *dst, struct lb_err **err);
-/* Destroys the session's sandbox and record; the caller holds the global lock. */
+/* drop.c: destroys the session's sandbox and record; the caller holds the global lock. */
 int box_session_drop(struct lb_box *box, const char *id, struct lb_err **err);
 /* The two steps of box_session_drop: begin (under the global lock), finish (without it). */
 int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **err);
@@ -62,14 +62,17 @@ int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **
 int box_session_drop_unlocking(struct lb_box *box, const char *id, int *lock, struct lb_err **err);
 /* Another live process is deleting the session in sdir (its second step, unlocked). */
 bool box_deleting_elsewhere(const char *sdir);
-/* The session's workspace quota as the largest file any of its commands (execs and managed
- * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none. */
-uint64_t box_quota_fsize(const struct lb_box_spec *spec);
 /* No live process is creating the session in sdir (its creator died, or there is none). */
 bool box_creator_gone(const char *sdir);
 /* Removes what a create whose process died left in sdir: its sandbox (found by its tag), the
  * directory. Under the global lock. */
 int box_drop_leftover(struct lb_box *box, const char *sdir);
+/* Marks sdir as being created by this process (with the deleter marker's room, taken now while
+ * there is some); the live process creating it: 1 = this one, 2 = another, 0 = none. */
+int box_mark_creating(const char *sdir, struct lb_err **err);
+int box_creator(const char *sdir);
+/* The session in sdir is made: its creating marker goes. */
+void box_unmark_creating(const char *sdir);
 
 /* Sessions whose drop began under the global lock (their record is deleting.json, their
  * deleter this process): the slow second step (managed processes' grace, the sandbox, the
@@ -80,6 +83,10 @@ struct box_dropping {
 };
 /* Ends every drop of d (no lock held); how many went; frees d's contents. */
 size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d);
+
+/* quota.c: the session's workspace quota as the largest file any of its commands (execs and managed
+ * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none. */
+uint64_t box_quota_fsize(const struct lb_box_spec *spec);
 
 /* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
@@ -105,6 +112,16 @@ int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pi
 int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,
 		     const struct lb_box_proc_spec *spec, struct lb_err **err);
 
+/* The keeper alive and still the same process; its pidfd in *pidfd when asked. */
+bool box_keeper_alive(pid_t keeper, uint64_t start, int *pidfd);
+/* Reads a record; a keeper that died without recording the exit (SIGKILL) reads as exited. */
+int box_proc_read(const char *path, struct lb_box_proc_info *out, pid_t *keeper, uint64_t *kstart,
+		  struct lb_err **err);
+/* Calls fn on every managed-process record of the session directory. */
+typedef void (*box_each_proc_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
+				 uint64_t kstart, void *ctx);
+void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx);
+
 /* managed.c */
 /* Terminates every managed process of the session (close stdin, SIGTERM, 5 s, SIGKILL). */
 void box_procs_terminate_all(struct lb_box *box, const char *sdir);
@@ -112,11 +129,6 @@ void box_procs_terminate_all(struct lb_box *box, const char *sdir);
 bool box_procs_any_running(const char *sdir);
 /* Running processes of the session (only: just that process_id, 0 or 1). */
 size_t box_procs_running(const char *sdir, const char *only);
-/* Calls fn on every managed-process record of the session directory (a dead keeper's record
- * reads as exited). */
-typedef void (*box_each_proc_fn)(const char *json, struct lb_box_proc_info *info, pid_t keeper,
-				 uint64_t kstart, void *ctx);
-void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx);
 /* managed_retention.c: drops exited records past the retention time or beyond the per-runtime
  * maximum. */
 void box_procs_prune(struct lb_box *box);

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "box/box_internal.h"
+#include "box_internal.h"
 #include "box_spec_internal.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
 #include "text_internal.h"
 
 void lb_box_spec_init(struct lb_box_spec *out)

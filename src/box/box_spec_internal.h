@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/err.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/err.h"
 
 /* Strips; "" becomes NULL; at most 64 characters, each alphanumeric (Python) or - or _. */
 int lb_box_check_skill_name(char **field, struct lb_err **err);

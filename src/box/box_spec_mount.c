@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "box_spec_internal.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
 #include "text_internal.h"
 
 #define SKILL_NAME_MAX 64

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "box_spec_internal.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
 
 void lb_box_proc_spec_init(struct lb_box_proc_spec *out)
 {

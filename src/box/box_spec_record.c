@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "box/box_internal.h"
-#include "lbbox/box_spec.h"
+#include "box_internal.h"
+#include "lbbox/box/spec.h"
 
 static int bad(const char *key, struct lb_err **err)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
+#include "lbbox/box/spec.h"
 
 const char *lb_box_net_name(enum lb_box_net n)
 {

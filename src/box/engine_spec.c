@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "box_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 static int add_mount(struct lb_spec *spec, const char *src, const char *dst, bool ro, bool owned,
 		     struct lb_err **err)

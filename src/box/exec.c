@@ -17,10 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "box_internal.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 struct capture {
 	int fd[2]; /* read ends: stdout, stderr */

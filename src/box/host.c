@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/box.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/box/box.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 /* path made absolute against the cwd and normalised lexically (".", "..", "//"), as Python's
  * Path.resolve() does for paths that do not exist yet. */

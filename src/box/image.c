@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "box/box_internal.h"
-#include "lbbox/spec_image.h"
-#include "lbbox/store.h"
+#include "box_internal.h"
+#include "lbbox/spec/image.h"
+#include "lbbox/image/store.h"
 
 /* The local image an alias maps ref to, or ref itself. */
 static const char *alias_of(const char *aliases, const char *ref, char *buf, size_t len)

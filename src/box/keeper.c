@@ -21,11 +21,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "lbbox/process.h"
+#include "box_internal.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "lbbox/base/process.h"
 
 struct keeper {
 	struct lb_box_proc_info info;

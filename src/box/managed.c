@@ -18,40 +18,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "lbbox/process.h"
-
-/* Keeper alive and still the same process; its pidfd in *pidfd when asked. */
-static bool keeper_alive(pid_t keeper, uint64_t start, int *pidfd)
-{
-	if (keeper <= 0 || lb_proc_starttime(keeper) != start || start == 0)
-		return false;
-	if (!pidfd)
-		return true;
-	*pidfd = (int)syscall(SYS_pidfd_open, keeper, 0);
-	return *pidfd >= 0 && lb_proc_starttime(keeper) == start;
-}
-
-/* Reads a record; a keeper that died without recording the exit (SIGKILL) reads as exited. */
-static int read_info(const char *path, struct lb_box_proc_info *out, pid_t *keeper,
-		     uint64_t *kstart, struct lb_err **err)
-{
-	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
-		return -1;
-	if (!out->running || keeper_alive(*keeper, *kstart, NULL))
-		return 0;
-	/* the keeper may have recorded the exit and ended after the first read: read it again */
-	lb_box_proc_info_free(out);
-	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
-		return -1;
-	if (out->running) {
-		out->running = false;
-		out->attached = false;
-	}
-	return 0;
-}
+#include "box_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "lbbox/base/process.h"
 
 static int session_dir(struct lb_box *box, const char *id, char *sdir, size_t len,
 		       struct lb_err **err)
@@ -83,7 +53,7 @@ static int not_found(const char *sid, const char *pid, struct lb_err **err)
 static bool terminate(pid_t keeper, uint64_t kstart)
 {
 	int pidfd = -1;
-	if (!keeper_alive(keeper, kstart, &pidfd)) {
+	if (!box_keeper_alive(keeper, kstart, &pidfd)) {
 		if (pidfd >= 0)
 			close(pidfd);
 		return false;
@@ -144,7 +114,7 @@ int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *proc
 		return -1;
 	box_procs_prune(box);
 	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
-	if (read_info(json, out, &keeper, &kstart, NULL) < 0)
+	if (box_proc_read(json, out, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
 	return 0;
 }
@@ -231,30 +201,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	box_touch(sdir);
 	if (r < 0)
 		return (*err && !(*err)->cls) ? ((*err)->cls = LB_BOX_EBOX, -1) : -1;
-	return read_info(json, out, &keeper, &kstart, err);
-}
-
-/* Calls fn on every record of the session directory. */
-void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx)
-{
-	char procs[LB_PATH_BUF];
-	snprintf(procs, sizeof(procs), "%s/procs", sdir);
-	_cleanup_closedir_ DIR *d = opendir(procs);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		char json[LB_PATH_BUF];
-		struct lb_box_proc_info info;
-		pid_t keeper;
-		uint64_t kstart;
-		size_t len = strlen(de->d_name);
-		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		snprintf(json, sizeof(json), "%s/%s", procs, de->d_name);
-		if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
-			continue;
-		fn(json, &info, keeper, kstart, ctx);
-		lb_box_proc_info_free(&info);
-	}
+	return box_proc_read(json, out, &keeper, &kstart, err);
 }
 
 struct count_ctx {
@@ -282,7 +229,7 @@ size_t box_procs_running(const char *sdir, const char *only)
 	pid_t keeper;
 	uint64_t kstart;
 	box_proc_paths(sdir, only, json, NULL, sizeof(json));
-	if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
+	if (box_proc_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return 0;
 	c.n = info.running;
 	lb_box_proc_info_free(&info);
@@ -304,7 +251,7 @@ static void signal_keeper(const char *json, struct lb_box_proc_info *info, pid_t
 {
 	struct term_ctx *t = ctx;
 	int pidfd = -1;
-	if (t->n < 256 && keeper_alive(keeper, kstart, &pidfd)) {
+	if (t->n < 256 && box_keeper_alive(keeper, kstart, &pidfd)) {
 		syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
 		t->pidfds[t->n++] = pidfd;
 	} else if (pidfd >= 0) {
@@ -391,7 +338,7 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
 	box_proc_paths(sdir, process_id, json, sock, sizeof(json));
-	if (read_info(json, &info, &keeper, &kstart, NULL) < 0)
+	if (box_proc_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
 	bool running = info.running;
 	lb_box_proc_info_free(&info);

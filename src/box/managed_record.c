@@ -1,15 +1,20 @@
-/* Managed-process records: SDIR/procs/<hash>.json, written by the keeper, read by everyone. */
+/* Managed-process records: SDIR/procs/<hash>.json, written by the keeper, read by everyone (a
+ * dead keeper's record reads as exited). */
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
-#include "lbbox/json_util.h"
-#include "lbbox/util.h"
+#include "box_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/base/process.h"
+#include "lbbox/base/util.h"
 
 /* Hashed: any process_id is allowed, and the socket path must stay short (sun_path). */
 void box_proc_key(const char *process_id, char key[32])
@@ -101,4 +106,57 @@ void lb_box_proc_info_free(struct lb_box_proc_info *p)
 	lb_strvfreep(&p->args);
 	lb_strvfreep(&p->env_keys);
 	memset(p, 0, sizeof(*p));
+}
+
+/* Keeper alive and still the same process; its pidfd in *pidfd when asked. */
+bool box_keeper_alive(pid_t keeper, uint64_t start, int *pidfd)
+{
+	if (keeper <= 0 || lb_proc_starttime(keeper) != start || start == 0)
+		return false;
+	if (!pidfd)
+		return true;
+	*pidfd = (int)syscall(SYS_pidfd_open, keeper, 0);
+	return *pidfd >= 0 && lb_proc_starttime(keeper) == start;
+}
+
+/* Reads a record; a keeper that died without recording the exit (SIGKILL) reads as exited. */
+int box_proc_read(const char *path, struct lb_box_proc_info *out, pid_t *keeper, uint64_t *kstart,
+		  struct lb_err **err)
+{
+	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
+		return -1;
+	if (!out->running || box_keeper_alive(*keeper, *kstart, NULL))
+		return 0;
+	/* the keeper may have recorded the exit and ended after the first read: read it again */
+	lb_box_proc_info_free(out);
+	if (box_proc_record_read(path, out, keeper, kstart, err) < 0)
+		return -1;
+	if (out->running) {
+		out->running = false;
+		out->attached = false;
+	}
+	return 0;
+}
+
+/* Calls fn on every record of the session directory. */
+void box_each_proc(const char *sdir, box_each_proc_fn fn, void *ctx)
+{
+	char procs[LB_PATH_BUF];
+	snprintf(procs, sizeof(procs), "%s/procs", sdir);
+	_cleanup_closedir_ DIR *d = opendir(procs);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char json[LB_PATH_BUF];
+		struct lb_box_proc_info info;
+		pid_t keeper;
+		uint64_t kstart;
+		size_t len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(json, sizeof(json), "%s/%s", procs, de->d_name);
+		if (box_proc_read(json, &info, &keeper, &kstart, NULL) < 0)
+			continue;
+		fn(json, &info, keeper, kstart, ctx);
+		lb_box_proc_info_free(&info);
+	}
 }

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/util.h"
-#include "lbbox/cleanup.h"
+#include "box_internal.h"
+#include "lbbox/base/util.h"
+#include "lbbox/base/cleanup.h"
 
 struct exited {
 	char *json;

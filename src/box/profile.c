@@ -1,14 +1,14 @@
 /*
  * LangBot's built-in Box profiles (spec §2) and BoxService._apply_profile (§5.3 step 2) on a
  * spec filled from flags: a locked field wins over whatever the caller gave and an unlocked one
- * only fills a gap. (On a request's raw payload it is src/rpc/profile.c.)
+ * only fills a gap. (LangBot applies profiles itself before a request reaches the runtime.)
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
 #include "text_internal.h"
 
 static const char *const no_locks[] = {NULL};

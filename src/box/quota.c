@@ -21,10 +21,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
+#include "box_internal.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
 
 #define MIB		      (1024ULL * 1024)
 #define QUOTA_MAX_ENTRIES_CAP 1000000 /* box.limits.max_workspace_entries is clamped 1..1e6 */

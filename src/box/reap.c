@@ -13,9 +13,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "box_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err)
 {

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "box/box_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
-#include "lbbox/util.h"
+#include "box_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/base/util.h"
 
 int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *owner,
 		struct lb_err **err)

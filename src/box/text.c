@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
 #include "text_internal.h"
 
 #define CAPTURE_INITIAL (64 * 1024)

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/box_text.h"
+#include "lbbox/box/text.h"
 
 /* Next code point of valid UTF-8 at *pos (advanced); the input is trusted. */
 uint32_t lb_box_utf8_next(const char *s, size_t len, size_t *pos);

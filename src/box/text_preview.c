@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
 #include "text_internal.h"
 
 static void preview_drop_oldest(struct lb_box_preview *p)

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 static int launch(struct cli_globals *g)
 {

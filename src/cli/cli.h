@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "lbbox/sandbox.h"
+#include "lbbox/sandbox/sandbox.h"
 
 struct cli_globals {
 	struct lb_paths paths;

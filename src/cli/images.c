@@ -6,13 +6,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/json_util.h"
-#include "lbbox/image_ref.h"
-#include "lbbox/snapshot.h"
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/image/ref.h"
+#include "lbbox/image/snapshot.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 /* load and pull run in lbbox-image, which links libarchive and libcurl. */
 static int cmd_load(struct cli_globals *g, int argc, char **argv)

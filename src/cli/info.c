@@ -1,7 +1,7 @@
 /* lbbox info: what this host really gives a sandbox (one JSON object). */
-#include "cli/cli.h"
-#include "lbbox/box.h"
-#include "lbbox/features.h"
+#include "cli.h"
+#include "lbbox/box/box.h"
+#include "lbbox/sandbox/features.h"
 
 int cli_info(struct cli_globals *g, int argc, char **argv)
 {

@@ -6,31 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-	char *msg = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	/* messages carry ids and paths from requests: one line, no terminal escapes */
-	_cleanup_free_ char *text = n < 0 ? NULL : lb_escape_ctl(msg);
-	fprintf(stderr, "lbbox: %s\n", text ? text : "out of memory");
-	free(msg);
-}
-
-int cli_box_error(const struct lb_err *err)
-{
-	if (err->cls)
-		cli_error("%s: %s", err->cls, err->msg);
-	else
-		cli_error("%s", err->msg);
-	return LB_EXIT_SETUP;
-}
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 static void usage(FILE *f)
 {

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/net.h"
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/net.h"
 
 static const char network_usage[] =
     "usage: lbbox network ls [--json] | inspect [--json] | prune\n"

@@ -9,9 +9,9 @@
 #include <sys/capability.h>
 #include <sys/resource.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 int cli_parse_bool(const char *s, bool *out, struct lb_err **err)
 {

@@ -8,12 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "lbbox/box.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/box/box.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
+#include "lbbox/base/util.h"
 
 static const char proc_usage[] =
     "usage: lbbox proc start SESSION [--id ID] [-w CWD] [-e K=V] [--] CMD [ARG...]\n"

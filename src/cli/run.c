@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/spec_image.h"
-#include "lbbox/net.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/spec/image.h"
+#include "lbbox/sandbox/net.h"
+#include "lbbox/base/util.h"
 
 #define MAX_ENV 256
 

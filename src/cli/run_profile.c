@@ -6,8 +6,8 @@
  */
 #include <string.h>
 
-#include "cli/cli.h"
-#include "lbbox/box_spec.h"
+#include "cli.h"
+#include "lbbox/box/spec.h"
 
 static bool locked(const struct lb_box_profile *p, const char *field)
 {

@@ -6,12 +6,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/cli.h"
-#include "lbbox/box.h"
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/box/box.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
+#include "lbbox/base/util.h"
 
 static const char session_usage[] =
     "usage: lbbox session create NAME [OPTIONS]      create (or reuse) a session\n"
@@ -24,22 +24,6 @@ static const char session_usage[] =
     "  --profile default|offline_readonly|network_basic|network_extended\n"
     "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n"
     "  --profile NAME (env LBBOX_BOX_PROFILE): its timeout, clamped to its max_timeout_sec\n";
-
-void cli_print_escaped(const char *s, int width)
-{
-	_cleanup_free_ char *e = lb_escape_ctl(s);
-	printf("%-*s", width, e ? e : "?");
-}
-
-void cli_print_json(json_t *j)
-{
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	free(s);
-	json_decref(j);
-	fflush(stdout);
-}
 
 /* ---- exec --------------------------------------------------------------------------------- */
 

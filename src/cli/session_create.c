@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "lbbox/box.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
-#include "lbbox/util.h"
+#include "cli.h"
+#include "lbbox/box/box.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
+#include "lbbox/base/util.h"
 
 #define MAX_VOLUMES 64
 

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "image/load_internal.h"
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "load_internal.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 /* The digest a path itself promises: "<hex>.json" (classic) or "blobs/sha256/<hex>" (docker 25+).
  */

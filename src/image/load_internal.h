@@ -2,7 +2,7 @@
 #ifndef LBBOX_LOAD_INTERNAL_H
 #define LBBOX_LOAD_INTERNAL_H
 
-#include "lbbox/load.h"
+#include "lbbox/image/load.h"
 
 /* Bounds on what an archive may make lbbox do. */
 #define LOAD_MAX_ENTRIES    100000
@@ -28,6 +28,8 @@ struct load_src {
 /* Streams every regular file of the tar on fd into the transaction (archive sources). */
 int load_tar_stage(struct load_src *src, int fd, struct lb_err **err);
 const struct load_file *load_src_lookup(const struct load_src *src, const char *path);
+/* load_src.c: frees what the input holds (files, result, transaction, directory). */
+void load_src_clear(struct load_src *src);
 /* Reads a (small) file of the input whole. */
 int load_src_read(struct load_src *src, const char *path, size_t max, char **buf, size_t *len,
 		  struct lb_err **err);

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/load_internal.h"
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
+#include "load_internal.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
 
 /* containerd and docker >= 25 put the full reference in their own annotation; ref.name is often
  * just the tag. */

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/load_internal.h"
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
+#include "load_internal.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
 
 static void archive_freep(struct archive **a)
 {

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/json_util.h"
-#include "lbbox/manifest.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/image/manifest.h"
 
 static const struct {
 	const char *type;

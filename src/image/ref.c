@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/image_ref.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/ref.h"
 
 #define REF_MAX_LEN  1024 /* whole input; far above any valid reference */
 #define NAME_MAX_LEN 255  /* domain + "/" + path, as distribution/reference */

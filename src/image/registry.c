@@ -4,13 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
-#include "image/registry_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/load.h"
-#include "lbbox/image_ref.h"
+#include "registry_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/load.h"
+#include "lbbox/image/ref.h"
 
 #define MANIFEST_ACCEPT                                                                            \
 	LB_MT_OCI_INDEX ", " LB_MT_OCI_MANIFEST ", " LB_MT_DOCKER_LIST ", " LB_MT_DOCKER_MANIFEST
@@ -25,14 +24,6 @@ struct pull {
 	struct lb_pull_progress prog;
 	struct lb_pull_result *res;
 };
-
-bool lb_registry_insecure(const struct lb_pull_opts *opts, const char *host)
-{
-	for (const char *const *h = opts ? opts->insecure_registries : NULL; h && *h; h++)
-		if (strcasecmp(*h, host) == 0)
-			return true;
-	return false;
-}
 
 void lb_pull_result_clear(struct lb_pull_result *r)
 {

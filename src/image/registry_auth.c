@@ -9,9 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "image/registry_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "registry_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 void reg_challenge_clear(struct reg_challenge *ch)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "image/registry_internal.h"
-#include "lbbox/cleanup.h"
+#include "registry_internal.h"
+#include "lbbox/base/cleanup.h"
 
 #define DETAIL_MAX 200
 

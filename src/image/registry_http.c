@@ -8,9 +8,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "image/registry_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/store.h"
+#include "registry_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/store.h"
+
+bool lb_registry_insecure(const struct lb_pull_opts *opts, const char *host)
+{
+	for (const char *const *h = opts ? opts->insecure_registries : NULL; h && *h; h++)
+		if (strcasecmp(*h, host) == 0)
+			return true;
+	return false;
+}
 
 #define DEFAULT_CONNECT_TIMEOUT_S 30
 #define DEFAULT_STALL_TIMEOUT_S	  60

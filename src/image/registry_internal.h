@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lbbox/registry.h"
+#include "lbbox/image/registry.h"
 
 /* Bounds on what a registry may make lbbox do. */
 #define REG_MAX_REDIRECTS 5

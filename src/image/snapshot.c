@@ -6,10 +6,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
-#include "lbbox/snapshot.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/image/snapshot.h"
+#include "lbbox/base/util.h"
 
 /* OCI image spec: ChainID(L0) = DiffID(L0); ChainID(L0..Ln) = sha256(ChainID(..n-1) + " " +
  * DiffID(Ln)). */

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/snapshot.h"
-#include "lbbox/unpack.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/snapshot.h"
+#include "lbbox/image/unpack.h"
+#include "lbbox/base/util.h"
 
 /* The image's unpack budget (limits from the caller, what its layers used so far). */
 struct budget {

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 static const char oci_layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
 static const char empty_index[] =

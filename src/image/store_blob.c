@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
-#include "lbbox/util.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/base/util.h"
 
 struct lb_blob_writer {
 	struct lb_store_txn *t;

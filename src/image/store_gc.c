@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
 
 struct mark_set {
 	char **v;

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 int store_index_load(struct lb_store *s, json_t **out, struct lb_err **err)
 {

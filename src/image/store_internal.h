@@ -4,8 +4,8 @@
 
 #include <jansson.h>
 
-#include "lbbox/json_util.h"
-#include "lbbox/store.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/image/store.h"
 
 struct lb_store {
 	char *root;

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/store_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "store_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 int lb_store_txn_begin(struct lb_store *s, struct lb_store_txn **out, struct lb_err **err)
 {

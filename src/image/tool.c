@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 /* Next to the lbbox binary (build/ or the install's bin/), or $LBBOX_IMAGE_TOOL. */
 static int tool_path(char *out, size_t len, struct lb_err **err)

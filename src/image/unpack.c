@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/unpack_internal.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/unpack.h"
+#include "unpack_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/unpack.h"
 
 static void ctx_init(struct unpack_ctx *c, int root_fd, const struct lb_unpack_opts *o)
 {

@@ -15,8 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "image/unpack_internal.h"
-#include "lbbox/cleanup.h"
+#include "unpack_internal.h"
+#include "lbbox/base/cleanup.h"
 
 /* Where an entry goes: its parent directory fd and its name in there. */
 struct dest {

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "lbbox/unpack.h"
+#include "lbbox/image/unpack.h"
 
 struct archive;
 struct archive_entry;

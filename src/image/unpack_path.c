@@ -15,8 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "image/unpack_internal.h"
-#include "lbbox/cleanup.h"
+#include "unpack_internal.h"
+#include "lbbox/base/cleanup.h"
 
 int unpack_clean_path(const char *in, uint64_t max, char **out, struct lb_err **err)
 {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/unpack_internal.h"
+#include "unpack_internal.h"
 
 static uint64_t hash_path(const char *s)
 {

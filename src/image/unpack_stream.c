@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image/unpack_internal.h"
-#include "lbbox/hash.h"
+#include "unpack_internal.h"
+#include "lbbox/base/hash.h"
 
 #define BLOCK_SIZE (1 << 20)
 

@@ -15,8 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "image/unpack_internal.h"
-#include "lbbox/cleanup.h"
+#include "unpack_internal.h"
+#include "lbbox/base/cleanup.h"
 
 #define WH_PREFIX ".wh."
 #define WH_META	  ".wh..wh." /* aufs bookkeeping (".wh..wh.plnk", ...) */

@@ -13,14 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/image_ref.h"
-#include "lbbox/load.h"
-#include "lbbox/registry.h"
-#include "lbbox/snapshot.h"
-#include "lbbox/store.h"
-#include "lbbox/unpack.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/ref.h"
+#include "lbbox/image/load.h"
+#include "lbbox/image/registry.h"
+#include "lbbox/image/snapshot.h"
+#include "lbbox/image/store.h"
+#include "lbbox/image/unpack.h"
+#include "lbbox/base/util.h"
 
 #define EXIT_FAIL 125
 

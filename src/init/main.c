@@ -7,7 +7,7 @@
  */
 #include <sys/prctl.h>
 
-#include "init/idle.h"
+#include "idle.h"
 
 int main(void)
 {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
-#include "rpc/actions.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
+#include "actions.h"
 
 typedef int (*action_fn)(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 			 json_t **out, struct lb_err **err);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/rpc.h"
+#include "lbbox/rpc/rpc.h"
 
 static int int_field(const json_t *data, const char *key, int64_t min, int64_t *out,
 		     struct lb_err **err)

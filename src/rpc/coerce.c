@@ -10,10 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "rpc/rpc_internal.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "rpc_internal.h"
 
 #define MSG_INT		 "Input should be a valid integer"
 #define MSG_INT_PARSE	 "Input should be a valid integer, unable to parse string as an integer"

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "lbbox/rpc.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "lbbox/rpc/rpc.h"
 
 static const struct {
 	const char *name;

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
-#include "lbbox/util.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
+#include "lbbox/base/util.h"
 
 static bool is_digit(char c)
 {

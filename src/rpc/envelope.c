@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lbbox/rpc.h"
-#include "rpc/actions.h"
+#include "lbbox/rpc/rpc.h"
+#include "actions.h"
 
 bool lb_rpc_name_valid(const char *v, const char *extra, size_t max)
 {

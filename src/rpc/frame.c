@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
 
 /* A single line may hold a whole unchunked message; anything longer is not a peer we serve. */
 #define MAX_LINE (LB_RPC_MAX_MESSAGE + 65536u)

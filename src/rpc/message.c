@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/rpc.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/rpc/rpc.h"
 
 #define ERROR_TEXT_MAX 4096 /* characters */
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/err.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/err.h"
 
 /* int: ints, bools, integral finite floats, and strings such as " 1_000 " or "5.00". A string
  * holding an integer outside int64 (which Python would accept) fails with *overflow = +1 / -1;

@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lbbox/box.h"
-#include "lbbox/box_text.h"
-#include "lbbox/json_util.h"
-#include "lbbox/rpc.h"
+#include "lbbox/box/box.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/rpc/rpc.h"
 
 #define BACKEND_NAME "lbbox"
 

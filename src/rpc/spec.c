@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/box_text.h"
-#include "rpc/rpc_internal.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/box/text.h"
+#include "rpc_internal.h"
 
 static int coerce_cmd(const json_t *v, struct lb_box_spec *s, struct lb_err **err)
 {

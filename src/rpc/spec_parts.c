@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/cleanup.h"
-#include "rpc/rpc_internal.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/cleanup.h"
+#include "rpc_internal.h"
 
 static const char *const mode_names[] = {"none", "ro", "rw"};
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/hash.h"
-#include "lbbox/rpc.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/rpc/rpc.h"
 
 #define PERM "PermissionError"
 

@@ -13,8 +13,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/sandbox.h"
-#include "sandbox/engine.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "engine.h"
 
 extern char **environ;
 

@@ -12,7 +12,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "sandbox/engine.h"
+#include "engine.h"
 
 /* Must run while still uid 0 with CAP_SETPCAP: dropping from the bounding set needs it. */
 static int drop_bounding(uint64_t keep, struct lb_err **err)

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 #include "cgroup_internal.h"
 
 /* Relative, no empty or ".." component: "sb-1" or, to nest under an existing one, "sb-1/exec-2". */

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/cgroup.h"
-#include "lbbox/cleanup.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/cleanup.h"
 #include "cgroup_internal.h"
 
 static int cg_copy_dir(struct cg_dir *d, const char *path, const char *hier, unsigned roles,

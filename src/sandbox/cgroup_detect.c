@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 #include "cgroup_internal.h"
 
 /* One cgroup mount from /proc/self/mountinfo. */

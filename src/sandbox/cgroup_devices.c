@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
+#include "lbbox/base/cleanup.h"
 #include "cgroup_internal.h"
 
 #define ANY_MINOR (-1)

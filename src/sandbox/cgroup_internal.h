@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/cgroup.h"
-#include "lbbox/err.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/err.h"
 
 /* Controllers lbbox uses, as bits: a v1 hierarchy may carry several (cpu,cpuacct). */
 enum {

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 #include "cgroup_internal.h"
 
 /* How long to wait for FREEZING to become FROZEN before killing anyway. */

@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 #include "cgroup_internal.h"
 
 /* How often the move into the leaf is retried while the parent keeps forking. */

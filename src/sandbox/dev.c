@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
 
 static const char *const devices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 

@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/util.h"
-#include "lbbox/cgroup.h"
-#include "lbbox/err.h"
-#include "lbbox/seccomp.h"
-#include "lbbox/spec.h"
+#include "lbbox/base/util.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/seccomp.h"
+#include "lbbox/sandbox/spec.h"
 
 /* Network "on": what pid 1 needs to configure eth0 (host byte order); sent after the sync byte. */
 struct lb_net_lease {

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
+#include "net_internal.h"
 
 static int write_etc(const char *statedir, const char *name, const char *content,
 		     struct lb_err **err)

@@ -13,12 +13,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/cgroup.h"
-#include "lbbox/features.h"
-#include "lbbox/net.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/sandbox/features.h"
+#include "lbbox/sandbox/net.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
 
 #define ALL_NS                                                                                     \
 	(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)

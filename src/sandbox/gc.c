@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 /* A state directory without state.json is a sandbox still starting, unless it is this old (its
  * creator holds the alive lock from a moment after mkdir: the grace covers that moment). */

@@ -18,10 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "init/idle.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "../init/idle.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
 __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)

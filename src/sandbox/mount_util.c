@@ -15,8 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
 
 static int openat2_in_root(int rootfd, const char *path, int flags)
 {

@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/net.h"
-#include "sandbox/engine.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/net.h"
+#include "engine.h"
+#include "net_internal.h"
 
 /* The configuration of the network whose state file is <runroot>/net/<name>.json. */
 static int cfg_of(const char *runroot, const char *file, struct lb_net_cfg *cfg)

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sandbox/net_internal.h"
+#include "net_internal.h"
 
 int lb_nl_open(struct nl_sock **out, struct lb_err **err)
 {

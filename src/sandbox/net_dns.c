@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "net_internal.h"
 
 #define RESOLVED_UPSTREAM "/run/systemd/resolve/resolv.conf"
 

@@ -6,9 +6,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "net_internal.h"
 
 #define IP_FORWARD "/proc/sys/net/ipv4/ip_forward"
 

@@ -12,8 +12,8 @@
 #include <poll.h>
 #include <string.h>
 
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 #define LOOPBACK_IFINDEX 1
 #define ETH0_IFINDEX	 2 /* set by the parent when it created the pair */

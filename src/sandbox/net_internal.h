@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/spec.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/spec.h"
 
 #define LB_NET_DEFAULT_BRIDGE "lbbox0"
 #define LB_NET_DEFAULT_SUBNET 0x0a590000U /* 10.89.0.0 */

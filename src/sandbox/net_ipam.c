@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
+#include "net_internal.h"
 
 int lb_net_lock(const char *runroot, int *fd, struct lb_err **err)
 {

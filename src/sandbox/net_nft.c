@@ -28,9 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "net_internal.h"
 
 #define NFT_OUT_MAX (1 << 20)
 /* from <linux/netfilter.h>, which clashes with <netinet/in.h> (pulled in by libnl) */

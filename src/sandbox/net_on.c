@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
+#include "net_internal.h"
 
 static void nl_freep(struct nl_sock **sk)
 {

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/net.h"
-#include "lbbox/util.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/sandbox/net.h"
+#include "lbbox/base/util.h"
+#include "net_internal.h"
 
 const char *lb_ip4_str(uint32_t addr, char buf[16])
 {

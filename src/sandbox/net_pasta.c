@@ -34,11 +34,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/net.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
-#include "sandbox/net_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/net.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
+#include "net_internal.h"
 
 #define PASTA_DEFAULT "/usr/bin/pasta"
 #define TUN	      "/dev/net/tun"

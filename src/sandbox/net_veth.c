@@ -14,7 +14,7 @@
 #include <netlink/route/link/veth.h>
 #include <string.h>
 
-#include "sandbox/net_internal.h"
+#include "net_internal.h"
 
 #define SANDBOX_IFINDEX 2
 

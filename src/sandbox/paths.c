@@ -13,10 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/mountinfo.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/mountinfo.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
 
 /* What lbbox itself puts at the top of the store (image/ and the seccomp cache). */
 static bool root_entry(const char *name)

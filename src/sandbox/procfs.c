@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
 
 static const char *const proc_masked[] = {
     "asound",	   "acpi",	  "kcore", "keys",	 "latency_stats", "timer_list",

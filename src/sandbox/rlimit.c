@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <sys/resource.h>
 
-#include "sandbox/engine.h"
+#include "engine.h"
 
 static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb_err **err)
 {

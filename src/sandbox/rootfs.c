@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
 
 /*
  * The state directory is covered, in the sandbox's mount namespace only, by a small tmpfs that

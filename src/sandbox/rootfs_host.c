@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "engine.h"
 
 static const char *const host_dirs[] = {"/usr",	  "/bin",   "/sbin",  "/lib",
 					"/lib32", "/lib64", "/libx32"};

@@ -15,11 +15,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/json_util.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 /* Bound of the wait for pid 1 to go after SIGKILL: the kernel tears the namespaces down. */
 #define DESTROY_WAIT_NS (5ull * 1000 * 1000 * 1000)

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/sandbox.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 #define MEMFD_NAME "lbbox-sealed"
 

@@ -13,10 +13,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/seccomp.h"
-#include "lbbox/util.h"
-#include "sandbox/seccomp_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/seccomp.h"
+#include "lbbox/base/util.h"
+#include "seccomp_internal.h"
 
 static const char *arch_name(uint32_t arch)
 {

@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/hash.h"
-#include "lbbox/util.h"
-#include "sandbox/seccomp_internal.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/base/util.h"
+#include "seccomp_internal.h"
 
 /* Every jump must land inside the program and the program must end in a return: this
  * catches truncated or garbled files before the kernel sees them. */

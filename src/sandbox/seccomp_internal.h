@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
-#include "lbbox/seccomp.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/seccomp.h"
 
 /* Profiles larger than this are refused: the default one is ~15 KiB. */
 #define LB_SCMP_PROFILE_MAX (4u << 20)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/capability.h>
 
-#include "sandbox/seccomp_internal.h"
+#include "seccomp_internal.h"
 
 #define WHERE_MAX 96
 

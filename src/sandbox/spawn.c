@@ -22,10 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 #define JOIN_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 

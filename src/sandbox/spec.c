@@ -6,11 +6,11 @@
 #include <sys/capability.h>
 #include <sys/stat.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/mountinfo.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/spec.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/mountinfo.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/spec.h"
+#include "lbbox/base/util.h"
 
 /* LangBot's blocked host paths (its "blocked host paths" rule). */
 static const char *const blocked_paths[] = {

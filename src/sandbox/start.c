@@ -20,10 +20,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 /* Everything one run owns; run_release() undoes whatever was done. */
 struct run {

@@ -9,11 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/json_util.h"
-#include "lbbox/util.h"
-#include "lbbox/sandbox.h"
-#include "sandbox/engine.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/base/util.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "engine.h"
 
 static const char *net_name(enum lb_net_mode m)
 {

@@ -11,10 +11,10 @@
 #include <sys/capability.h>
 #include <unistd.h>
 
-#include "lbbox/net.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/util.h"
-#include "sandbox/engine.h"
+#include "lbbox/sandbox/net.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/base/util.h"
+#include "engine.h"
 
 /* Root in the initial user namespace (or with CAP_SYS_ADMIN there) builds sandboxes as root. */
 bool lb_rootless(void)

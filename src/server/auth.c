@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server.h"
+#include "server.h"
 
 #define H_TOKEN	     "x-langbot-box-control-token:"
 #define H_INSTANCE   "x-langbot-instance-id:"

@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 static struct upload *upload_find(struct peer *p, const char *key)
 {

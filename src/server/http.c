@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/features.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/features.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 /* Replies queued for a client that does not read: stop reading its requests above this. */
 #define PEER_OUT_HIGH (64u << 20)
@@ -36,29 +36,6 @@ static int server_http_respond(struct lws *wsi, unsigned status, const char *cty
 		return -1;
 	memcpy(b + LWS_PRE, body, len);
 	return lws_write(wsi, b + LWS_PRE, len, LWS_WRITE_HTTP_FINAL) < (int)len ? -1 : 0;
-}
-
-/* An answer to an upgrade request, written whole: lws has not parsed the request's HTTP version
- * yet at that point and would say HTTP/1.0, which LangBot's client (websockets) refuses to read
- * as a status. Returns 1, "answered", for LWS_CALLBACK_HTTP_CONFIRM_UPGRADE. */
-int server_http_reject(struct lws *wsi, unsigned status, const char *ctype, const char *body)
-{
-	const char *reason = status == 400   ? "Bad Request"
-			     : status == 401 ? "Unauthorized"
-			     : status == 404 ? "Not Found"
-					     : "Service Unavailable";
-	_cleanup_free_ char *buf = NULL;
-	int n = asprintf(&buf,
-			 "%*sHTTP/1.1 %u %s\r\ncontent-type: %s\r\ncontent-length: %zu\r\n"
-			 "connection: close\r\n\r\n%s",
-			 LWS_PRE, "", status, reason, ctype, strlen(body), body);
-	if (n < 0)
-		return -1;
-	size_t len = (size_t)n - LWS_PRE;
-	return lws_write(wsi, (unsigned char *)buf + LWS_PRE, len, LWS_WRITE_HTTP_HEADERS) <
-		       (int)len
-		   ? -1
-		   : 1;
 }
 
 static int respond_json(struct lws *wsi, unsigned status, json_t *j)

@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 int server_watch(struct server *s, struct fdwatch *w, int fd)
 {

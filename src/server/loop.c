@@ -12,9 +12,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 #define REAP_INTERVAL_US   (30ll * 1000 * 1000) /* §3.5: the reaper's loop */
 #define SHUTDOWN_JOBS_US   (3ll * 1000 * 1000)

@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/features.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/features.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 void server_error(const char *fmt, ...)
 {

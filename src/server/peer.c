@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 /* Pieces of a big WebSocket message: every write stays small, so one client cannot stall the
  * loop and a peer's 64 KiB read buffer is enough. */

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/server.h"
+#include "server.h"
 
 /* An address as /proc/net/tcp* prints it: its 32-bit words in host order, %08X each. */
 static void hex_words(const struct sockaddr_storage *a, char *out, size_t len)

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/box_text.h"
-#include "lbbox/cleanup.h"
-#include "server/server.h"
+#include "lbbox/box/text.h"
+#include "lbbox/base/cleanup.h"
+#include "server.h"
 
 #define RELAY_HIGH (1u << 20)	/* pause the producer above this */
 #define RELAY_LOW  (256u << 10) /* and resume it below this */

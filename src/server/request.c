@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
-#include "server/server.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "server.h"
 
 /* A higher generation: sessions of the Workspace's older generations go (in the background). */
 static void fence_cleanup(struct server *s, const struct lb_rpc_request *req)

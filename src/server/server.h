@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/box.h"
-#include "lbbox/rpc.h"
+#include "lbbox/box/box.h"
+#include "lbbox/rpc/rpc.h"
 
 #define SERVER_MAX_JOBS (LB_RPC_MAX_INFLIGHT * 4 + 8)
 #define SERVER_MAX_MSG	(16u << 20) /* §6.2 / §6.3: a message is at most 16 MiB */
@@ -155,7 +155,7 @@ void wsq_clear(struct wsq *q);
 
 /* http.c: the listener (HTTP endpoints, /rpc/ws, the relay). */
 int server_http_start(struct server *s, struct lb_err **err);
-/* A whole HTTP answer to an upgrade request (1: answered, -1: hang up). */
+/* reject.c: a whole HTTP answer to an upgrade request (1: answered, -1: hang up). */
 int server_http_reject(struct lws *wsi, unsigned status, const char *ctype, const char *body);
 json_t *server_resources(struct server *s);
 

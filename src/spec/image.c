@@ -11,13 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/manifest.h"
-#include "lbbox/snapshot.h"
-#include "lbbox/spec_image.h"
-#include "lbbox/image_ref.h"
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/image/manifest.h"
+#include "lbbox/image/snapshot.h"
+#include "lbbox/spec/image.h"
+#include "lbbox/image/ref.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -14,9 +14,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lbbox/spec_image.h"
-#include "lbbox/cleanup.h"
-#include "lbbox/util.h"
+#include "lbbox/spec/image.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 
 /* Larger than any real passwd or group file; bounds what a hostile image can make us read. */
 #define ID_FILE_MAX (4u << 20)

@@ -18,8 +18,8 @@
 
 #include "box/box_internal.h"
 #include "fuzz_common.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/rpc.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/rpc/rpc.h"
 
 static void check_session_record(const struct lb_box_spec *spec)
 {

@@ -16,8 +16,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "lbbox/err.h"
-#include "lbbox/util.h"
+#include "lbbox/base/err.h"
+#include "lbbox/base/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -25,9 +25,9 @@
 
 #include "fuzz_common.h"
 #include "image/load_internal.h"
-#include "lbbox/hash.h"
-#include "lbbox/image_ref.h"
-#include "lbbox/store.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/image/ref.h"
+#include "lbbox/image/store.h"
 
 struct fixture {
 	const char *path;

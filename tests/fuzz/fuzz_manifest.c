@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "lbbox/manifest.h"
+#include "lbbox/image/manifest.h"
 
 static void check_descriptor(const struct lb_descriptor *d)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "lbbox/image_ref.h"
+#include "lbbox/image/ref.h"
 
 static bool str_eq(const char *a, const char *b)
 {

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "lbbox/rpc.h"
+#include "lbbox/rpc/rpc.h"
 
 #define MAX_MSGS 256
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "lbbox/spec.h"
+#include "lbbox/sandbox/spec.h"
 #include "sandbox/seccomp_internal.h"
 
 static void check_sorted(const struct lb_scmp_profile *p)

@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "lbbox/hash.h"
-#include "lbbox/unpack.h"
+#include "lbbox/base/hash.h"
+#include "lbbox/image/unpack.h"
 
 #define VICTIM "do not touch\n"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "box/box_internal.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/rpc.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/rpc/rpc.h"
 
 static json_t *parse(const char *text)
 {

@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/box_text.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/box/text.h"
 
 static const struct {
 	const char *in;

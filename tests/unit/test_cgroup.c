@@ -25,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lbbox/cgroup.h"
-#include "lbbox/util.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/util.h"
 
 #define MiB		   (1024ull * 1024)
 #define CGROUP2_MAGIC	   0x63677270

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "lbbox/util.h"
+#include "lbbox/base/util.h"
 
 static void expect(const char *in, const char *want)
 {

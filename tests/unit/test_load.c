@@ -17,9 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/load.h"
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "lbbox/image/load.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 static char work[64], root[96];
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/manifest.h"
+#include "lbbox/image/manifest.h"
 
 /* "sha256:" followed by 64 copies of c. */
 static const char *dg(char c)

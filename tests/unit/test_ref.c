@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/image_ref.h"
+#include "lbbox/image/ref.h"
 
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "image/registry_internal.h"
-#include "lbbox/registry.h"
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "lbbox/image/registry.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 #define MAX_SERVERS 2
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lbbox/rpc.h"
+#include "lbbox/rpc/rpc.h"
 
 static char *lbt_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *lbt_strdupf(const char *fmt, ...)

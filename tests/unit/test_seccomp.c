@@ -25,9 +25,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/cleanup.h"
-#include "lbbox/seccomp.h"
-#include "lbbox/util.h"
+#include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/seccomp.h"
+#include "lbbox/base/util.h"
 #include "sandbox/seccomp_internal.h"
 
 #ifndef AF_VSOCK

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/spec.h"
-#include "lbbox/util.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/spec.h"
+#include "lbbox/base/util.h"
 
 // No store or runtime directory: these tests are about the other rules.
 static const struct lb_paths test_paths = {"/nonexistent-lbbox-test-root",

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lbbox/store.h"
-#include "lbbox/util.h"
+#include "lbbox/image/store.h"
+#include "lbbox/base/util.h"
 
 static char root[64];
 

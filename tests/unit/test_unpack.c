@@ -21,8 +21,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "lbbox/unpack.h"
-#include "lbbox/util.h"
+#include "lbbox/image/unpack.h"
+#include "lbbox/base/util.h"
 
 enum filter { PLAIN, GZIP, ZSTD };
 

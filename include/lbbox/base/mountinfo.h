@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 struct lb_mount_entry {
 	dev_t dev;	  /* the filesystem */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 /* lbbox's own directories (--root, --runroot) are at most LB_PATH_ROOT_MAX bytes long
  * (lb_paths_secure refuses longer ones), so every path lbbox builds under them -- a session's

@@ -4,9 +4,9 @@
 #ifndef LBBOX_LOAD_H
 #define LBBOX_LOAD_H
 
-#include "lbbox/err.h"
-#include "lbbox/manifest.h"
-#include "lbbox/store.h"
+#include "lbbox/base/err.h"
+#include "lbbox/image/manifest.h"
+#include "lbbox/image/store.h"
 
 /* Maps a name found in the input (a docker RepoTag, an OCI ref.name) to the store's name, e.g.
  * "alpine:3.20" -> "docker.io/library/alpine:3.20". */

@@ -8,8 +8,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "lbbox/cgroup.h"
-#include "lbbox/err.h"
+#include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/err.h"
 
 #define LB_MAX_MOUNTS  64
 #define LB_MAX_RLIMITS 16

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
-#include "lbbox/manifest.h"
+#include "lbbox/base/err.h"
+#include "lbbox/image/manifest.h"
 
 #define LB_STORE_DEFAULT_ROOT "/var/lib/lbbox"
 

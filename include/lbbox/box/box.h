@@ -1,7 +1,7 @@
 /*
  * The command layer of LangBot Box on lbbox's own engine: sessions (long-lived sandboxes kept on
  * disk under RUNROOT/box, so any lbbox process finds them), exec into them, managed processes.
- * Errors carry LangBot's Box error classes (lbbox/box_spec.h) and texts.
+ * Errors carry LangBot's Box error classes (lbbox/box/spec.h) and texts.
  */
 #ifndef LBBOX_BOX_H
 #define LBBOX_BOX_H
@@ -9,10 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lbbox/box_spec.h"
-#include "lbbox/err.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/spec.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/spec.h"
 
 struct lb_box_limits {
 	int64_t max_sessions;		 /* 64 */

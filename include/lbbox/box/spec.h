@@ -2,7 +2,7 @@
  * LangBot Box's request models (spec §1): BoxSpec, BoxMountSpec, BoxManagedProcessSpec as plain
  * structs, their defaults, and LangBot's validators with its exact messages (class
  * BoxValidationError), plus the session compatibility rule (§3.3) and the profiles (§2, §5.3).
- * Reading them from a request's JSON is the protocol's part (lbbox/rpc.h).
+ * Reading them from a request's JSON is the protocol's part (lbbox/rpc/rpc.h).
  */
 #ifndef LBBOX_BOX_SPEC_H
 #define LBBOX_BOX_SPEC_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 #define LB_BOX_DEFAULT_IMAGE	  "rockchin/langbot-sandbox:latest"
 #define LB_BOX_DEFAULT_MOUNT_PATH "/workspace"

@@ -3,7 +3,7 @@
 #ifndef LBBOX_IMAGE_REF_H
 #define LBBOX_IMAGE_REF_H
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 #define LB_IMAGE_REF_DEFAULT_DOMAIN "docker.io"
 #define LB_IMAGE_REF_DEFAULT_TAG    "latest"

@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
-#include "lbbox/manifest.h"
-#include "lbbox/store.h"
+#include "lbbox/base/err.h"
+#include "lbbox/image/manifest.h"
+#include "lbbox/image/store.h"
 
 /* Environment variable naming a Docker-style config.json ("auths") when opts->auth_file is NULL;
  * REGISTRY_AUTH_FILE (podman's name) is honoured too. */

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 /*
  * Exit codes for failures of lbbox itself, as docker/podman: 125 = lbbox could not build the

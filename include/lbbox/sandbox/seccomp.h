@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 struct sock_filter;
 

@@ -5,10 +5,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
-#include "lbbox/process.h"
-#include "lbbox/spec.h"
-#include "lbbox/util.h"
+#include "lbbox/base/err.h"
+#include "lbbox/base/process.h"
+#include "lbbox/sandbox/spec.h"
+#include "lbbox/base/util.h"
 
 struct lb_paths {
 	const char *root;    /* store: images, caches (default /var/lib/lbbox) */

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
-#include "lbbox/sandbox.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/sandbox.h"
 
 /*
  * Makes image the root of spec: NULL or "host" (the host's own userland, read-only), NAME for a

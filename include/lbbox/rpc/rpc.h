@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/box.h"
-#include "lbbox/box_spec.h"
-#include "lbbox/err.h"
+#include "lbbox/box/box.h"
+#include "lbbox/box/spec.h"
+#include "lbbox/base/err.h"
 
 #define LB_RPC_MAX_MESSAGE   (16u << 20) /* MAX_MESSAGE_BYTES */
 #define LB_RPC_CHUNK_SIZE    16384u	 /* larger messages are chunked */

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 enum lb_unpack_flags {
 	/* Unprivileged unpack: setuid/setgid bits dropped, ownership and xattr failures ignored,

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lbbox/err.h"
-#include "lbbox/manifest.h"
-#include "lbbox/store.h"
+#include "lbbox/base/err.h"
+#include "lbbox/image/manifest.h"
+#include "lbbox/image/store.h"
 
 /*
  * The overlayfs lowerdir option of the image ("top:...:bottom", absolute paths) in *lowerdir,

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 #define LB_BOX_CAPTURE_MAX (1024 * 1024)
 

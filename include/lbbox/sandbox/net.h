@@ -7,9 +7,9 @@
 
 #include <jansson.h>
 
-#include "lbbox/err.h"
-#include "lbbox/sandbox.h"
-#include "lbbox/spec.h"
+#include "lbbox/base/err.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/spec.h"
 
 /* "10.0.0.5" or "10.0.0.5:8080" (IPv4 only). */
 int lb_net_parse_allow_host(const char *arg, struct lb_allow_host *out, struct lb_err **err);

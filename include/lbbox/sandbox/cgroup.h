@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 struct lb_cgroup_limits {
 	uint64_t memory_bytes;	/* 0 = no limit; hard limit, swap not allowed */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lbbox/err.h"
+#include "lbbox/base/err.h"
 
 #define LB_MT_OCI_INDEX	      "application/vnd.oci.image.index.v1+json"
 #define LB_MT_OCI_MANIFEST    "application/vnd.oci.image.manifest.v1+json"
