@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <limits.h>
@@ -435,4 +436,12 @@ char *lb_escape_ctl(const char *s)
 	}
 	out[o] = '\0';
 	return out;
+}
+
+char *lb_vformat_line(const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return NULL;
+	return lb_escape_ctl(msg);
 }

@@ -54,8 +54,8 @@ static bool owner_alive(const struct lb_box *box, const char *owner)
 
 /*
  * Expired (§3.5): not persistent, idle past the TTL, no exec in flight, no running managed
- * process. An expired session's exec.lock stays held in *lock until the drop is done, so no
- * exec can start in a sandbox that is going away.
+ * process. An expired session's exec.lock stays held in *lock until its drop has begun (the
+ * record renamed deleting.json): from then on a new exec finds the session being deleted.
  */
 static bool expired(const struct lb_box *box, const struct lb_box_session *s, const char *sdir,
 		    uint64_t now_ns, int *lock)

@@ -21,7 +21,9 @@ int cli_run(struct cli_globals *g, int argc, char **argv);
 /* lbbox run's options (argv[0] is skipped) -> an engine spec: image resolved, env finished. */
 int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec *out,
 		   struct lb_err **err);
-/* parse.c: an option's boolean: true/1/yes (or no value at all), false/0/no. */
+/* parse.c: *dst becomes a copy of an option's value (the old one freed). */
+int cli_set_string(char **dst, const char *v, struct lb_err **err);
+/* An option's boolean: true/1/yes (or no value at all), false/0/no. */
 int cli_parse_bool(const char *s, bool *out, struct lb_err **err);
 /* "HOST:SANDBOX[:ro|rw]" -> mount (host path not yet checked). */
 int cli_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err);

@@ -11,14 +11,10 @@
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 	va_start(ap, fmt);
-	int n = vasprintf(&msg, fmt, ap);
+	_cleanup_free_ char *text = lb_vformat_line(fmt, ap);
 	va_end(ap);
-	/* messages carry ids and paths from requests: one line, no terminal escapes */
-	_cleanup_free_ char *text = n < 0 ? NULL : lb_escape_ctl(msg);
 	fprintf(stderr, "lbbox: %s\n", text ? text : "out of memory");
-	free(msg);
 }
 
 int cli_box_error(const struct lb_err *err)

@@ -13,6 +13,16 @@
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
 
+int cli_set_string(char **dst, const char *v, struct lb_err **err)
+{
+	char *copy = strdup(v);
+	if (!copy)
+		return lb_err_set(err, ENOMEM, "option");
+	free(*dst);
+	*dst = copy;
+	return 0;
+}
+
 int cli_parse_bool(const char *s, bool *out, struct lb_err **err)
 {
 	if (!s || !strcmp(s, "true") || !strcmp(s, "1") || !strcmp(s, "yes"))

@@ -20,16 +20,6 @@ static const char proc_usage[] =
     "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
     "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n";
 
-static int set_str(char **dst, const char *v, struct lb_err **err)
-{
-	char *copy = strdup(v);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "option");
-	free(*dst);
-	*dst = copy;
-	return 0;
-}
-
 /* -e KEY=VALUE into a NULL-terminated list; a later KEY replaces an earlier one. */
 static int set_env(char ***env, const char *kv, struct lb_err **err)
 {
@@ -38,7 +28,7 @@ static int set_env(char ***env, const char *kv, struct lb_err **err)
 		return lb_err_set(err, 0, "invalid -e '%s': expected KEY=VALUE", kv);
 	for (; (*env)[n]; n++)
 		if (!strncmp((*env)[n], kv, klen) && (*env)[n][klen] == '=')
-			return set_str(&(*env)[n], kv, err);
+			return cli_set_string(&(*env)[n], kv, err);
 	char **more = realloc(*env, (n + 2) * sizeof(char *));
 	if (!more)
 		return lb_err_set(err, ENOMEM, "environment");
@@ -54,7 +44,7 @@ static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, st
 	char **args = calloc((size_t)(argc - optind), sizeof(char *));
 	if (!args)
 		return lb_err_set(err, ENOMEM, "args");
-	if (set_str(&spec->command, argv[optind], err) < 0) {
+	if (cli_set_string(&spec->command, argv[optind], err) < 0) {
 		free(args);
 		return -1;
 	}
@@ -81,9 +71,9 @@ static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, str
 		return lb_err_set(err, ENOMEM, "managed process spec");
 	while (r == 0 && (c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
 		if (c == 'i')
-			r = set_str(&spec->process_id, optarg, err);
+			r = cli_set_string(&spec->process_id, optarg, err);
 		else if (c == 'w')
-			r = set_str(&spec->cwd, optarg, err);
+			r = cli_set_string(&spec->cwd, optarg, err);
 		else if (c == 'e')
 			r = set_env(&spec->env, optarg, err);
 		else

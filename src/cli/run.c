@@ -207,13 +207,6 @@ static int add_dns(struct lb_net_opts *n, const char *s, struct lb_err **err)
 	return lb_net_parse_dns(s, &n->dns[n->n_dns++], err);
 }
 
-static int set_string(char **dst, const char *s, struct lb_err **err)
-{
-	free(*dst);
-	*dst = strdup(s);
-	return *dst ? 0 : lb_err_set(err, ENOMEM, "option");
-}
-
 static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err **err)
 {
 	struct lb_spec *spec = &o->spec;
@@ -224,7 +217,7 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 		o->image = arg;
 		return 0;
 	case OPT_ROOTFS:
-		return set_string(&spec->rootfs, arg, err);
+		return cli_set_string(&spec->rootfs, arg, err);
 	case OPT_READ_ONLY:
 		return cli_parse_bool(arg, &spec->readonly_root, err);
 	case OPT_MEMORY:
@@ -247,19 +240,19 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 			return lb_err_set(err, 0, "too many volumes (at most %d)", LB_MAX_MOUNTS);
 		return cli_parse_mount(arg, &spec->mounts[spec->n_mounts++], err);
 	case 'w':
-		return set_string(&spec->cwd, arg, err);
+		return cli_set_string(&spec->cwd, arg, err);
 	case 'e':
 		return add_env(o, arg, err);
 	case OPT_USER:
 		o->user_set = true;
 		return parse_user(arg, spec, err);
 	case OPT_HOSTNAME:
-		return set_string(&spec->hostname, arg, err);
+		return cli_set_string(&spec->hostname, arg, err);
 	case OPT_TMP_SIZE:
 		return lb_parse_size(arg, &spec->tmp_size, err) < 0 ? lb_err_wrap(err, "--tmp-size")
 								    : 0;
 	case OPT_SECCOMP:
-		return set_string(&spec->seccomp_profile, arg, err);
+		return cli_set_string(&spec->seccomp_profile, arg, err);
 	case OPT_CAP_ADD:
 	case OPT_CAP_DROP:
 		if (cli_parse_cap(arg, &mask, err) < 0)
@@ -274,7 +267,7 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 		spec->die_with_parent = true;
 		return 0;
 	case OPT_CGROUP_PARENT:
-		return set_string(&spec->cgroup_parent, arg, err);
+		return cli_set_string(&spec->cgroup_parent, arg, err);
 	case OPT_JSON:
 		o->json = true;
 		return 0;

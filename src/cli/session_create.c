@@ -78,16 +78,6 @@ static int parse_network(const char *v, enum lb_box_net *out, struct lb_err **er
 	return 0;
 }
 
-static int set_str(char **dst, const char *v, struct lb_err **err)
-{
-	char *copy = strdup(v);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "option");
-	free(*dst);
-	*dst = copy;
-	return 0;
-}
-
 static int add_volume(struct create *c, const char *v, struct lb_err **err)
 {
 	if (c->n_volumes >= MAX_VOLUMES)
@@ -128,7 +118,7 @@ static int take_box_opt(struct create *c, const char *name, const char *v, struc
 	if (!strcmp(name, "--network"))
 		return c->given |= LB_BOX_GIVEN_NETWORK, parse_network(v, &bs->network, err);
 	if (!strcmp(name, "--mount-path"))
-		return set_str(&bs->mount_path, v, err);
+		return cli_set_string(&bs->mount_path, v, err);
 	if (!strcmp(name, "--profile"))
 		return c->profile = v, 0;
 	return add_volume(c, v, err); /* -v, --volume */
@@ -156,7 +146,7 @@ static int split_volumes(struct create *c, struct lb_err **err)
 	for (size_t i = 0; i < c->n_volumes; i++) {
 		const struct lb_mount *m = &c->volumes[i];
 		if (!bs->host_path && !strcmp(m->target, bs->mount_path)) {
-			if (set_str(&bs->host_path, m->source, err) < 0)
+			if (cli_set_string(&bs->host_path, m->source, err) < 0)
 				return -1;
 			bs->host_path_mode = m->readonly ? LB_BOX_MOUNT_RO : LB_BOX_MOUNT_RW;
 			c->given |= LB_BOX_GIVEN_HOST_PATH_MODE;
@@ -173,7 +163,7 @@ static int take_run_opt(struct create *c, char **argv, int i, int argc, struct l
 	c->pass[c->npass++] = argv[i];
 	if ((!strcmp(argv[i], "--image") || !strcmp(argv[i], "--rootfs")) && i + 1 < argc) {
 		c->given |= LB_BOX_GIVEN_IMAGE;
-		return set_str(&c->bs.image, argv[i + 1], err);
+		return cli_set_string(&c->bs.image, argv[i + 1], err);
 	}
 	return 0;
 }
@@ -207,10 +197,10 @@ static int parse_create(struct create *c, int argc, char **argv, struct lb_err *
 static int finish_spec(struct create *c, const char *name, struct lb_err **err)
 {
 	struct lb_box_spec *bs = &c->bs;
-	if (!(c->given & LB_BOX_GIVEN_IMAGE) && set_str(&bs->image, "host", err) < 0)
+	if (!(c->given & LB_BOX_GIVEN_IMAGE) && cli_set_string(&bs->image, "host", err) < 0)
 		return -1;
 	c->given |= LB_BOX_GIVEN_IMAGE; /* the host's userland unless one is named */
-	if (set_str(&bs->session_id, name, err) < 0 || split_volumes(c, err) < 0)
+	if (cli_set_string(&bs->session_id, name, err) < 0 || split_volumes(c, err) < 0)
 		return -1;
 	if (c->profile) {
 		const struct lb_box_profile *p = lb_box_profile_find(c->profile, err);

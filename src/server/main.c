@@ -21,13 +21,10 @@
 void server_error(const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 	va_start(ap, fmt);
-	int n = vasprintf(&msg, fmt, ap);
+	_cleanup_free_ char *text = lb_vformat_line(fmt, ap);
 	va_end(ap);
-	_cleanup_free_ char *text = n < 0 ? NULL : lb_escape_ctl(msg);
 	fprintf(stderr, "lbbox: %s\n", text ? text : "out of memory");
-	free(msg);
 }
 
 static bool token_ok(const char *t)

@@ -2,6 +2,7 @@
 #ifndef LBBOX_UTIL_H
 #define LBBOX_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,6 +64,9 @@ ssize_t lb_read_all(int fd, void *buf, size_t len);
  * whose CSI starts terminal escapes) and bytes that are not UTF-8 written as \xNN, the rest as
  * is; malloc'ed, NULL without memory. */
 char *lb_escape_ctl(const char *s);
+/* vprintf into a malloc'ed string, escaped as lb_escape_ctl does: text from requests (ids,
+ * paths) becomes one line with no terminal escapes. NULL on ENOMEM. */
+char *lb_vformat_line(const char *fmt, va_list ap);
 
 struct pollfd;
 #define LB_WAIT_MAX_FDS 4
