@@ -66,7 +66,7 @@ ssize_t lb_read_all(int fd, void *buf, size_t len);
 char *lb_escape_ctl(const char *s);
 /* vprintf into a malloc'ed string, escaped as lb_escape_ctl does: text from requests (ids,
  * paths) becomes one line with no terminal escapes. NULL on ENOMEM. */
-char *lb_vformat_line(const char *fmt, va_list ap);
+char *lb_vformat_line(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 struct pollfd;
 #define LB_WAIT_MAX_FDS 4
