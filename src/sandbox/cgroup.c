@@ -49,8 +49,8 @@ void cg_fill_views(struct lb_cgroup *cg)
 	}
 }
 
-int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
-		     struct lb_cgroup **out, struct lb_err **err)
+int lb_cgroup_plan(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
+		   struct lb_cgroup **out, struct lb_err **err)
 {
 	static const struct lb_cgroup_limits no_limits;
 
@@ -59,14 +59,38 @@ int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgrou
 	struct lb_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return lb_err_set(err, ENOMEM, "create cgroup %s", name);
-	if (cg_setup(cg, name, parent, lim ? lim : &no_limits, err) < 0) {
-		for (size_t i = 0; i < cg->ndirs; i++)
-			cg_dir_remove(&cg->dirs[i], NULL);
+	if (cg_plan(cg, name, parent, lim ? lim : &no_limits, err) < 0) {
 		cg_release(cg);
 		return lb_err_wrap(err, "create cgroup %s", name);
 	}
 	cg_fill_views(cg);
 	*out = cg;
+	return 0;
+}
+
+int lb_cgroup_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err)
+{
+	static const struct lb_cgroup_limits no_limits;
+
+	if (cg_make(cg, lim ? lim : &no_limits, err) < 0) {
+		for (size_t i = 0; i < cg->ndirs; i++)
+			cg_dir_remove(&cg->dirs[i], NULL);
+		return lb_err_wrap(err, "create cgroup %s", cg->ndirs ? cg->dirs[0].path : "");
+	}
+	cg_fill_views(cg);
+	return 0;
+}
+
+int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
+		     struct lb_cgroup **out, struct lb_err **err)
+{
+	if (lb_cgroup_plan(name, parent, lim, out, err) < 0)
+		return -1;
+	if (lb_cgroup_make(*out, lim, err) < 0) {
+		cg_release(*out);
+		*out = NULL;
+		return -1;
+	}
 	return 0;
 }
 

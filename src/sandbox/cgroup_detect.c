@@ -369,8 +369,8 @@ static int cg_plan_none(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim
 	return 0;
 }
 
-int cg_setup(struct lb_cgroup *cg, const char *name, const char *parent,
-	     const struct lb_cgroup_limits *lim, struct lb_err **err)
+int cg_plan(struct lb_cgroup *cg, const char *name, const char *parent,
+	    const struct lb_cgroup_limits *lim, struct lb_err **err)
 {
 	_cleanup_(cg_mounts_free) struct cg_mounts ms = {0};
 
@@ -379,11 +379,27 @@ int cg_setup(struct lb_cgroup *cg, const char *name, const char *parent,
 	int r = cg_plan_v2(cg, &ms, parent, name, err);
 	if (r < 0)
 		return -1;
-	if (r > 0)
-		return cg_v2_create(cg, lim, err);
+	if (r > 0) {
+		cg->version = LB_CGROUP_V2;
+		return 0;
+	}
 	if (cg_plan_v1(cg, &ms, parent, name, err) < 0)
 		return -1;
-	if (cg->ndirs > 0)
-		return cg_v1_create(cg, lim, err);
+	if (cg->ndirs > 0) {
+		cg->version = LB_CGROUP_V1;
+		return 0;
+	}
 	return cg_plan_none(cg, lim, err);
+}
+
+int cg_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err)
+{
+	switch (cg->version) {
+	case LB_CGROUP_V2:
+		return cg_v2_create(cg, lim, err);
+	case LB_CGROUP_V1:
+		return cg_v1_create(cg, lim, err);
+	default:
+		return 0;
+	}
 }

@@ -63,9 +63,12 @@ unsigned cg_role_of(const char *ctrl);
 bool cg_has_word(const char *list, const char *word);
 /* "dir/name", NULL when out of memory. */
 char *cg_path_join(const char *dir, const char *name);
-/* cgroup_detect.c: finds the hierarchies and fills cg->dirs (then creates via the back end). */
-int cg_setup(struct lb_cgroup *cg, const char *name, const char *parent,
-	     const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* cgroup_detect.c: finds the hierarchies and fills cg->dirs and cg->version, creating nothing
+ * (refused when lim needs a controller no writable hierarchy has); cg_make creates the
+ * directories through the version's back end and applies lim. */
+int cg_plan(struct lb_cgroup *cg, const char *name, const char *parent,
+	    const struct lb_cgroup_limits *lim, struct lb_err **err);
+int cg_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
 bool cg_has_dotdot(const char *p);
 
 /* cgroup_fs.c: small file I/O on a cgroup directory (messages name d->path). */

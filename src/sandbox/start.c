@@ -143,6 +143,22 @@ static int copy_rootfs(struct run *r, const struct lb_spec *spec, struct lb_err 
 }
 
 /* Forwarded signals and SIGCHLD are taken through a signalfd; the child inherits the mask. */
+/* The sandbox's cgroup, its paths recorded in the state directory before any directory exists:
+ * a kill at any moment leaves nothing the collector does not know of. */
+static int create_cgroup(struct run *r, const char *name, struct lb_err **err)
+{
+	const struct lb_spec *spec = r->spec;
+	if (lb_cgroup_plan(name, spec->cgroup_parent, &spec->limits, &r->cg, err) < 0)
+		return -1;
+	if (lb_state_write_cgroups(r->statedir, r->cg, err) < 0 ||
+	    lb_cgroup_make(r->cg, &spec->limits, err) < 0) {
+		lb_cgroup_forget(r->cg);
+		r->cg = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static int block_signals(struct run *r, struct lb_err **err)
 {
 	sigset_t set;
@@ -433,8 +449,7 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 	    (spec->copy_rootfs && copy_rootfs(r, spec, err) < 0))
 		return -1;
 	snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
-	if (lb_cgroup_create(cgname, spec->cgroup_parent, &spec->limits, &r->cg, err) < 0 ||
-	    lb_state_write_cgroups(r->statedir, r->cg, err) < 0 || block_signals(r, err) < 0 ||
+	if (create_cgroup(r, cgname, err) < 0 || block_signals(r, err) < 0 ||
 	    (spec->die_with_parent && watch_parent(r, err) < 0))
 		return -1;
 	return start_child(r, spec, err) < 0 || wait_setup(r, setup_exit, err) < 0 ? -1 : 0;

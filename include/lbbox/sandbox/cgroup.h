@@ -36,6 +36,13 @@ struct lb_cgroup;
  */
 int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
 		     struct lb_cgroup **out, struct lb_err **err);
+/* The same in two steps, for a caller that records the paths (lb_cgroup_paths) before any
+ * directory exists, so a kill in between leaves nothing unrecorded: plan finds the hierarchies
+ * and refuses limits it could not enforce, creating nothing; make creates and applies (and on
+ * failure removes what it made; the caller then frees cg with lb_cgroup_forget). */
+int lb_cgroup_plan(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
+		   struct lb_cgroup **out, struct lb_err **err);
+int lb_cgroup_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
 enum lb_cgroup_version lb_cgroup_version(const struct lb_cgroup *cg);
 /* v2: an O_DIRECTORY fd of the cgroup for clone3(CLONE_INTO_CGROUP); -1 otherwise. */
 int lb_cgroup_dirfd(const struct lb_cgroup *cg);
