@@ -96,8 +96,8 @@ int box_image_spec(const struct lb_box *box, const struct lb_box_spec *bs, struc
 		   struct lb_err **err);
 
 /* engine_spec.c: the Box fields on top of the caller's engine spec. */
-int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
-		    const char *workspace, struct lb_spec *spec, struct lb_err **err);
+int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, const char *workspace,
+		    struct lb_spec *spec, struct lb_err **err);
 
 /* managed_record.c: procs/<hash>.json records and socket names. */
 #define BOX_PROC_STOP_GRACE_SEC 5

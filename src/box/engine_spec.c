@@ -119,9 +119,11 @@ static int check_cpus(double cpus, struct lb_err **err)
 			  cpus, n, n);
 }
 
-int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, char *const *roots,
-		    const char *workspace, struct lb_spec *spec, struct lb_err **err)
+int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, const char *workspace,
+		    struct lb_spec *spec, struct lb_err **err)
 {
+	const struct lb_paths *own = &box->paths;
+	char *const *roots = box->allowed_roots;
 	if (check_cpus(bs->cpus, err) < 0 ||
 	    workspace_mount(bs, own, roots, workspace, spec, err) < 0)
 		return -1;
@@ -140,6 +142,7 @@ int box_engine_spec(const struct lb_box_spec *bs, const struct lb_paths *own, ch
 	spec->limits.cpu_period_us = 100000;
 	spec->limits.cpu_quota_us = (uint64_t)(bs->cpus * 100000.0 + 0.5);
 	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
+	spec->net_opts = box->net; /* the runtime's bridge, subnet, nameservers, allowed hosts */
 	spec->readonly_root = bs->read_only_rootfs;
 	spec->session = true;
 	if (lb_spec_check(spec, own, err) < 0)

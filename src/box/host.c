@@ -4,6 +4,7 @@
  * §3.1, LangBot's allowed mount roots, how a session's image is found), the default workspace
  * box_init asks for, and whether the host can give a session what LangBot promises.
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "lbbox/box/box.h"
+#include "lbbox/sandbox/net.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
 
@@ -116,7 +118,37 @@ static int env_roots(struct lb_box *box, struct lb_err **err)
 	     t = strtok_r(NULL, ":", &save))
 		v[n++] = t;
 	v[n] = NULL;
-	return lb_box_set_allowed_roots(box, v, err);
+	if (lb_box_set_allowed_roots(box, v, err) < 0)
+		return -1;
+	box->roots_fixed = true;
+	return 0;
+}
+
+/* A comma-separated list of name, each item added by add. */
+static int env_list(struct lb_net_opts *n, const char *name,
+		    int (*add)(struct lb_net_opts *, const char *, struct lb_err **),
+		    struct lb_err **err)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return 0;
+	_cleanup_free_ char *copy = strdup(v);
+	char *save = NULL;
+	if (!copy)
+		return lb_err_set(err, ENOMEM, "%s", name);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (add(n, t, err) < 0)
+			return lb_err_wrap(err, "%s", name);
+	return 0;
+}
+
+static int env_net(struct lb_net_opts *n, struct lb_err **err)
+{
+	if (lb_net_opts_env(n, err) < 0 ||
+	    env_list(n, "LBBOX_BOX_NET_DNS", lb_net_opts_add_dns, err) < 0 ||
+	    env_list(n, "LBBOX_BOX_NET_ALLOW_HOSTS", lb_net_opts_add_allow, err) < 0)
+		return -1;
+	return 0;
 }
 
 int lb_box_open_env(struct lb_box *box, const struct lb_paths *paths, struct lb_err **err)
@@ -129,6 +161,8 @@ int lb_box_open_env(struct lb_box *box, const struct lb_paths *paths, struct lb_
 	env_limit("LBBOX_BOX_MAX_COMPLETED", &box->limits.max_completed_processes);
 	box->image_aliases = getenv("LBBOX_BOX_IMAGE_ALIASES");
 	box->pull = !pull || strcmp(pull, "0") != 0;
+	if (env_net(&box->net, err) < 0)
+		return -1;
 	return env_roots(box, err);
 }
 

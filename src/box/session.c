@@ -46,7 +46,7 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 {
 	char ws[LB_PATH_BUF], path[LB_PATH_BUF];
 	snprintf(ws, sizeof(ws), "%s/workspace", sdir);
-	if (box_engine_spec(bs, &box->paths, box->allowed_roots, ws, spec, err) < 0)
+	if (box_engine_spec(box, bs, ws, spec, err) < 0)
 		return -1;
 	/* should this process die before the record is written, the sandbox is found by it */
 	free(spec->tag);

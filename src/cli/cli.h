@@ -59,9 +59,4 @@ int cli_network(struct cli_globals *g, int argc, char **argv);
 /* load, images, inspect, tag, rmi, image prune (images.c). */
 int cli_images(struct cli_globals *g, int argc, char **argv);
 
-/* The network chosen by LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET and LBBOX_NFT (network.c). */
-struct lb_net_opts;
-struct lb_err;
-int cli_net_env(struct lb_net_opts *n, struct lb_err **err);
-
 #endif

@@ -16,22 +16,6 @@ static const char network_usage[] =
     "environment: LBBOX_NET_BRIDGE (default lbbox0), LBBOX_NET_SUBNET (default 10.89.0.0/16),\n"
     "  LBBOX_NFT (the nft binary, default /usr/sbin/nft)\n";
 
-int cli_net_env(struct lb_net_opts *n, struct lb_err **err)
-{
-	const char *br = getenv("LBBOX_NET_BRIDGE"), *sub = getenv("LBBOX_NET_SUBNET");
-	const char *nft = getenv("LBBOX_NFT");
-	if (br && *br && lb_net_parse_bridge(br, n->bridge, err) < 0)
-		return lb_err_wrap(err, "LBBOX_NET_BRIDGE");
-	if (sub && *sub && lb_net_parse_subnet(sub, &n->subnet, &n->prefix, err) < 0)
-		return lb_err_wrap(err, "LBBOX_NET_SUBNET");
-	if (nft && *nft) {
-		if (strlen(nft) >= sizeof(n->nft))
-			return lb_err_set(err, 0, "LBBOX_NFT: path too long");
-		strcpy(n->nft, nft);
-	}
-	return 0;
-}
-
 static void print_json(json_t *j)
 {
 	char *s = json_dumps(j, JSON_INDENT(2));
@@ -58,7 +42,7 @@ static int network_verb(struct cli_globals *g, const char *verb, bool json, stru
 {
 	struct lb_net_opts opts = {0};
 	json_t *out = NULL;
-	if (cli_net_env(&opts, err) < 0)
+	if (lb_net_opts_env(&opts, err) < 0)
 		return -1;
 	if (strcmp(verb, "ls") == 0) {
 		if (lb_net_list(&g->paths, &out, err) < 0)

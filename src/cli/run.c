@@ -193,20 +193,6 @@ static int parse_network(const char *s, struct lb_spec *spec, struct lb_err **er
 	return 0;
 }
 
-static int add_allow_host(struct lb_net_opts *n, const char *s, struct lb_err **err)
-{
-	if (n->n_allow >= LB_MAX_ALLOW_HOSTS)
-		return lb_err_set(err, 0, "too many --allow-host (at most %d)", LB_MAX_ALLOW_HOSTS);
-	return lb_net_parse_allow_host(s, &n->allow[n->n_allow++], err);
-}
-
-static int add_dns(struct lb_net_opts *n, const char *s, struct lb_err **err)
-{
-	if (n->n_dns >= LB_MAX_DNS)
-		return lb_err_set(err, 0, "too many --dns (at most %d)", LB_MAX_DNS);
-	return lb_net_parse_dns(s, &n->dns[n->n_dns++], err);
-}
-
 static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err **err)
 {
 	struct lb_spec *spec = &o->spec;
@@ -272,9 +258,9 @@ static int parse_one(struct run_opts *o, int c, const char *arg, struct lb_err *
 		o->json = true;
 		return 0;
 	case OPT_ALLOW_HOST:
-		return add_allow_host(&spec->net_opts, arg, err);
+		return lb_net_opts_add_allow(&spec->net_opts, arg, err);
 	case OPT_DNS:
-		return add_dns(&spec->net_opts, arg, err);
+		return lb_net_opts_add_dns(&spec->net_opts, arg, err);
 	default:
 		return lb_err_set(err, 0, "unknown option '%s' (see lbbox run --help)", arg);
 	}
@@ -331,7 +317,7 @@ static int finish_network(struct run_opts *o, struct lb_err **err)
 			return lb_err_set(err, 0, "--allow-host and --dns need --network on");
 		return 0;
 	}
-	return cli_net_env(n, err);
+	return lb_net_opts_env(n, err);
 }
 
 static void print_json(const struct lb_result *res)

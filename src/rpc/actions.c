@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
 #include "lbbox/rpc/rpc.h"
+#include "lbbox/sandbox/net.h"
 #include "actions.h"
 
 typedef int (*action_fn)(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
@@ -358,6 +360,10 @@ json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_requ
 		/* beyond LangBot: which isolation this host really gives */
 		json_t *info = lb_rpc_backend_info(rt);
 		json_object_set(info, "features", rt->features);
+		json_object_set_new(info, "network", lb_net_opts_json(&rt->box.net));
+		json_object_set_new(info, "allowed_mount_roots",
+				    rt->box.allowed_roots ? lb_json_from_strv(rt->box.allowed_roots)
+							  : json_null());
 		return lb_rpc_reply_ok(seq_id, info);
 	}
 	if (!strcmp(action, "box_init")) {

@@ -136,8 +136,10 @@ int lb_bridge_ensure(struct nl_sock *sk, const struct lb_net_cfg *cfg, bool *cre
 	if (exists && !owned)
 		return lb_err_set(
 		    err, 0,
-		    "bridge %s already exists and is not this lbbox network's (a link "
-		    "of that name is in use by something else)",
+		    "bridge %s already exists and is not this lbbox network's (a link of that "
+		    "name is in use by something else, perhaps another lbbox with another "
+		    "runroot): give this lbbox a bridge and subnet of its own "
+		    "(LBBOX_NET_BRIDGE and LBBOX_NET_SUBNET, or box.lbbox.network)",
 		    cfg->bridge);
 	if (exists)
 		return 0;

@@ -100,3 +100,62 @@ int lb_net_parse_dns(const char *arg, uint32_t *out, struct lb_err **err)
 		return lb_err_set(err, 0, "invalid --dns '%s': expected an IPv4 address", arg);
 	return 0;
 }
+
+int lb_net_opts_env(struct lb_net_opts *n, struct lb_err **err)
+{
+	const char *br = getenv("LBBOX_NET_BRIDGE"), *sub = getenv("LBBOX_NET_SUBNET");
+	const char *nft = getenv("LBBOX_NFT");
+	if (br && *br && lb_net_parse_bridge(br, n->bridge, err) < 0)
+		return lb_err_wrap(err, "LBBOX_NET_BRIDGE");
+	if (sub && *sub && lb_net_parse_subnet(sub, &n->subnet, &n->prefix, err) < 0)
+		return lb_err_wrap(err, "LBBOX_NET_SUBNET");
+	if (nft && *nft) {
+		if (strlen(nft) >= sizeof(n->nft))
+			return lb_err_set(err, 0, "LBBOX_NFT: path too long");
+		strcpy(n->nft, nft);
+	}
+	return 0;
+}
+
+int lb_net_opts_add_allow(struct lb_net_opts *n, const char *arg, struct lb_err **err)
+{
+	if (n->n_allow >= LB_MAX_ALLOW_HOSTS)
+		return lb_err_set(err, 0, "too many allowed hosts (at most %d)",
+				  LB_MAX_ALLOW_HOSTS);
+	if (lb_net_parse_allow_host(arg, &n->allow[n->n_allow], err) < 0)
+		return -1;
+	n->n_allow++;
+	return 0;
+}
+
+int lb_net_opts_add_dns(struct lb_net_opts *n, const char *arg, struct lb_err **err)
+{
+	if (n->n_dns >= LB_MAX_DNS)
+		return lb_err_set(err, 0, "too many nameservers (at most %d)", LB_MAX_DNS);
+	if (lb_net_parse_dns(arg, &n->dns[n->n_dns], err) < 0)
+		return -1;
+	n->n_dns++;
+	return 0;
+}
+
+json_t *lb_net_opts_json(const struct lb_net_opts *o)
+{
+	struct lb_net_cfg c;
+	char a[16], sub[24];
+	json_t *dns = json_array(), *allow = json_array();
+	lb_net_cfg_resolve(o, NULL, &c);
+	snprintf(sub, sizeof(sub), "%s/%u", lb_ip4_str(c.subnet, a), (unsigned)c.prefix);
+	for (size_t i = 0; i < o->n_dns; i++)
+		json_array_append_new(dns, json_string(lb_ip4_str(o->dns[i], a)));
+	for (size_t i = 0; i < o->n_allow; i++) {
+		char item[24];
+		lb_ip4_str(o->allow[i].addr, a);
+		if (o->allow[i].port)
+			snprintf(item, sizeof(item), "%s:%u", a, (unsigned)o->allow[i].port);
+		else
+			snprintf(item, sizeof(item), "%s", a);
+		json_array_append_new(allow, json_string(item));
+	}
+	return json_pack("{s:s, s:s, s:s, s:o, s:o}", "bridge", c.bridge, "subnet", sub, "gateway",
+			 lb_ip4_str(c.gateway, a), "dns", dns, "allow_hosts", allow);
+}

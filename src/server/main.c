@@ -227,6 +227,7 @@ static int box_stdio(const struct lb_paths *paths, char **self, int argc, char *
 	if (!stdio_mode) {
 		/* §7.1: LangBot connects to ws://HOST:PORT/rpc/ws itself */
 		s->listen_required = true;
+		s->rt.remote_peer = true;
 	} else if (!trusted || !*trusted) {
 		server_error("LANGBOT_BOX_TRUSTED_INSTANCE_UUID is required for stdio Box control");
 		goto out;
@@ -248,6 +249,7 @@ static int box_serve(const struct lb_paths *paths, char **self, int argc, char *
 	int code = 1;
 	if (s && parse_serve_args(argc, argv, s, host, sizeof(host)) == 0) {
 		s->listen_required = true;
+		s->rt.remote_peer = true; /* LangBot runs elsewhere, in a directory of its own */
 		code = serve(paths, self, s);
 	}
 	if (s)

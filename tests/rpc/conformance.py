@@ -365,14 +365,14 @@ class Box(Server, Rpc):
     kind = "stdio"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=(),
-                 host=HOST):
+                 host=HOST, cwd=None):
         self._setup(tmp, env, token, trusted, port, host)
         self._init_rpc(self.ids)
         # prefix: e.g. setpriv, to run the runtime as another user
         self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
                                    "-s", "--ws-control-port", str(self.port), "--host", self.host],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=self.env)
+                                  stderr=subprocess.PIPE, env=self.env, cwd=cwd)
         self.wlock = threading.Lock()
         self._start_stderr()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -439,12 +439,12 @@ class WsBox(Server):
     kind = "serve"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, connect=True,
-                 listen_host=HOST):
+                 listen_host=HOST, cwd=None):
         self._setup(tmp, env, token, trusted, port)
         self.p = subprocess.Popen([LBBOX, "--root", self.root, "--runroot", self.runroot, "serve",
                                    "--listen", "%s:%d" % (listen_host, self.port)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, env=self.env)
+                                  stderr=subprocess.PIPE, env=self.env, cwd=cwd)
         self._start_stderr()
         threading.Thread(target=lambda: self.p.stdout.read(), daemon=True).start()
         self.rpc = self.connect_rpc() if connect else None
@@ -1158,6 +1158,119 @@ def default_workspace_obeys_the_host_path_rules(h):
     box.err("box_init", {"local": {"host_root": "/etc", "default_workspace": "lbt-never"}},
             "BoxValidationError: host_path /etc/lbt-never is blocked for security", None)
     assert not os.path.exists("/etc/lbt-never")
+
+
+def host_bridge_addr(bridge):
+    r = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", bridge], capture_output=True,
+                       text=True)
+    return r.stdout if r.returncode == 0 else None
+
+
+def prune_networks(box, bridges):
+    """Removes the test's bridges (lbbox network prune, one bridge at a time), checks them gone."""
+    for br in bridges:
+        r = subprocess.run([LBBOX, "--root", box.root, "--runroot", box.runroot, "network",
+                            "prune"], env=dict(box.env, LBBOX_NET_BRIDGE=br),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert poll(lambda: host_bridge_addr(br) is None, 5), "bridge %s left" % br
+
+
+@stdio_only
+def runtime_network_settings(h):
+    """The runtime's "on" sessions use the bridge, subnet, nameservers and allowed hosts it was
+    given (environment, then box_init's box.lbbox.network), shown in box_health; a second
+    lbbox on the same bridge is told how to get its own."""
+    n = os.getpid() % 200
+    br1, br2 = "lbtn%d" % n, "lbtm%d" % n
+    sub1, sub2 = "10.201.%d.0/24" % n, "10.202.%d.0/24" % n
+    env = {"LBBOX_NET_BRIDGE": br1, "LBBOX_NET_SUBNET": sub1,
+           "LBBOX_BOX_NET_DNS": "192.0.2.53", "LBBOX_BOX_NET_ALLOW_HOSTS": "10.99.1.5:5432"}
+    box = h.start("stdio", env=env)
+    try:
+        net = box.ok("box_health", {}, None)["network"]
+        assert net == {"bridge": br1, "subnet": sub1, "gateway": "10.201.%d.1" % n,
+                       "dns": ["192.0.2.53"], "allow_hosts": ["10.99.1.5:5432"]}, net
+        r = box.ok("box_exec", spec("n1", "cat /etc/resolv.conf /proc/net/fib_trie",
+                                   network="on"))
+        assert r["exit_code"] == 0, r
+        assert "nameserver 192.0.2.53" in r["stdout"], r
+        assert "-- 10.201.%d." % n in r["stdout"], r
+        assert "10.201.%d.1/24" % n in (host_bridge_addr(br1) or ""), host_bridge_addr(br1)
+        # the allowed host is in the network's filter state
+        ins = subprocess.run([LBBOX, "--root", box.root, "--runroot", box.runroot, "network",
+                              "inspect", "--json"], env=dict(box.env), capture_output=True,
+                             text=True)
+        assert ins.returncode == 0 and "10.99.1.5" in ins.stdout, (ins.stdout, ins.stderr)
+        # box_init: a bad value changes nothing; a good one applies to new sessions
+        box.err("box_init", {"lbbox": {"network": {"subnet": "10.203.0.1/24"}}},
+                "ValueError: box.lbbox.network.subnet: invalid subnet '10.203.0.1/24'", None)
+        box.err("box_init", {"lbbox": {"network": {"dns": ["x"]}}},
+                "ValueError: box.lbbox.network.dns: invalid --dns 'x'", None)
+        assert box.ok("box_health", {}, None)["network"] == net
+        box.ok("box_init", {"lbbox": {"network": {"bridge": br2, "subnet": sub2, "dns": [],
+                                                   "allow_hosts": []}}}, None)
+        net2 = box.ok("box_health", {}, None)["network"]
+        assert net2["bridge"] == br2 and net2["subnet"] == sub2 and net2["dns"] == [], net2
+        r = box.ok("box_exec", spec("n2", "cat /proc/net/fib_trie", network="on"))
+        assert "-- 10.202.%d." % n in r["stdout"], r
+        # another lbbox (its own runroot) on the first bridge: one error, and the fix
+        other = Box(os.path.join(h.tmp, "other"), env=env)
+        h.servers.append(other)
+        msg = other.err("box_exec", spec("c1", "true", network="on"), "BoxError: ")
+        assert "bridge %s already exists" % br1 in msg and "LBBOX_NET_BRIDGE" in msg, msg
+        for sid in ("n1", "n2"):
+            box.ok("box_delete_session", {"session_id": sid})
+    finally:
+        h.cleanups.append(lambda: prune_networks(box, (br1, br2)))
+    prune_networks(box, (br1, br2))
+
+
+# LangBot's default box.local (config.yaml), as box_init sends it
+LANGBOT_LOCAL = {"profile": "default", "image": "", "host_root": "./data/box",
+                 "default_workspace": "", "skills_root": "skills",
+                 "allowed_mount_roots": ["./data/box", "/tmp"], "workspace_quota_mb": None}
+
+
+@stdio_only
+def deployments_with_langbots_default_config(h):
+    """README's deployments, LangBot's default box.local unchanged. stdio: lbbox runs in
+    LangBot's working directory and its relative paths are LangBot's. `lbbox serve`: LangBot
+    runs elsewhere; its relative paths mean nothing here and are not used (nothing is created
+    from them); the operator's LBBOX_BOX_ALLOWED_ROOTS (the shared, absolute host_root) decide,
+    and box_init cannot widen them."""
+    langbot = os.path.join(h.tmp, "langbot")
+    os.makedirs(langbot)
+    box = h.start("stdio", cwd=langbot)
+    assert box.ok("box_init", {"backend": "local", "local": LANGBOT_LOCAL}, None) == \
+        {"initialized": True}
+    ws = os.path.join(langbot, "data", "box", "default")
+    assert os.path.isdir(ws), "no default workspace in LangBot's directory"
+    r = box.ok("box_exec", spec("s1", "echo hi > f; cat f", host_path=ws))
+    assert r["stdout"] == "hi", r
+    box.ok("box_delete_session", {"session_id": "s1"})
+
+    shared = os.path.join(h.tmp, "srv", "langbot-box")  # LangBot's host_root, made absolute
+    elsewhere = os.path.join(h.tmp, "lbbox-cwd")
+    os.makedirs(os.path.join(shared, "default"))
+    os.makedirs(elsewhere)
+    sub = os.path.join(h.tmp, "serve")
+    os.makedirs(sub)
+    b = WsBox(sub, token=TOKEN, cwd=elsewhere, env={"LBBOX_BOX_ALLOWED_ROOTS": shared})
+    h.servers.append(b)
+    assert b.ok("box_init", {"backend": "local", "local": LANGBOT_LOCAL}, None) == \
+        {"initialized": True}
+    assert os.listdir(elsewhere) == [], os.listdir(elsewhere)
+    health = b.ok("box_health", {}, None)
+    assert health["allowed_mount_roots"] == [os.path.realpath(shared)], health
+    r = b.ok("box_exec", spec("w1", "echo hi > f; cat f",
+                              host_path=os.path.join(shared, "default")))
+    assert r["stdout"] == "hi", r
+    with open(os.path.join(shared, "default", "f")) as f:
+        assert f.read() == "hi\n"
+    b.err("box_exec", spec("w2", "true", host_path="/tmp"),
+          "BoxValidationError: host_path is outside allowed_mount_roots")
+    b.ok("box_delete_session", {"session_id": "w1"})
 
 
 @stdio_only
@@ -1990,22 +2103,31 @@ def sandbox_dirs(b):
 
 @http_test()
 def killed_runtime_is_cleaned_after_a_restart(h, kind):
-    """SIGKILL of a runtime with an exec, a managed process and a create in flight: the next
-    runtime on the same state removes every session, sandbox, cgroup and keeper of the dead one
-    at once, and nothing of a live instance's."""
-    live = h.start(kind)
+    """SIGKILL of a runtime with an exec, a managed process, a network "on" session and a
+    create in flight: the next runtime on the same state removes every session, sandbox,
+    cgroup, keeper, veth and address lease of the dead one at once, and nothing of a live
+    instance's."""
+    n = os.getpid() % 200
+    br = "lbtk%d" % n
+    env = {"LBBOX_NET_BRIDGE": br, "LBBOX_NET_SUBNET": "10.204.%d.0/24" % n}
+    live = h.start(kind, env=env)
     live.ok("box_exec", spec("live1", "echo up"))
-    dead = h.start(kind)
+    dead = h.start(kind, env=env)
     dead.ok("box_exec", spec("d1", "true"))
     start_process(dead, "d1", "default", "cat")
+    dead.ok("box_exec", spec("d3", "true", network="on"))
+    d3 = dead.ok("box_get_session", {"session_id": "d3"})["backend_session_id"][6:]
+    veth = "lbbox-%s" % d3[:8]
+    assert os.path.exists("/sys/class/net/" + veth), veth
     dead.send("box_exec", spec("d1", "sleep 1000", timeout_sec=600))
     dead.send("box_create_session", spec("d2"))
     time.sleep(0.5)  # the exec runs, the create is on its way
     dead.p.kill()
     dead.p.wait()
     dead.exited_ok = True
-    assert len(session_dirs(live)) >= 2, session_dirs(live)
-    h.start(kind)  # the restart
+    h.cleanups.append(lambda: prune_networks(live, (br,)))
+    assert len(session_dirs(live)) >= 3, session_dirs(live)
+    h.start(kind, env=env)  # the restart
     keep = [physical("live1")]
     assert poll(lambda: session_dirs(live) == keep, 10), session_dirs(live)
     info = live.ok("box_get_session", {"session_id": "live1"})
@@ -2015,7 +2137,13 @@ def killed_runtime_is_cleaned_after_a_restart(h, kind):
                                                physical("d1")), 5)
     cgs = [i for i in dead.ids if lbbox_cgroups_of(i)]
     assert not cgs, "cgroups of the dead runtime's sandboxes: %s" % cgs
+    assert poll(lambda: not os.path.exists("/sys/class/net/" + veth), 5), "veth %s left" % veth
+    ins = subprocess.run([LBBOX, "--root", live.root, "--runroot", live.runroot, "network",
+                          "inspect", "--json"], env=live.env, capture_output=True, text=True)
+    assert ins.returncode == 0 and d3 not in ins.stdout, "lease of %s left: %s" % (d3, ins.stdout)
     assert live.ok("box_exec", spec("live1", "echo still"))["stdout"] == "still"
+    live.ok("box_delete_session", {"session_id": "live1"})
+    prune_networks(live, (br,))
 
 
 def lbbox_cgroups_of(sandbox_id):

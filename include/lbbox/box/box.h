@@ -29,10 +29,15 @@ struct lb_box {
 	struct lb_box_limits limits;
 	/* §5.3: host paths must lie under one of these (canonical) roots; NULL = no restriction */
 	char **allowed_roots;
+	/* The operator set them (LBBOX_BOX_ALLOWED_ROOTS): a peer's config does not replace them.
+	 */
+	bool roots_fixed;
 	/* How a session's image is found: "ref=local,ref2=local2" aliases first (not owned), then
 	 * the store, then a pull when allowed. */
 	const char *image_aliases;
 	bool pull;
+	/* Network "on" sessions: the runtime's bridge, subnet, nameservers and allowed hosts. */
+	struct lb_net_opts net;
 };
 
 /* Fills box for paths with the default limits; owner may be NULL. Creates nothing.
@@ -43,7 +48,9 @@ int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *ow
 void lb_box_fini(struct lb_box *box);
 /* lb_box_init plus the environment's settings (host.c): LBBOX_BOX_OWNER (the instance new
  * sessions belong to), LBBOX_BOX_MAX_SESSIONS / _PROCESSES / _COMPLETED, LBBOX_BOX_ALLOWED_ROOTS
- * (/a:/b), LBBOX_BOX_IMAGE_ALIASES (ref=local,...) and LBBOX_BOX_PULL (0: never pull). */
+ * (/a:/b), LBBOX_BOX_IMAGE_ALIASES (ref=local,...), LBBOX_BOX_PULL (0: never pull), and the
+ * network of "on" sessions: LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET, LBBOX_NFT (as lbbox run),
+ * LBBOX_BOX_NET_DNS (A.B.C.D,...) and LBBOX_BOX_NET_ALLOW_HOSTS (A.B.C.D[:PORT],...). */
 int lb_box_open_env(struct lb_box *box, const struct lb_paths *paths, struct lb_err **err);
 /* §3.1: the default workspace (dw under host_root hr, or hr/default; dw may be absolute) is
  * created when missing: a directory under one of roots, never a blocked directory or lbbox's

@@ -137,6 +137,9 @@ struct lb_rpc_runtime {
 	json_t *features;	/* lb_host_features() at start */
 	int64_t max_file_bytes; /* box.limits.max_rpc_file_bytes */
 	char trusted[256];	/* the trusted LangBot instance, "" = none yet */
+	/* The peer's working directory is not lbbox's (`lbbox serve`): relative paths in its config
+	 * cannot be placed and are not used. */
+	bool remote_peer;
 	struct lb_rpc_fence fences[LB_RPC_MAX_FENCES];
 	size_t n_fences;
 };

@@ -1,6 +1,6 @@
 /*
- * Network mode "on": option parsing for the command line, and the administration verbs
- * (lbbox network ls / inspect / prune). The per-sandbox setup is internal to the engine.
+ * Network mode "on": its options (parsed, from the environment, as JSON), and the administration
+ * verbs (lbbox network ls / inspect / prune). The per-sandbox setup is internal to the engine.
  */
 #ifndef LBBOX_NET_H
 #define LBBOX_NET_H
@@ -19,6 +19,15 @@ int lb_net_parse_subnet(const char *arg, uint32_t *subnet, uint8_t *prefix, stru
 int lb_net_parse_bridge(const char *arg, char out[16], struct lb_err **err);
 /* An IPv4 nameserver address. */
 int lb_net_parse_dns(const char *arg, uint32_t *out, struct lb_err **err);
+/* One more allowed host / nameserver on n (parsed as above; refused beyond the maximum). */
+int lb_net_opts_add_allow(struct lb_net_opts *n, const char *arg, struct lb_err **err);
+int lb_net_opts_add_dns(struct lb_net_opts *n, const char *arg, struct lb_err **err);
+/* The network chosen by the environment, for every program of lbbox: LBBOX_NET_BRIDGE (default
+ * lbbox0), LBBOX_NET_SUBNET (10.89.0.0/16), LBBOX_NFT (/usr/sbin/nft). */
+int lb_net_opts_env(struct lb_net_opts *n, struct lb_err **err);
+/* {"bridge", "subnet", "gateway", "dns": [...], "allow_hosts": ["A.B.C.D[:PORT]", ...]}, the
+ * defaults filled in. */
+json_t *lb_net_opts_json(const struct lb_net_opts *o);
 
 /*
  * Without root, network "on" goes through pasta: fails, saying what is missing, when pasta,
