@@ -56,6 +56,47 @@ void cli_print_escaped(const char *s, int width);
 void cli_print_json(json_t *j);
 
 int cli_network(struct cli_globals *g, int argc, char **argv);
+
+/* ---- help and options, as podman takes them (help_opts.c) ---- */
+struct option;
+/* A verb's getopt tables: shortopts starts "+:" (stop at the first operand, ':' for a missing
+ * value) and has 'h', longopts has "help" -> 'h'. */
+struct cli_optdef {
+	const char *shortopts;
+	const struct option *longopts;
+};
+/* `VERB [OPTIONS] NAME [OPTIONS] [--] [CMD...]` (argv[0] is the verb): the first operand is the
+ * name, the next one, or whatever follows a "--", starts the command. */
+struct cli_opts {
+	int argc;
+	char **argv;
+	const struct cli_optdef *def;
+	int base;	  /* argv index the current getopt scan counts from */
+	const char *name; /* NULL until found */
+	int cmd;	  /* argv index of the command; argc when there is none */
+};
+bool cli_is_help(const char *arg);
+/* -h or --help among a verb's arguments (argv[0] is the verb) before a "--"; for a verb that runs
+ * a command (cmd_def, its options), before the command too: an -h after it is the command's. */
+bool cli_help_asked(int argc, char **argv, const struct cli_optdef *cmd_def);
+void cli_opts_init(struct cli_opts *o, int argc, char **argv, const struct cli_optdef *def);
+/* The next option as getopt_long returns it (optarg set), -1 after the last one (o->name and
+ * o->cmd then final), or '?' with *err naming the exact bad token ("unknown option '-t' (in
+ * '-it')", "option '--timeout' requires a value"). */
+int cli_opts_next(struct cli_opts *o, struct lb_err **err);
+/* getopt's '?' or ':' (optstring starting "+:") as that message, token the argv element getopt
+ * was reading: argv[optind] as it was before the call, since in a bundle optind moves on only
+ * after its last letter. Returns -1. */
+int cli_opt_error(int c, const char *token, struct lb_err **err);
+/* Prints the help of `GROUP VERB` (verb NULL for a group that is one verb, e.g. info) on stdout;
+ * returns 0, or 125 when there is none. (help_verbs.c) */
+int cli_print_help(const char *group, const char *verb);
+/* A name for something new (what: "session", "process"): not empty, no leading '-', no '/', no
+ * control characters, at most 200 bytes; the error names it. Lookups are not checked. (names.c)
+ */
+int cli_check_name(const char *what, const char *name, struct lb_err **err);
+/* lbbox --version / lbbox version (version.c). */
+int cli_version(void);
 /* load, images, inspect, tag, rmi, image prune (images.c). */
 int cli_images(struct cli_globals *g, int argc, char **argv);
 

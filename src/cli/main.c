@@ -22,7 +22,8 @@ static void usage(FILE *f)
 	    "  box -s --ws-control-port PORT      LangBot's Box runtime over stdio (as `lbp box -s`)\n"
 	    "  serve --listen HOST:PORT          the same runtime over WebSocket (ws://HOST:PORT/rpc/ws)\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
-	    "  info                              what this host really gives a sandbox (JSON)\n"
+	    "  info [--json]                     what this host really gives a sandbox\n"
+	    "  version                           lbbox's version and commit, libseccomp, kernel\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
 	    "  load -i FILE | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI archive or layout\n"
 	    "  images | inspect REF | tag SRC DST | rmi REF | image prune   the image store\n"
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 	    "                  without root ~/.local/share/lbbox)\n"
 	    "  --runroot DIR   runtime state (default /run/lbbox, env LBBOX_RUNROOT;\n"
 	    "                  without root $XDG_RUNTIME_DIR/lbbox or /tmp/lbbox-run-UID)\n"
-	    "  -h, --help      this help\n",
+	    "  -h, --help      this help (COMMAND --help: the command's)\n"
+	    "  --version       as lbbox version\n",
 	    f);
 }
 
@@ -42,6 +44,7 @@ int main(int argc, char **argv)
 	    {"root", required_argument, NULL, 'r'},
 	    {"runroot", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
 	static struct lb_default_paths defaults;
@@ -52,7 +55,8 @@ int main(int argc, char **argv)
 	lb_paths_defaults(&defaults);
 	g.paths = (struct lb_paths){.root = defaults.root, .runroot = defaults.runroot};
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	for (int before = 1; (c = getopt_long(argc, argv, "+:h", opts, NULL)) != -1;
+	     before = optind) {
 		switch (c) {
 		case 'r':
 			g.paths.root = optarg;
@@ -63,8 +67,12 @@ int main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case 'V':
+			return cli_version();
 		default:
-			cli_error("unknown option '%s' (see lbbox --help)", argv[optind - 1]);
+			cli_opt_error(c, argv[before], &err);
+			cli_error("%s (see lbbox --help)", err->msg);
+			lb_err_free(&err);
 			return LB_EXIT_SETUP;
 		}
 	}
@@ -72,6 +80,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return LB_EXIT_SETUP;
 	}
+	if (strcmp(argv[optind], "version") == 0) /* touches no directory */
+		return cli_version();
 	/* before any verb touches them, whichever runs first on this host */
 	if (lb_paths_check_runroot(g.paths.runroot, &err) < 0 ||
 	    lb_paths_secure(&g.paths, &err) < 0) {

@@ -73,7 +73,8 @@ int cli_network(struct cli_globals *g, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	bool json = false;
-	if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+	/* -h anywhere (`network ls --help`) is help and nothing else */
+	if (argc < 2 || cli_help_asked(argc, argv, NULL)) {
 		fputs(network_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? 125 : 0;
 	}

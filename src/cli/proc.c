@@ -16,9 +16,10 @@
 #include "lbbox/base/util.h"
 
 static const char proc_usage[] =
-    "usage: lbbox proc start SESSION [--id ID] [-w CWD] [-e K=V] [--] CMD [ARG...]\n"
+    "usage: lbbox proc start [OPTIONS] SESSION [OPTIONS] [--] CMD [ARG...]\n"
     "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
-    "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n";
+    "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n"
+    "lbbox proc VERB --help: that verb's options\n";
 
 /* -e KEY=VALUE into a NULL-terminated list; a later KEY replaces an earlier one. */
 static int set_env(char ***env, const char *kv, struct lb_err **err)
@@ -37,50 +38,68 @@ static int set_env(char ***env, const char *kv, struct lb_err **err)
 	return (more[n] = strdup(kv)) ? 0 : lb_err_set(err, ENOMEM, "environment");
 }
 
-static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
+static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, int at,
+			struct lb_err **err)
 {
-	if (optind >= argc)
+	if (at >= argc)
 		return 0; /* "command: Field required" from the validators */
-	char **args = calloc((size_t)(argc - optind), sizeof(char *));
+	char **args = calloc((size_t)(argc - at), sizeof(char *));
 	if (!args)
 		return lb_err_set(err, ENOMEM, "args");
-	if (cli_set_string(&spec->command, argv[optind], err) < 0) {
+	if (cli_set_string(&spec->command, argv[at], err) < 0) {
 		free(args);
 		return -1;
 	}
 	lb_box_strv_free(spec->args);
 	spec->args = args;
-	for (int i = optind + 1; i < argc; i++)
-		if (!(args[i - optind - 1] = strdup(argv[i])))
+	for (int i = at + 1; i < argc; i++)
+		if (!(args[i - at - 1] = strdup(argv[i])))
 			return lb_err_set(err, ENOMEM, "args");
 	return 0;
 }
 
-/* Flags straight into a BoxManagedProcessSpec, then LangBot's validators. */
-static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, struct lb_err **err)
+static const struct option start_longopts[] = {{"id", required_argument, NULL, 'i'},
+					       {"workdir", required_argument, NULL, 'w'},
+					       {"env", required_argument, NULL, 'e'},
+					       {"help", no_argument, NULL, 'h'},
+					       {0}};
+static const struct cli_optdef start_opts = {"+:hw:e:", start_longopts};
+
+static int take_start_opt(struct lb_box_proc_spec *spec, int c, struct lb_err **err)
 {
-	static const struct option opts[] = {{"id", required_argument, NULL, 'i'},
-					     {"workdir", required_argument, NULL, 'w'},
-					     {"env", required_argument, NULL, 'e'},
-					     {0}};
-	int c, r = 0;
-	optind = 1;
-	opterr = 0;
+	switch (c) {
+	case 'i':
+		if (cli_check_name("process", optarg, err) < 0)
+			return -1;
+		return cli_set_string(&spec->process_id, optarg, err);
+	case 'w':
+		return cli_set_string(&spec->cwd, optarg, err);
+	case 'e':
+		return set_env(&spec->env, optarg, err);
+	case 'h': /* the dispatcher answers help before any parsing; never here */
+		return lb_err_set(err, 0, "see lbbox proc start --help");
+	}
+	return -1; /* '?': cli_opts_next has said why */
+}
+
+/* start [OPTIONS] SESSION [OPTIONS] [--] CMD...: flags straight into a BoxManagedProcessSpec,
+ * then LangBot's validators; the session's name into *session. */
+static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, const char **session,
+		       struct lb_err **err)
+{
+	struct cli_opts p;
+	int c;
+	cli_opts_init(&p, argc, argv, &start_opts);
 	lb_box_proc_spec_init(spec);
 	if (!spec->process_id || !spec->args || !spec->env || !spec->cwd)
 		return lb_err_set(err, ENOMEM, "managed process spec");
-	while (r == 0 && (c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
-		if (c == 'i')
-			r = cli_set_string(&spec->process_id, optarg, err);
-		else if (c == 'w')
-			r = cli_set_string(&spec->cwd, optarg, err);
-		else if (c == 'e')
-			r = set_env(&spec->env, optarg, err);
-		else
-			r = lb_err_set(err, 0, "invalid option '%s' (see lbbox proc --help)",
-				       argv[optind - 1]);
-	}
-	if (r < 0 || take_command(spec, argc, argv, err) < 0)
+	while ((c = cli_opts_next(&p, err)) != -1)
+		if (take_start_opt(spec, c, err) < 0)
+			return -1;
+	if (!p.name)
+		return lb_err_set(err, 0, "missing session name (see lbbox proc start --help)");
+	*session = p.name;
+	if (take_command(spec, argc, argv, p.cmd, err) < 0)
 		return -1;
 	return lb_box_proc_spec_validate(spec, err);
 }
@@ -92,18 +111,17 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct lb_box_proc_spec spec = {0}; /* filled by parse_start */
 	struct lb_box_proc_info info;
-	if (argc < 2)
-		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
-	int r = parse_start(&spec, argc - 1, argv + 1, &err);
+	const char *session = NULL;
+	int r = parse_start(&spec, argc, argv, &session, &err);
 	struct lb_box_session s;
-	if (r == 0 && (r = lb_box_session_get(box, argv[1], &s, &err)) == 0) {
+	if (r == 0 && (r = lb_box_session_get(box, session, &s, &err)) == 0) {
 		/* the keeper forks from us: sealed when the root is writable (see sealed.c) */
 		if (!s.spec.read_only_rootfs)
 			r = lb_reexec_sealed(g_argv, &err);
 		lb_box_session_free(&s);
 	}
 	if (r == 0)
-		r = lb_box_proc_start(box, argv[1], &spec, &info, &err);
+		r = lb_box_proc_start(box, session, &spec, &info, &err);
 	lb_box_proc_spec_free(&spec);
 	if (r < 0)
 		return cli_box_error(err);
@@ -198,33 +216,38 @@ static int proc_stop(struct lb_box *box, int argc, char **argv)
 	return 0;
 }
 
+static const struct proc_verb {
+	const char *name;
+	int (*fn)(struct lb_box *, int, char **);
+	const struct cli_optdef *cmd_opts; /* a verb that runs a command: where its help ends */
+} proc_verbs[] = {{"start", proc_start, &start_opts},
+		  {"attach", proc_attach, NULL},
+		  {"ls", proc_ls, NULL},
+		  {"inspect", proc_inspect, NULL},
+		  {"stop", proc_stop, NULL}};
+
 int cli_proc(struct cli_globals *g, int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(struct lb_box *, int, char **);
-	} verbs[] = {{"start", proc_start},
-		     {"attach", proc_attach},
-		     {"ls", proc_ls},
-		     {"inspect", proc_inspect},
-		     {"stop", proc_stop}};
-	struct lb_box box;
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2 || cli_is_help(argv[1])) {
 		fputs(proc_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	_cleanup_err_ struct lb_err *err = NULL;
 	g_argv = g->argv;
-	if (lb_box_open_env(&box, &g->paths, &err) < 0)
-		return cli_box_error(err);
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-		if (strcmp(argv[1], verbs[i].name) != 0)
+	for (size_t i = 0; i < sizeof(proc_verbs) / sizeof(proc_verbs[0]); i++) {
+		const struct proc_verb *v = &proc_verbs[i];
+		if (strcmp(argv[1], v->name) != 0)
 			continue;
-		int code = verbs[i].fn(&box, argc - 1, argv + 1);
+		/* help and nothing else: before the Box store is opened */
+		if (cli_help_asked(argc - 1, argv + 1, v->cmd_opts))
+			return cli_print_help("proc", v->name);
+		_cleanup_err_ struct lb_err *err = NULL;
+		struct lb_box box;
+		if (lb_box_open_env(&box, &g->paths, &err) < 0)
+			return cli_box_error(err);
+		int code = v->fn(&box, argc - 1, argv + 1);
 		lb_box_fini(&box);
 		return code;
 	}
-	lb_box_fini(&box);
 	cli_error("unknown proc command '%s' (see lbbox proc --help)", argv[1]);
 	return LB_EXIT_SETUP;
 }

@@ -1,6 +1,7 @@
 /* lbbox session create|exec|ls|inspect|rm|gc: LangBot Box sessions from the command line. */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +16,9 @@
 
 static const char session_usage[] =
     "usage: lbbox session create NAME [OPTIONS]      create (or reuse) a session\n"
-    "       lbbox session exec NAME [OPTIONS] -- CMD [ARG...]\n"
+    "       lbbox session exec [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\n"
     "       lbbox session ls [--json] | inspect NAME | rm NAME... | gc [--ttl SECONDS]\n"
-    "create options: every `lbbox run` option, and\n"
-    "  --memory SIZE (default 512m)  --pids N (128)  --cpus N (1.0)  --network off|on\n"
-    "  --read-only[=BOOL] (true)  -v HOST:PATH[:ro|rw] (PATH = --mount-path: the workspace)\n"
-    "  --mount-path PATH (/workspace)  --persistent  --workspace-quota MB\n"
-    "  --profile default|offline_readonly|network_basic|network_extended\n"
-    "exec options: -w DIR  -e K=V  --timeout SECONDS (30)  --output-limit CHARS  --json\n"
-    "  --profile NAME (env LBBOX_BOX_PROFILE): its timeout, clamped to its max_timeout_sec\n";
+    "lbbox session VERB --help: that verb's options\n";
 
 /* ---- exec --------------------------------------------------------------------------------- */
 
@@ -47,43 +42,68 @@ static int profile_timeout(struct exec_opts *o, struct lb_err **err)
 	return 0;
 }
 
-static int parse_exec(struct exec_opts *o, int argc, char **argv, struct lb_err **err)
+static const struct option exec_longopts[] = {
+    {"workdir", required_argument, NULL, 'w'}, {"env", required_argument, NULL, 'e'},
+    {"timeout", required_argument, NULL, 't'}, {"output-limit", required_argument, NULL, 'o'},
+    {"json", no_argument, NULL, 'j'},	       {"profile", required_argument, NULL, 'p'},
+    {"help", no_argument, NULL, 'h'},	       {0}};
+static const struct cli_optdef exec_opts = {"+:hw:e:", exec_longopts};
+
+/* --timeout, --output-limit: a whole number >= 1. */
+static int parse_positive(const char *opt, const char *v, int64_t *out, struct lb_err **err)
 {
-	static const struct option opts[] = {{"workdir", required_argument, NULL, 'w'},
-					     {"env", required_argument, NULL, 'e'},
-					     {"timeout", required_argument, NULL, 't'},
-					     {"output-limit", required_argument, NULL, 'o'},
-					     {"json", no_argument, NULL, 'j'},
-					     {"profile", required_argument, NULL, 'p'},
-					     {0}};
-	int c;
-	uint64_t v;
-	optind = 1;
-	opterr = 0;
-	o->req.timeout_sec = 30;
-	while ((c = getopt_long(argc, argv, "+w:e:", opts, NULL)) != -1) {
-		if (c == 'w')
-			o->req.workdir = optarg;
-		else if (c == 'e' && o->n_env < 256)
-			o->env[o->n_env++] = optarg;
-		else if ((c == 't' || c == 'o') && lb_parse_u64(optarg, &v, err) == 0 && v > 0)
-			*(c == 't' ? &o->req.timeout_sec : &o->output_limit) = (int64_t)v,
-							   o->timeout_set |= c == 't';
-		else if (c == 'j')
-			o->json = true;
-		else if (c == 'p')
-			o->profile = optarg;
-		else
-			return lb_err_set(err, 0, "invalid option '%s' (see lbbox session --help)",
-					  argv[optind - 1]);
+	uint64_t n;
+	if (lb_parse_u64(v, &n, NULL) < 0 || n == 0 || n > INT64_MAX)
+		return lb_err_set(err, 0, "invalid %s '%s': expected a whole number >= 1", opt, v);
+	*out = (int64_t)n;
+	return 0;
+}
+
+static int take_exec_opt(struct exec_opts *o, int c, struct lb_err **err)
+{
+	switch (c) {
+	case 'w':
+		return o->req.workdir = optarg, 0;
+	case 'e':
+		if (o->n_env >= 256)
+			return lb_err_set(err, 0, "too many -e (at most 256)");
+		return o->env[o->n_env++] = optarg, 0;
+	case 't':
+		o->timeout_set = true;
+		return parse_positive("--timeout", optarg, &o->req.timeout_sec, err);
+	case 'o':
+		return parse_positive("--output-limit", optarg, &o->output_limit, err);
+	case 'j':
+		return o->json = true, 0;
+	case 'p':
+		return o->profile = optarg, 0;
+	case 'h': /* the dispatcher answers help before any parsing; never here */
+		return lb_err_set(err, 0, "see lbbox session exec --help");
 	}
-	if (optind >= argc)
+	return -1; /* '?': cli_opts_next has said why */
+}
+
+/* exec [OPTIONS] NAME [OPTIONS] [--] CMD...: options into o, the session's name into *id. */
+static int parse_exec(struct exec_opts *o, int argc, char **argv, const char **id,
+		      struct lb_err **err)
+{
+	struct cli_opts p;
+	int c;
+	cli_opts_init(&p, argc, argv, &exec_opts);
+	o->req.timeout_sec = 30;
+	while ((c = cli_opts_next(&p, err)) != -1)
+		if (take_exec_opt(o, c, err) < 0)
+			return -1;
+	if (!p.name)
+		return lb_err_set(err, 0, "missing session name (see lbbox session exec --help)");
+	*id = p.name;
+	if (p.cmd >= argc)
 		return lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
 	if (!o->profile)
 		o->profile = getenv("LBBOX_BOX_PROFILE");
 	if (o->profile && profile_timeout(o, err) < 0)
 		return -1;
-	o->cmd = lb_box_shell_join(argv + optind);
+	o->cmd = lb_box_shell_join(argv + p.cmd);
 	o->req.cmd = o->cmd;
 	o->req.env = o->env;
 	return o->cmd ? 0 : lb_err_set(err, ENOMEM, "command");
@@ -135,12 +155,8 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 	struct exec_opts o = {.n_env = 0};
 	struct lb_box_exec_result res;
 	struct lb_box_session s = {0};
-	if (argc < 2) {
-		fputs(session_usage, stderr);
-		return LB_EXIT_SETUP;
-	}
-	const char *id = argv[1];
-	int r = parse_exec(&o, argc - 1, argv + 1, &err);
+	const char *id = NULL;
+	int r = parse_exec(&o, argc, argv, &id, &err);
 	if (r == 0)
 		r = lb_box_session_get(box, id, &s, &err);
 	/* a writable root could hold a "#!/proc/self/exe" /bin/sh: see sealed.c */
@@ -182,7 +198,11 @@ static int session_ls(struct cli_globals *g, struct lb_box *box, int argc, char 
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct lb_box_session *v = NULL;
 	size_t n = 0;
-	bool json = argc > 1 && !strcmp(argv[1], "--json");
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	if (argc > 2 || (argc == 2 && !json)) {
+		cli_error("unknown option '%s' (see lbbox session ls --help)", argv[argc - 1]);
+		return LB_EXIT_SETUP;
+	}
 	if (lb_box_session_list(box, &v, &n, &err) < 0)
 		return cli_box_error(err);
 	if (!json)
@@ -244,25 +264,35 @@ static int session_gc(struct cli_globals *g, struct lb_box *box, int argc, char 
 	return 0;
 }
 
+static const struct session_verb {
+	const char *name;
+	int (*fn)(struct cli_globals *, struct lb_box *, int, char **);
+	const struct cli_optdef *cmd_opts; /* a verb that runs a command: where its help ends */
+} session_verbs[] = {{"create", cli_session_create, NULL},
+		     {"exec", session_exec, &exec_opts},
+		     {"ls", session_ls, NULL},
+		     {"inspect", session_inspect, NULL},
+		     {"rm", session_rm, NULL},
+		     {"gc", session_gc, NULL}};
+
 int cli_session(struct cli_globals *g, int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*fn)(struct cli_globals *, struct lb_box *, int, char **);
-	} verbs[] = {{"create", cli_session_create}, {"exec", session_exec}, {"ls", session_ls},
-		     {"inspect", session_inspect},   {"rm", session_rm},     {"gc", session_gc}};
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+	if (argc < 2 || cli_is_help(argv[1])) {
 		fputs(session_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-		if (strcmp(argv[1], verbs[i].name) != 0)
+	for (size_t i = 0; i < sizeof(session_verbs) / sizeof(session_verbs[0]); i++) {
+		const struct session_verb *v = &session_verbs[i];
+		if (strcmp(argv[1], v->name) != 0)
 			continue;
+		/* help and nothing else: before the Box store is opened */
+		if (cli_help_asked(argc - 1, argv + 1, v->cmd_opts))
+			return cli_print_help("session", v->name);
 		_cleanup_err_ struct lb_err *err = NULL;
 		struct lb_box box;
 		if (lb_box_open_env(&box, &g->paths, &err) < 0)
 			return cli_box_error(err);
-		int code = verbs[i].fn(g, &box, argc - 1, argv + 1);
+		int code = v->fn(g, &box, argc - 1, argv + 1);
 		lb_box_fini(&box);
 		return code;
 	}

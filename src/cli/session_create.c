@@ -226,21 +226,17 @@ static void create_free(struct create *c)
 	free(c->pass);
 }
 
+/* -1 to go on; else the exit code (help is answered by the dispatcher, before this). */
 static int usage_or_name(int argc, char **argv)
 {
+	_cleanup_err_ struct lb_err *err = NULL;
 	if (argc < 2) {
-		cli_error("usage: lbbox session create NAME [OPTIONS] (see lbbox session --help)");
+		cli_error(
+		    "usage: lbbox session create NAME [OPTIONS] (see lbbox session create --help)");
 		return LB_EXIT_SETUP;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		puts("usage: lbbox session create NAME [OPTIONS] (options: lbbox session --help)");
-		return 0;
-	}
-	/* an option where the name goes is a mistake, not a session named "--image" */
-	if (argv[1][0] == '-') {
-		cli_error("invalid session name '%s': a name cannot start with '-'", argv[1]);
-		return LB_EXIT_SETUP;
-	}
+	if (cli_check_name("session", argv[1], &err) < 0)
+		return cli_box_error(err);
 	return -1;
 }
 

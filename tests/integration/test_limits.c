@@ -363,7 +363,7 @@ LBT_TEST(limits, info_reports_what_the_host_enforces)
 	const char *dir = lbt_cgroup_dir("memory", &v2);
 	if (!dir)
 		dir = lbt_cgroup_dir("", &v2);
-	lbt_run(&o, "info", NULL);
+	lbt_run(&o, "info", "--json", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	json_t *j = json_loads(o.out, 0, NULL);
 	cr_assert_not_null(j, "%s", o.out);
