@@ -1,110 +1,121 @@
-/* lbbox load | images | inspect | tag | rmi | image prune: the image store from the CLI. */
+/*
+ * lbbox load | pull | images | inspect | tag | rmi | image SUBCOMMAND: the image store from the
+ * CLI, with podman's verbs and aliases (image ls|list|rm|inspect|tag|prune|load|pull). Listing,
+ * inspect and rmi live in images_list.c, images_inspect.c and images_rmi.c.
+ */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include "cli.h"
+#include "images_cli.h"
 #include "lbbox/base/cleanup.h"
-#include "lbbox/base/json_util.h"
 #include "lbbox/image/ref.h"
 #include "lbbox/image/snapshot.h"
-#include "lbbox/image/store.h"
-#include "lbbox/base/util.h"
 
-/* load and pull run in lbbox-image, which links libarchive and libcurl. */
-static int cmd_load(struct cli_globals *g, int argc, char **argv)
+static const char load_usage[] =
+    "usage: lbbox load [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   (also: lbbox image load)\n"
+    "\n"
+    "Imports a docker-save or OCI archive (tar, optionally gzip/zstd compressed) or an OCI layout\n"
+    "directory. Without -i or --oci-dir the archive is read from stdin (lbbox load < image.tar),\n"
+    "never from a terminal. An OCI image whose ref.name is only a tag (\"v2\") is named\n"
+    "localhost/<file or directory name>:v2; --name NAME names it (a short NAME is localhost/NAME).\n";
+
+static const char pull_usage[] =
+    "usage: lbbox pull [--insecure-registry HOST]... REF   (also: lbbox image pull)\n";
+
+static const char tag_usage[] =
+    "usage: lbbox tag SRC DST...   (also: lbbox image tag)\n"
+    "\n"
+    "Gives the image SRC (a name, NAME@DIGEST or an image ID prefix) more names. A DST without a\n"
+    "registry is local, as in podman: lbbox tag X mydemo names it localhost/mydemo:latest.\n";
+
+static const char image_usage[] =
+    "usage: lbbox image ls|list|inspect|tag|rm|prune|load|pull [ARGS]\n"
+    "\n"
+    "podman's `image` subcommands: ls = images, rm = rmi, the others as the top-level verbs;\n"
+    "prune removes every blob no image uses and every unpacked layer no image or sandbox uses.\n";
+
+static bool wants_help(int argc, char **argv)
 {
-	const char *args[32] = {argv[0]};
-	if (argc > 30) {
-		cli_error("load: too many arguments");
-		return LB_EXIT_SETUP;
-	}
 	for (int i = 1; i < argc; i++)
-		args[i] = argv[i];
-	_cleanup_err_ struct lb_err *err = NULL;
-	int code = lb_image_tool(g->paths.root, args, false, &err);
-	if (code < 0) {
-		cli_error("%s", err->msg);
-		return LB_EXIT_SETUP;
-	}
-	return code;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
 }
 
-static int cmd_images(struct cli_globals *g, struct lb_err **err)
+static bool has_input(int argc, char **argv)
 {
-	struct lb_store *s = NULL;
-	struct lb_store_image *v = NULL;
-	size_t n = 0;
-	if (lb_store_open_existing(g->paths.root, &s, err) < 0) {
-		lb_err_free(err); /* no store yet: an empty list */
-		printf("%-50s %-19s %s\n", "NAME", "DIGEST", "SIZE");
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "-i", 2) || !strncmp(argv[i], "--input", 7) ||
+		    !strncmp(argv[i], "--oci-dir", 9))
+			return true;
+	return false;
+}
+
+/* load and pull run in lbbox-image, which links libarchive and libcurl. Without an input, load
+ * reads stdin (podman's `load < file`), which must then not be a terminal. */
+static int cmd_load(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
+{
+	const char *args[34] = {argv[0]};
+	int n = 1;
+	bool load = !strcmp(argv[0], "load");
+	if (argc > 30)
+		return lb_err_set(err, 0, "%s: too many arguments", argv[0]);
+	if (wants_help(argc, argv)) {
+		fputs(load ? load_usage : pull_usage, stdout);
 		return 0;
 	}
-	int r = lb_store_list(s, &v, &n, err);
-	if (r == 0)
-		printf("%-50s %-19s %s\n", "NAME", "DIGEST", "SIZE");
-	for (size_t i = 0; r == 0 && i < n; i++)
-		printf("%-50s %.19s %llu\n", v[i].name ? v[i].name : "<none>", v[i].digest,
-		       (unsigned long long)v[i].size);
-	lb_store_images_free(v, n);
-	lb_store_close(s);
-	return r;
-}
-
-static int cmd_inspect(struct cli_globals *g, const char *arg, struct lb_err **err)
-{
-	_cleanup_free_ char *name = NULL;
-	struct lb_store *s = NULL;
-	struct lb_manifest *m = NULL;
-	struct lb_image_config *c = NULL;
-	struct lb_store_image img = {0};
-	if (lb_image_name(arg, &name, err) < 0 ||
-	    lb_store_open_existing(g->paths.root, &s, err) < 0)
-		return -1;
-	int r = lb_store_resolve(s, name, &img, err);
-	if (r == 0)
-		r = lb_store_image_manifest(s, name, NULL, &m, &c, err);
-	if (r == 0) {
-		json_t *j = json_pack(
-		    "{s:s, s:s, s:s?, s:s?, s:o, s:o, s:o, s:s?, s:s?, s:I}", "name", name,
-		    "digest", img.digest, "os", c->os, "architecture", c->architecture, "env",
-		    lb_json_from_strv(c->env), "entrypoint", lb_json_from_strv(c->entrypoint),
-		    "cmd", lb_json_from_strv(c->cmd), "working_dir", c->working_dir, "user",
-		    c->user, "layers", (json_int_t)m->n_layers);
-		char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
-		if (text)
-			printf("%s\n", text);
-		free(text);
-		json_decref(j);
+	for (int i = 1; i < argc; i++)
+		args[n++] = argv[i];
+	if (load && !has_input(argc, argv)) {
+		if (isatty(STDIN_FILENO))
+			return lb_err_set(
+			    err, 0,
+			    "load: no input: give -i FILE or --oci-dir DIR, or redirect "
+			    "an archive to stdin (lbbox load < image.tar)");
+		args[n++] = "-i";
+		args[n++] = "-";
 	}
-	lb_store_image_clear(&img);
-	lb_manifest_free(m);
-	lb_image_config_free(c);
-	lb_store_close(s);
-	return r;
+	int code = lb_image_tool(g->paths.root, args, false, err);
+	return code < 0 ? -1 : code > 0 ? 1 : 0;
 }
 
-static int cmd_tag_rmi(struct cli_globals *g, const char *src, const char *dst, struct lb_err **err)
+static int cmd_tag(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
 {
-	_cleanup_free_ char *a = NULL, *b = NULL;
+	_cleanup_free_ char *src = NULL;
 	struct lb_store *s = NULL;
-	if (lb_image_name(src, &a, err) < 0 || (dst && lb_image_name(dst, &b, err) < 0) ||
+	if (wants_help(argc, argv)) {
+		fputs(tag_usage, stdout);
+		return 0;
+	}
+	if (argc < 3)
+		return lb_err_set(err, 0, "tag: give SRC and DST (see lbbox tag --help)");
+	if (lb_image_name(argv[1], &src, err) < 0 ||
 	    lb_store_open_existing(g->paths.root, &s, err) < 0)
 		return -1;
-	int r = dst ? lb_store_tag(s, a, b, err) : lb_store_untag(s, a, err);
-	if (r == 0 && !dst)
-		printf("Untagged: %s\n", a);
+	int r = 0;
+	for (int i = 2; r == 0 && i < argc; i++) {
+		_cleanup_free_ char *dst = NULL;
+		r = lb_image_tag_name(argv[i], &dst, err);
+		if (r == 0)
+			r = lb_store_tag(s, src, dst, err);
+	}
 	lb_store_close(s);
 	return r;
 }
 
-static int cmd_prune(struct cli_globals *g, struct lb_err **err)
+static int cmd_prune(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
 {
 	struct lb_store *s = NULL;
 	struct lb_store_prune_stats st = {0};
+	if (wants_help(argc, argv)) {
+		fputs(image_usage, stdout);
+		return 0;
+	}
+	if (argc > 1)
+		return lb_err_set(err, 0, "image prune: unexpected argument '%s'", argv[1]);
 	if (lb_store_open_existing(g->paths.root, &s, err) < 0)
 		return -1;
 	size_t snaps = 0;
@@ -118,30 +129,54 @@ static int cmd_prune(struct cli_globals *g, struct lb_err **err)
 	return r;
 }
 
-static int dispatch(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
+static int dispatch(struct cli_globals *g, const char *verb, int argc, char **argv,
+		    struct lb_err **err);
+
+/* podman's `image SUBCOMMAND`: the same verbs under their image-scoped names. */
+static int cmd_image(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
 {
-	const char *verb = argv[0];
-	if (!strcmp(verb, "images") && argc == 1)
-		return cmd_images(g, err);
-	if (!strcmp(verb, "inspect") && argc == 2)
-		return cmd_inspect(g, argv[1], err);
-	if (!strcmp(verb, "tag") && argc == 3)
-		return cmd_tag_rmi(g, argv[1], argv[2], err);
-	if (!strcmp(verb, "rmi") && argc == 2)
-		return cmd_tag_rmi(g, argv[1], NULL, err);
-	if (!strcmp(verb, "image") && argc == 2 && !strcmp(argv[1], "prune"))
-		return cmd_prune(g, err);
-	return lb_err_set(err, 0, "%s: wrong arguments (see lbbox --help)", verb);
+	static const char *const alias[][2] = {
+	    {"ls", "images"}, {"list", "images"}, {"rm", "rmi"},    {"inspect", "inspect"},
+	    {"tag", "tag"},   {"prune", "prune"}, {"load", "load"}, {"pull", "pull"},
+	};
+	if (argc < 2)
+		return lb_err_set(err, 0, "image: give a subcommand (see lbbox image --help)");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(image_usage, stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+		if (!strcmp(argv[1], alias[i][0]))
+			return dispatch(g, alias[i][1], argc - 1, argv + 1, err);
+	return lb_err_set(err, 0, "image: unknown subcommand '%s' (see lbbox image --help)",
+			  argv[1]);
+}
+
+static int dispatch(struct cli_globals *g, const char *verb, int argc, char **argv,
+		    struct lb_err **err)
+{
+	if (!strcmp(verb, "images"))
+		return cli_images_list(g, argc, argv, err);
+	if (!strcmp(verb, "inspect"))
+		return cli_images_inspect(g, argc, argv, err);
+	if (!strcmp(verb, "rmi"))
+		return cli_images_rmi(g, argc, argv, err);
+	if (!strcmp(verb, "tag"))
+		return cmd_tag(g, argc, argv, err);
+	if (!strcmp(verb, "prune"))
+		return cmd_prune(g, argc, argv, err);
+	if (!strcmp(verb, "load") || !strcmp(verb, "pull"))
+		return cmd_load(g, argc, argv, err);
+	if (!strcmp(verb, "image"))
+		return cmd_image(g, argc, argv, err);
+	return lb_err_set(err, 0, "unknown command '%s' (see lbbox --help)", verb);
 }
 
 int cli_images(struct cli_globals *g, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	if (!strcmp(argv[0], "load") || !strcmp(argv[0], "pull"))
-		return cmd_load(g, argc, argv);
-	if (dispatch(g, argc, argv, &err) < 0) {
+	int r = dispatch(g, argv[0], argc, argv, &err);
+	if (r < 0)
 		cli_error("%s", err->msg);
-		return LB_EXIT_SETUP;
-	}
-	return 0;
+	return r == 0 ? 0 : LB_EXIT_SETUP;
 }

@@ -133,29 +133,39 @@ static int opt_strv(json_t *obj, const char *key, char ***out, size_t *count, st
 	return 0;
 }
 
-static int annotations_parse(json_t *obj, char ***out, struct lb_err **err)
+/* A JSON object of strings -> key, value, ..., NULL. lenient: other values are skipped (image
+ * labels are informational; a tool's odd label must not make the image unusable). */
+static int string_map_parse(json_t *obj, const char *key, bool lenient, char ***out,
+			    struct lb_err **err)
 {
-	json_t *a = json_object_get(obj, "annotations"), *v;
+	json_t *a = json_object_get(obj, key), *v;
 	const char *k;
 	size_t i = 0;
 
 	*out = NULL;
-	if (!a || json_is_null(a))
+	if (!a || json_is_null(a) || (lenient && !json_is_object(a)))
 		return 0;
 	if (!json_is_object(a))
-		return lb_err_set(err, 0, "'annotations' is not an object");
+		return lb_err_set(err, 0, "'%s' is not an object", key);
 	_cleanup_strv_ char **vec = calloc(2 * json_object_size(a) + 1, sizeof(char *));
 	if (!vec)
-		return lb_err_set(err, ENOMEM, "annotations");
+		return lb_err_set(err, ENOMEM, "%s", key);
 	json_object_foreach(a, k, v)
 	{
+		if (!json_is_string(v) && lenient)
+			continue;
 		if (!json_is_string(v))
-			return lb_err_set(err, 0, "annotation '%s' is not a string", k);
+			return lb_err_set(err, 0, "%s '%s' is not a string", key, k);
 		if (!(vec[i++] = strdup(k)) || !(vec[i++] = strdup(json_string_value(v))))
-			return lb_err_set(err, ENOMEM, "annotations");
+			return lb_err_set(err, ENOMEM, "%s", key);
 	}
 	*out = LB_TAKE_PTR(vec);
 	return 0;
+}
+
+static int annotations_parse(json_t *obj, char ***out, struct lb_err **err)
+{
+	return string_map_parse(obj, "annotations", false, out, err);
 }
 
 const char *lb_descriptor_annotation(const struct lb_descriptor *d, const char *key)
@@ -387,6 +397,8 @@ void lb_image_config_free(struct lb_image_config *c)
 	lb_strvfreep(&c->cmd);
 	free(c->working_dir);
 	free(c->user);
+	free(c->created);
+	lb_strvfreep(&c->labels);
 	lb_strvfreep(&c->diff_ids);
 	free(c);
 }
@@ -406,7 +418,8 @@ static int config_process(json_t *cfg, struct lb_image_config *c, struct lb_err 
 	    opt_strv(cfg, "Entrypoint", &c->entrypoint, NULL, err) < 0 ||
 	    opt_strv(cfg, "Cmd", &c->cmd, NULL, err) < 0 ||
 	    opt_str(cfg, "WorkingDir", &c->working_dir, err) < 0 ||
-	    opt_str(cfg, "User", &c->user, err) < 0)
+	    opt_str(cfg, "User", &c->user, err) < 0 ||
+	    string_map_parse(cfg, "Labels", true, &c->labels, err) < 0)
 		return -1;
 	return 0;
 }
@@ -442,6 +455,8 @@ int lb_image_config_parse(const char *buf, size_t len, struct lb_image_config **
 	if (opt_str(j, "os", &c->os, err) < 0 ||
 	    opt_str(j, "architecture", &c->architecture, err) < 0 ||
 	    opt_str(j, "variant", &c->variant, err) < 0 ||
+	    (json_is_string(json_object_get(j, "created")) &&
+	     opt_str(j, "created", &c->created, err) < 0) ||
 	    config_process(json_object_get(j, "config"), c, err) < 0 ||
 	    config_rootfs(json_object_get(j, "rootfs"), c, err) < 0)
 		return lb_err_wrap(err, "image config");

@@ -293,6 +293,28 @@ const char *lb_image_ref_manifest_ref(const struct lb_image_ref *ref)
 	return ref->digest ? ref->digest : ref->tag;
 }
 
+/* A reference naming no registry ("alpine", "org/app:1"): docker.io was only the default. */
+static bool ref_is_short(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	return !slash || !looks_like_domain(s, (size_t)(slash - s));
+}
+
+/* A short reference as a local one: "org/app:1" -> "localhost/org/app:1" (":latest" added when
+ * neither tag nor digest was given). r is s parsed. */
+static int local_form(const char *s, const struct lb_image_ref *r, char **out, struct lb_err **err)
+{
+	/* parse added "library/" exactly when the name had no '/' (tags and digests have none) */
+	const char *path = strchr(s, '/') ? r->path : r->path + strlen("library/");
+	struct lb_image_ref local = {.domain = (char *)"localhost",
+				     .path = (char *)path,
+				     .tag = r->tag,
+				     .digest = r->digest};
+	if (strlen("localhost/") + strlen(path) > NAME_MAX_LEN)
+		return ref_error(err, s, "name longer than 255 characters");
+	return lb_image_ref_canonical(&local, out, err);
+}
+
 int lb_image_name(const char *arg, char **out, struct lb_err **err)
 {
 	struct lb_image_ref ref;
@@ -302,7 +324,42 @@ int lb_image_name(const char *arg, char **out, struct lb_err **err)
 	}
 	if (lb_image_ref_parse(arg, &ref, err) < 0)
 		return -1;
-	int r = lb_image_ref_canonical(&ref, out, err);
+	int r = 0;
+	if (ref_is_short(arg))
+		r = (*out = strdup(arg)) ? 0 : lb_err_set(err, ENOMEM, "image name");
+	else
+		r = lb_image_ref_canonical(&ref, out, err);
+	lb_image_ref_clear(&ref);
+	return r;
+}
+
+int lb_image_ref_candidates(const char *s, char *out[3], struct lb_err **err)
+{
+	struct lb_image_ref ref;
+	char *v[3] = {NULL, NULL, NULL};
+	if (lb_image_ref_parse(s, &ref, err) < 0)
+		return -1;
+	int r = 0;
+	if (ref_is_short(s))
+		r = local_form(s, &ref, &v[0], err);
+	if (r == 0)
+		r = lb_image_ref_canonical(&ref, &v[v[0] ? 1 : 0], err);
+	lb_image_ref_clear(&ref);
+	if (r < 0) {
+		free(v[0]);
+		return -1;
+	}
+	memcpy(out, v, sizeof(v));
+	return 0;
+}
+
+int lb_image_tag_name(const char *s, char **out, struct lb_err **err)
+{
+	struct lb_image_ref ref;
+	if (lb_image_ref_parse(s, &ref, err) < 0)
+		return -1;
+	int r = ref_is_short(s) ? local_form(s, &ref, out, err)
+				: lb_image_ref_canonical(&ref, out, err);
 	lb_image_ref_clear(&ref);
 	return r;
 }

@@ -36,12 +36,12 @@ int store_index_save(struct lb_store *s, json_t *index, struct lb_err **err)
 	return store_write_atomic(s, s->root_fd, "index.json", buf, strlen(buf), err);
 }
 
-static const char *entry_str(json_t *e, const char *key)
+const char *store_entry_str(json_t *e, const char *key)
 {
 	return json_string_value(json_object_get(e, key));
 }
 
-static const char *entry_name(json_t *e)
+const char *store_entry_name(json_t *e)
 {
 	return json_string_value(
 	    json_object_get(json_object_get(e, "annotations"), LB_ANNOT_REF_NAME));
@@ -63,7 +63,7 @@ static size_t index_remove_name(json_t *manifests, const char *name)
 	size_t removed = 0;
 
 	for (size_t i = json_array_size(manifests); i-- > 0;) {
-		const char *n = entry_name(json_array_get(manifests, i));
+		const char *n = store_entry_name(json_array_get(manifests, i));
 		if (n && strcmp(n, name) == 0) {
 			json_array_remove(manifests, i);
 			removed++;
@@ -79,7 +79,7 @@ static bool index_has_digest(json_t *manifests, const char *digest)
 
 	json_array_foreach(manifests, i, e)
 	{
-		const char *d = entry_str(e, "digest");
+		const char *d = store_entry_str(e, "digest");
 		if (d && strcmp(d, digest) == 0)
 			return true;
 	}
@@ -121,9 +121,10 @@ void lb_store_images_free(struct lb_store_image *v, size_t n)
 	free(v);
 }
 
-static int image_from_entry(json_t *e, struct lb_store_image *img, struct lb_err **err)
+int store_image_from_entry(json_t *e, struct lb_store_image *img, struct lb_err **err)
 {
-	const char *n = entry_name(e), *d = entry_str(e, "digest"), *mt = entry_str(e, "mediaType");
+	const char *n = store_entry_name(e), *d = store_entry_str(e, "digest"),
+		   *mt = store_entry_str(e, "mediaType");
 	json_t *size = json_object_get(e, "size");
 
 	if (lb_oci_digest_check(d, err) < 0)
@@ -153,7 +154,7 @@ int lb_store_list(struct lb_store *s, struct lb_store_image **out, size_t *n, st
 		return lb_err_set(err, ENOMEM, "list images");
 	json_array_foreach(manifests, i, e)
 	{
-		if (image_from_entry(e, &v[i], err) < 0) {
+		if (store_image_from_entry(e, &v[i], err) < 0) {
 			lb_store_images_free(v, i);
 			return -1;
 		}
@@ -164,7 +165,7 @@ int lb_store_list(struct lb_store *s, struct lb_store_image **out, size_t *n, st
 }
 
 /* A name matches its entry; a digest matches the first entry with that digest. */
-static json_t *index_find(json_t *index, const char *what)
+json_t *store_index_find(json_t *index, const char *what)
 {
 	json_t *manifests = json_object_get(index, "manifests"), *e;
 	bool digest = lb_oci_digest_check(what, NULL) == 0;
@@ -172,25 +173,11 @@ static json_t *index_find(json_t *index, const char *what)
 
 	json_array_foreach(manifests, i, e)
 	{
-		const char *v = digest ? entry_str(e, "digest") : entry_name(e);
+		const char *v = digest ? store_entry_str(e, "digest") : store_entry_name(e);
 		if (v && strcmp(v, what) == 0)
 			return e;
 	}
 	return NULL;
-}
-
-int lb_store_resolve(struct lb_store *s, const char *name_or_digest, struct lb_store_image *out,
-		     struct lb_err **err)
-{
-	_cleanup_json_ json_t *index = NULL;
-
-	if (store_index_load(s, &index, err) < 0)
-		return -1;
-	json_t *e = index_find(index, name_or_digest);
-	if (!e)
-		return lb_err_set(err, ENOENT, "image '%s' not found in %s", name_or_digest,
-				  s->root);
-	return image_from_entry(e, out, err);
 }
 
 int lb_store_tag(struct lb_store *s, const char *src, const char *dst, struct lb_err **err)
@@ -201,11 +188,8 @@ int lb_store_tag(struct lb_store *s, const char *src, const char *dst, struct lb
 
 	if (store_lock(s, &lock, err) < 0 || store_index_load(s, &index, err) < 0)
 		return -1;
-	json_t *e = index_find(index, src);
-	if (!e)
-		return lb_err_set(err, ENOENT, "tag %s: image '%s' not found", dst, src);
-	if (image_from_entry(e, &img, err) < 0)
-		return -1;
+	if (store_lookup(s, index, src, &img, NULL, err) < 0)
+		return lb_err_wrap(err, "tag %s", dst);
 	int r = store_index_set(index, dst, img.media_type, img.digest, img.size, err);
 	lb_store_image_clear(&img);
 	if (r < 0 || store_index_save(s, index, err) < 0)
@@ -225,8 +209,8 @@ int lb_store_untag(struct lb_store *s, const char *name, struct lb_err **err)
 	return store_index_save(s, index, err);
 }
 
-static int manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
-		       int depth, struct lb_manifest **out, struct lb_err **err)
+int store_manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
+		      int depth, struct lb_manifest **out, struct lb_err **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -245,7 +229,7 @@ static int manifest_of(struct lb_store *s, const char *digest, const struct lb_p
 		return -1;
 	int r = lb_index_select(ix, platform, &d, err);
 	if (r == 0)
-		r = manifest_of(s, d->digest, platform, depth + 1, out, err);
+		r = store_manifest_of(s, d->digest, platform, depth + 1, out, err);
 	lb_index_free(ix);
 	return r;
 }
@@ -261,7 +245,7 @@ int lb_store_image_manifest(struct lb_store *s, const char *name_or_digest,
 
 	if (lb_store_resolve(s, name_or_digest, &img, err) < 0)
 		return -1;
-	int r = manifest_of(s, img.digest, platform, 0, &m, err);
+	int r = store_manifest_of(s, img.digest, platform, 0, &m, err);
 	lb_store_image_clear(&img);
 	if (r < 0)
 		return lb_err_wrap(err, "image %s", name_or_digest);

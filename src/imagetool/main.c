@@ -1,11 +1,14 @@
 /*
  * lbbox-image: the image operations that need libarchive (and later libcurl), kept out of the
  * lbbox binary whose start they would slow down by milliseconds. lbbox runs it as
- *   lbbox-image ROOT load -i FILE | --oci-dir DIR[:TAG] [--name NAME]
+ *   lbbox-image ROOT load -i FILE|- | --oci-dir DIR[:TAG] [--name NAME]
+ *   lbbox-image ROOT sizes
  *   lbbox-image ROOT prepare [--flat] REF
  *   lbbox-image ROOT pull [--insecure-registry HOST]... REF
  * It prints one "lbbox: ..." line on failure, like lbbox, and exits 125.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "imagetool.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/image/ref.h"
 #include "lbbox/image/load.h"
@@ -33,16 +37,76 @@ static int fail(struct lb_err *err)
 	return EXIT_FAIL;
 }
 
-/* Names in archives ("alpine:3.20") are stored canonical ("docker.io/library/alpine:3.20"). */
+/* A docker RepoTag or an OCI ref.name with no '/', ':' or '@' ("v2", "latest"): skopeo, umoci
+ * and buildah write just the tag there (the OCI spec allows either), so it is a tag, not a name. */
+static bool tag_only(const char *in)
+{
+	return !strpbrk(in, "/:@");
+}
+
+/* "/x/myapp.oci.tar.gz" -> "myapp": what a tag-only image is called when loaded from it. */
+static char *base_repo(const char *src)
+{
+	_cleanup_free_ char *copy = strdup(src ? src : "");
+	if (!copy)
+		return NULL;
+	size_t n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	const char *slash = strrchr(copy, '/');
+	char *base = strdup(slash ? slash + 1 : copy);
+	for (char *p = base; p && *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	char *dot = base ? strchr(base, '.') : NULL;
+	if (dot && dot != base)
+		*dot = '\0';
+	return base;
+}
+
+/* Names in archives ("alpine:3.20") are stored canonical ("docker.io/library/alpine:3.20"); a
+ * tag-only OCI name becomes localhost/<file or directory name>:<tag> (podman's localhost/ for an
+ * image that comes from no registry). ctx: the path loaded from, or NULL (stdin). */
 static int normalize(const char *in, char **out, void *ctx, struct lb_err **err)
 {
+	_cleanup_free_ char *repo = NULL, *local = NULL;
 	struct lb_image_ref ref;
-	(void)ctx;
+	if (tag_only(in)) {
+		if (!ctx || !(repo = base_repo(ctx)) || !*repo)
+			return lb_err_set(
+			    err, 0,
+			    "the image is tagged '%s' but has no name: give one with --name", in);
+		if (asprintf(&local, "localhost/%s:%s", repo, in) < 0)
+			return lb_err_set(err, ENOMEM, "image name");
+		if (lb_image_ref_parse(local, &ref, err) < 0)
+			return lb_err_wrap(
+			    err, "name for the image tagged '%s' (give one with --name)", in);
+		lb_image_ref_clear(&ref);
+		*out = LB_TAKE_PTR(local);
+		return 0;
+	}
 	if (lb_image_ref_parse(in, &ref, err) < 0)
 		return -1;
 	int r = lb_image_ref_canonical(&ref, out, err);
 	lb_image_ref_clear(&ref);
 	return r;
+}
+
+/* `-i -` (or no input when lbbox passes its stdin on): the archive from stdin. */
+static int load_input(struct lb_store *s, const char *input, struct lb_load_opts *lo,
+		      struct lb_load_result *res, struct lb_err **err)
+{
+	if (strcmp(input, "-") != 0) {
+		lo->normalize_ctx = (void *)input;
+		return lb_load_archive(s, input, lo, res, err);
+	}
+	if (isatty(STDIN_FILENO))
+		return lb_err_set(
+		    err, 0,
+		    "load: refusing to read an archive from a terminal (use -i FILE, or "
+		    "redirect stdin)");
+	if (lb_load_archive_fd(s, STDIN_FILENO, lo, res, err) < 0)
+		return lb_err_wrap(err, "stdin");
+	return 0;
 }
 
 static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **err)
@@ -63,21 +127,23 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 			input = optarg;
 		else if (c == 'o')
 			ocidir = optarg;
-		else if (c == 'n' && normalize(optarg, &name, NULL, err) < 0)
+		else if (c == 'n' && lb_image_tag_name(optarg, &name, err) < 0)
 			return -1;
 		else if (c == '?')
 			return lb_err_set(err, 0, "load: unknown option '%s'", argv[optind - 1]);
 	}
 	if (!input == !ocidir)
-		return lb_err_set(err, 0,
-				  "load: give exactly one of -i FILE or --oci-dir DIR[:TAG]");
+		return lb_err_set(
+		    err, 0,
+		    "load: give exactly one of -i FILE (- for stdin) or --oci-dir DIR[:TAG]");
 	lo.name = name;
 	if (input) {
-		r = lb_load_archive(s, input, &lo, &res, err);
+		r = load_input(s, input, &lo, &res, err);
 	} else {
 		if (lb_load_split_oci_dir(ocidir, &dir, &tag, err) < 0)
 			return -1;
 		lo.tag = tag;
+		lo.normalize_ctx = dir;
 		r = lb_load_oci_dir(s, dir, &lo, &res, err);
 	}
 	for (size_t i = 0; r == 0 && i < res.n; i++)
@@ -183,6 +249,8 @@ int main(int argc, char **argv)
 		r = do_load(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "pull") == 0)
 		r = do_pull(s, argc - 2, argv + 2, &err);
+	else if (strcmp(argv[2], "sizes") == 0 && argc == 3)
+		r = tool_sizes(s, &err);
 	else if (strcmp(argv[2], "prepare") == 0 && argc == 4)
 		r = do_prepare(s, argv[3], false, &err);
 	else if (strcmp(argv[2], "prepare") == 0 && argc == 5 && strcmp(argv[3], "--flat") == 0)

@@ -61,7 +61,8 @@ LBT_TEST(images, load_and_run_read_only)
 	load(layout);
 	lbt_run(&o, "images", NULL);
 	LBT_ASSERT_EXIT(o, 0);
-	cr_assert(strstr(o.out, IMG), "images: %s", o.out);
+	/* podman's columns: REPOSITORY and TAG apart */
+	cr_assert(strstr(o.out, "\nlocalhost/lbt-busybox  1  "), "images: %s", o.out);
 	lbt_out_free(&o);
 
 	lbt_run(&o, "run", "--image", IMG, "--", "sh", "-c",
@@ -147,7 +148,7 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	lbt_out_free(&o);
 	lbt_run(&o, "inspect", "localhost/lbt-other:2", NULL);
 	LBT_ASSERT_EXIT(o, 0);
-	cr_assert(strstr(o.out, "\"cmd\""), "inspect: %s", o.out);
+	cr_assert(strstr(o.out, "\"Cmd\""), "inspect: %s", o.out);
 	lbt_out_free(&o);
 	/* a sandbox still running on the image keeps its snapshot through rmi + prune */
 	struct lbt_proc p;
@@ -155,13 +156,17 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 	lbt_spawn(&p, "run", "--image", "localhost/lbt-other:2", "--timeout", "3", "--", "sleep",
 		  "876601", NULL);
 	cr_assert_eq(lbt_wait_procs_with_arg("876601", 1, 10.0), 1, "sandbox did not start");
+	/* as podman: an image in use is removed only by force */
 	lbt_run(&o, "rmi", IMG, NULL);
+	lbt_assert_error_line(&o, 125, "in use by sandbox");
+	lbt_out_free(&o);
+	lbt_run(&o, "rmi", "-f", IMG, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
 	lbt_assert_error_line(&o, 125, "not found");
 	lbt_out_free(&o);
-	lbt_run(&o, "rmi", "localhost/lbt-other:2", NULL);
+	lbt_run(&o, "rmi", "-f", "localhost/lbt-other:2", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	lbt_run(&o, "image", "prune", NULL);

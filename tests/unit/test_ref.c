@@ -139,3 +139,58 @@ Test(image_ref, bad)
 		lb_err_free(&err);
 	}
 }
+
+/* lb_image_name keeps a short name as given, for the store's podman-order lookup. */
+Test(image_ref, store_lookup_names)
+{
+	struct {
+		const char *in, *name;
+	} ok[] = {
+	    {"alpine", "alpine"},
+	    {"org/app:1", "org/app:1"},
+	    {"3f2a1b", "3f2a1b"},
+	    {"localhost/x", "localhost/x:latest"},
+	    {"docker.io/alpine", "docker.io/library/alpine:latest"},
+	    {"sha256:" D64, "sha256:" D64},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct lb_err *err = NULL;
+		char *s = NULL;
+		cr_assert_eq(lb_image_name(ok[i].in, &s, &err), 0, "%s", ok[i].in);
+		cr_assert_str_eq(s, ok[i].name);
+		free(s);
+	}
+	struct lb_err *err = NULL;
+	char *s = NULL;
+	cr_assert_lt(lb_image_name("UPPER/Case", &s, &err), 0);
+	lb_err_free(&err);
+}
+
+Test(image_ref, short_names_are_local_first)
+{
+	struct {
+		const char *in, *first, *second, *tag_name;
+	} ok[] = {
+	    {"mydemo", "localhost/mydemo:latest", "docker.io/library/mydemo:latest",
+	     "localhost/mydemo:latest"},
+	    {"org/app:1", "localhost/org/app:1", "docker.io/org/app:1", "localhost/org/app:1"},
+	    {"app@sha256:" D64, "localhost/app@sha256:" D64, "docker.io/library/app@sha256:" D64,
+	     "localhost/app@sha256:" D64},
+	    {"ghcr.io/a/b", "ghcr.io/a/b:latest", NULL, "ghcr.io/a/b:latest"},
+	    {"localhost/a", "localhost/a:latest", NULL, "localhost/a:latest"},
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct lb_err *err = NULL;
+		char *c[3] = {NULL, NULL, NULL}, *t = NULL;
+		cr_assert_eq(lb_image_ref_candidates(ok[i].in, c, &err), 0, "%s", ok[i].in);
+		cr_assert_str_eq(c[0], ok[i].first);
+		if (ok[i].second)
+			cr_assert_str_eq(c[1], ok[i].second);
+		else
+			cr_assert_null(c[1]);
+		cr_assert_null(c[2]);
+		cr_assert_eq(lb_image_tag_name(ok[i].in, &t, &err), 0);
+		cr_assert_str_eq(t, ok[i].tag_name);
+		free(c[0]), free(c[1]), free(t);
+	}
+}

@@ -80,6 +80,8 @@ struct lb_image_config {
 	char **cmd;	   /* NULL-terminated; may be NULL */
 	char *working_dir;
 	char *user;
+	char **labels; /* config.Labels: key, value, ..., NULL; may be NULL */
+	char *created; /* RFC 3339, as written; NULL when absent */
 	size_t n_diff_ids;
 	char **diff_ids; /* NULL-terminated */
 };

@@ -29,8 +29,20 @@ const char *lb_image_ref_api_repository(const struct lb_image_ref *ref);
 /* What to ask /v2/<repo>/manifests/ for: the digest when pinned, else the tag. */
 const char *lb_image_ref_manifest_ref(const struct lb_image_ref *ref);
 
-/* A reference as the store names it ("alpine" -> "docker.io/library/alpine:latest"); a bare
- * "sha256:..." digest is kept. */
+/* A reference as the store looks it up (lb_store_resolve): a name with a registry in its
+ * canonical form ("ghcr.io/a/b" -> "ghcr.io/a/b:latest"); a short name ("alpine", "org/app:1",
+ * "3f2a1b") as given, so the store can try it as an image ID, then as localhost/NAME, then as
+ * docker.io's; a bare "sha256:..." digest kept. Fails on a reference that does not parse. */
 int lb_image_name(const char *arg, char **out, struct lb_err **err);
+
+/* The store names s can mean, in podman's lookup order: a short name is
+ * "localhost/NAME[:TAG][@DIGEST]" first, then "docker.io/[library/]NAME..."; any other reference
+ * its canonical form alone. out[] is NULL-terminated; the caller frees each. */
+int lb_image_ref_candidates(const char *s, char *out[3], struct lb_err **err);
+
+/* The name a new tag is stored under: a short name is local ("mydemo" ->
+ * "localhost/mydemo:latest"), as podman names images that come from no registry; any other
+ * reference its canonical form. */
+int lb_image_tag_name(const char *s, char **out, struct lb_err **err);
 
 #endif

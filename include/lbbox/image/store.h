@@ -53,9 +53,33 @@ int lb_store_blob_delete(struct lb_store *s, const char *digest, struct lb_err *
 int lb_store_list(struct lb_store *s, struct lb_store_image **out, size_t *n, struct lb_err **err);
 void lb_store_images_free(struct lb_store_image *v, size_t n);
 void lb_store_image_clear(struct lb_store_image *img);
-/* Resolves a name, or a "sha256:<hex>" digest present in the index. */
+/* How lb_store_lookup found an image. */
+enum lb_store_match {
+	LB_STORE_MATCH_NAME,   /* by one of its names: out->name is that name */
+	LB_STORE_MATCH_DIGEST, /* by manifest digest or image ID: the image whatever its names */
+};
+/*
+ * What a reference (lb_image_name's form) means in the store, in podman's order: an exact name or
+ * manifest digest; an image ID (the config digest: "sha256:<64 hex>", or a unique prefix of at
+ * least 3 hex digits, as podman's IMAGE ID); NAME@sha256:DIGEST (an image of that repository
+ * with that manifest digest); a short name as localhost/NAME, then as docker.io's. A prefix that
+ * fits several images is an error saying so; nothing found is ENOENT. how may be NULL.
+ */
+int lb_store_lookup(struct lb_store *s, const char *ref, struct lb_store_image *out,
+		    enum lb_store_match *how, struct lb_err **err);
+/* lb_store_lookup without how. */
 int lb_store_resolve(struct lb_store *s, const char *name_or_digest, struct lb_store_image *out,
 		     struct lb_err **err);
+/* The image ID (its config's digest) of the manifest or index (the host's platform) digest. */
+int lb_store_image_id(struct lb_store *s, const char *digest, char id[LB_DIGEST_BUF],
+		      struct lb_err **err);
+/* Removes every index entry (every name, and the untagged entry) of the digest. */
+int lb_store_remove(struct lb_store *s, const char *digest, struct lb_err **err);
+/* Uncompressed size of a layer by DiffID, remembered in ROOT/layer-sizes/ once measured
+ * (lbbox-image measures it: that needs the decompressors). get: -1 when not known yet. */
+int lb_store_layer_size_get(struct lb_store *s, const char *diff_id, uint64_t *size);
+int lb_store_layer_size_set(struct lb_store *s, const char *diff_id, uint64_t size,
+			    struct lb_err **err);
 /* Points dst at what src (a name or digest) resolves to; replaces any previous dst. */
 int lb_store_tag(struct lb_store *s, const char *src, const char *dst, struct lb_err **err);
 /* Removes the name; its blobs stay until lb_store_prune. */
