@@ -341,7 +341,8 @@ static int bad_option(int c, const char *word, struct lb_err **err)
 		return lb_err_set(err, 0,
 				  "unknown option '-t'%s%s%s: lbbox run has no pseudo-terminal yet "
 				  "(stdin and stdout are passed as they are)",
-				  bundled ? " (in '" : "", bundled ? word : "", bundled ? "')" : "");
+				  bundled ? " (in '" : "", bundled ? word : "",
+				  bundled ? "')" : "");
 	const char *what = c == ':' ? "missing value for option" : "unknown option";
 	if (bundled)
 		return lb_err_set(err, 0, "%s '-%c' (in '%s') (see lbbox run --help)", what, optopt,

@@ -106,7 +106,8 @@ static pid_t start_registry(const char *layout, int *port)
 	char *script = lbt_strdupf("%s/tests/registry/registry.py", LBBOX_SOURCE_DIR);
 	pid_t pid = fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even when an assert fails */
+		prctl(PR_SET_PDEATHSIG,
+		      SIGKILL); /* gone with the test, even when an assert fails */
 		execlp("python3", "python3", script, "serve", "--layout", layout, "--ready", ready,
 		       "--log", log, (char *)NULL);
 		_exit(127);
