@@ -33,7 +33,8 @@ static int try_image(const struct lb_box *box, const char *image, struct lb_spec
 	lb_spec_free(spec);
 	lb_spec_init(spec);
 	spec->readonly_root = readonly;
-	return lb_spec_image(&box->paths, image, false, spec, err);
+	const struct lb_image_opts o = {.image = image};
+	return lb_spec_image(&box->paths, &o, spec, err);
 }
 
 int box_image_spec(const struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,

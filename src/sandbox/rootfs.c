@@ -150,11 +150,29 @@ static int bind_volume(int rootfd, const struct lb_mount *m, struct lb_err **err
 	return 0;
 }
 
+/* --mount type=tmpfs: nothing from the host, so nosuid and nodev like every volume. */
+static int mount_user_tmpfs(int rootfd, const struct lb_mount *m, struct lb_err **err)
+{
+	char opts[64];
+	_cleanup_close_ int fd = -1;
+	snprintf(opts, sizeof(opts), "mode=%o,size=%llu", (unsigned)m->tmpfs_mode,
+		 (unsigned long long)m->tmpfs_size);
+	if (lb_open_in_root(rootfd, m->target, true, true, &fd, err) < 0)
+		return lb_err_wrap(err, "tmpfs on %s", m->target);
+	unsigned long flags = MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0);
+	return lb_mount_fd("tmpfs", fd, "tmpfs", flags, opts, err) < 0
+		   ? lb_err_wrap(err, "tmpfs on %s", m->target)
+		   : 0;
+}
+
 static int user_mounts(int rootfd, const struct lb_spec *spec, struct lb_err **err)
 {
-	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (bind_volume(rootfd, &spec->mounts[i], err) < 0)
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct lb_mount *m = &spec->mounts[i];
+		if ((m->tmpfs_size ? mount_user_tmpfs(rootfd, m, err)
+				   : bind_volume(rootfd, m, err)) < 0)
 			return -1;
+	}
 	return 0;
 }
 

@@ -108,6 +108,10 @@ int lb_check_host_path(const char *canonical, const char *original, struct lb_er
 
 static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct lb_err **err)
 {
+	if (m->tmpfs_size)
+		return m->target[0] == '/'
+			   ? 0
+			   : lb_err_set(err, 0, "tmpfs target %s must be absolute", m->target);
 	char *real = realpath(m->source, NULL);
 	if (!real)
 		return lb_err_set(err, errno, "volume host path %s", m->source);

@@ -26,10 +26,11 @@ static json_t *spec_json(const struct lb_spec *spec)
 	const struct lb_cgroup_limits *l = &spec->limits;
 	json_t *mounts = json_array();
 	for (size_t i = 0; i < spec->n_mounts; i++)
-		json_array_append_new(mounts,
-				      json_pack("{s:s, s:s, s:b}", "source", spec->mounts[i].source,
-						"target", spec->mounts[i].target, "readonly",
-						spec->mounts[i].readonly));
+		json_array_append_new(
+		    mounts,
+		    json_pack("{s:s, s:s, s:b}", "source",
+			      spec->mounts[i].source ? spec->mounts[i].source : "tmpfs", "target",
+			      spec->mounts[i].target, "readonly", spec->mounts[i].readonly));
 	return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
 			 "rootfs",
 			 spec->rootfs	? spec->rootfs

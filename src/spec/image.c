@@ -147,31 +147,41 @@ static int env_add_missing(struct lb_spec *spec, char *const *add, struct lb_err
 	return 0;
 }
 
-/* argv = Entrypoint + (the command given, or Cmd), as docker and podman do. */
-static int image_argv(struct lb_spec *spec, const struct lb_image_config *cfg, struct lb_err **err)
+/* argv = Entrypoint + (the command given, or Cmd), as docker and podman do; a caller's
+ * --entrypoint replaces the image's and drops its Cmd. */
+static int image_argv(struct lb_spec *spec, const struct lb_image_config *cfg,
+		      const struct lb_image_opts *o, struct lb_err **err)
 {
-	char **tail = spec->argv ? spec->argv : cfg->cmd;
+	char **entry = o->entrypoint_set ? o->entrypoint : cfg->entrypoint;
+	char **tail = spec->argv ? spec->argv : o->entrypoint_set ? NULL : cfg->cmd;
 	size_t n = 0, k = 0;
-	for (char **p = cfg->entrypoint; p && *p; p++)
+	for (char **p = entry; p && *p; p++)
 		n++;
 	for (char **p = tail; p && *p; p++)
 		n++;
 	char **argv = calloc(n + 1, sizeof(char *));
 	if (!argv)
 		return lb_err_set(err, ENOMEM, "argv");
-	for (char **p = cfg->entrypoint; p && *p; p++)
+	for (char **p = entry; p && *p; p++)
 		argv[k++] = strdup(*p);
 	for (char **p = tail; p && *p; p++)
 		argv[k++] = strdup(*p);
+	for (size_t i = 0; i < k; i++)
+		if (!argv[i]) {
+			lb_strvfreep(&argv);
+			return lb_err_set(err, ENOMEM, "argv");
+		}
 	lb_strvfreep(&spec->argv);
 	spec->argv = argv;
 	return 0;
 }
 
 /* The image config's defaults; what the caller set wins. */
-static int apply_config(struct lb_spec *spec, const struct lb_image_config *cfg, bool user_set,
-			struct lb_err **err)
+static int apply_config(struct lb_spec *spec, const struct lb_image_config *cfg,
+			const struct lb_image_opts *o, struct lb_err **err)
 {
+	bool user_set = o->user_set || o->user;
+
 	if (env_add_missing(spec, cfg->env, err) < 0)
 		return -1;
 	if (!spec->cwd && cfg->working_dir && *cfg->working_dir &&
@@ -181,7 +191,7 @@ static int apply_config(struct lb_spec *spec, const struct lb_image_config *cfg,
 	    lb_image_user(spec->layers ? spec->layers : spec->rootfs, cfg->user, &spec->uid,
 			  &spec->gid, err) < 0)
 		return -1;
-	return image_argv(spec, cfg, err);
+	return image_argv(spec, cfg, o, err);
 }
 
 /* PATH as docker's, HOME as the user's, when neither the caller nor the image set them. */
@@ -191,20 +201,50 @@ static int env_defaults(struct lb_spec *spec, struct lb_err **err)
 	return env_add_missing(spec, defaults, err);
 }
 
-int lb_spec_image(const struct lb_paths *paths, const char *image, bool user_set,
-		  struct lb_spec *spec, struct lb_err **err)
+/* Without an image config (the host image, a directory image, --rootfs) only an
+ * --entrypoint applies: it goes before the command given. */
+static int plain_argv(struct lb_spec *spec, const struct lb_image_opts *o, struct lb_err **err)
+{
+	static const struct lb_image_config none = {0};
+	if (!o->entrypoint_set)
+		return 0;
+	return image_argv(spec, &none, o, err);
+}
+
+/* --user NAME[:GROUP] through the root's own /etc/passwd and /etc/group (the host's for the
+ * host image). */
+static int user_by_name(struct lb_spec *spec, const char *user, struct lb_err **err)
+{
+	const char *root = spec->layers ? spec->layers : spec->rootfs ? spec->rootfs : "/";
+	if (lb_image_user(root, user, &spec->uid, &spec->gid, err) < 0)
+		return lb_err_wrap(err, "--user %s", user);
+	return 0;
+}
+
+bool lb_spec_image_is_local(const struct lb_paths *paths, const char *image)
+{
+	char path[LB_PATH_BUF];
+	return !image || !strcmp(image, "host") ||
+	       directory_image(paths, image, path, sizeof(path));
+}
+
+int lb_spec_image(const struct lb_paths *paths, const struct lb_image_opts *o, struct lb_spec *spec,
+		  struct lb_err **err)
 {
 	char path[LB_PATH_BUF];
 	struct lb_image_config *cfg = NULL;
+	const char *image = o->image;
 	if (image && spec->rootfs)
 		return lb_err_set(err, 0, "--image and --rootfs are mutually exclusive");
 	int r = 0;
 	if (!image || !strcmp(image, "host") || spec->rootfs)
-		r = 0;
+		r = plain_argv(spec, o, err);
 	else if (directory_image(paths, image, path, sizeof(path)))
-		r = directory_root(path, spec, err);
+		r = directory_root(path, spec, err) < 0 ? -1 : plain_argv(spec, o, err);
 	else if ((r = store_image(paths, image, spec, &cfg, err)) == 0)
-		r = apply_config(spec, cfg, user_set, err);
+		r = apply_config(spec, cfg, o, err);
 	lb_image_config_free(cfg);
+	if (r == 0 && o->user)
+		r = user_by_name(spec, o->user, err);
 	return r < 0 ? -1 : env_defaults(spec, err);
 }

@@ -25,6 +25,9 @@ struct lb_mount {
 	/* source is canonical and its caller checked it (the Box's allowed roots): it must still
 	 * resolve to itself, or a component was swapped for a link since. */
 	bool pinned;
+	/* Not a bind: a fresh tmpfs of this many bytes at target (source NULL), mode tmpfs_mode. */
+	uint64_t tmpfs_size;
+	uint32_t tmpfs_mode;
 };
 
 struct lb_rlimit {
