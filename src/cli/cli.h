@@ -25,8 +25,10 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 int cli_set_string(char **dst, const char *v, struct lb_err **err);
 /* An option's boolean: true/1/yes (or no value at all), false/0/no. */
 int cli_parse_bool(const char *s, bool *out, struct lb_err **err);
-/* "HOST:SANDBOX[:ro|rw]" -> mount (host path not yet checked). */
-int cli_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err);
+/* run_volume.c: -v HOST:SANDBOX[:OPTS] (OPTS: ro, rw, z, Z), relative HOST from the current
+ * directory; a bare name (podman's named volume) is refused with a hint. The host path is
+ * checked later, by the engine. */
+int cli_parse_volume(const char *arg, struct lb_mount *out, struct lb_err **err);
 /* "nofile=1024[:2048]" -> rlimit. */
 int cli_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err);
 /* "0.5" cpus -> quota/period in microseconds. */

@@ -1,4 +1,4 @@
-/* The command line's own syntax for engine settings: volumes, ulimits, cpus, capabilities and
+/* The command line's own syntax for engine settings: ulimits, cpus, capabilities and
  * booleans, as podman spells them. */
 #include <ctype.h>
 #include <errno.h>
@@ -31,39 +31,6 @@ int cli_parse_bool(const char *s, bool *out, struct lb_err **err)
 		*out = false;
 	else
 		return lb_err_set(err, 0, "invalid boolean '%s'", s);
-	return 0;
-}
-
-int cli_parse_mount(const char *arg, struct lb_mount *out, struct lb_err **err)
-{
-	_cleanup_free_ char *copy = strdup(arg);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "parse mount");
-	char *target = strchr(copy, ':');
-	if (!target || target == copy)
-		return lb_err_set(err, 0, "invalid volume '%s': expected HOST:SANDBOX[:ro|rw]",
-				  arg);
-	*target++ = '\0';
-	char *mode = strchr(target, ':');
-	bool ro = false;
-	if (mode) {
-		*mode++ = '\0';
-		if (strcmp(mode, "ro") == 0)
-			ro = true;
-		else if (strcmp(mode, "rw") != 0)
-			return lb_err_set(err, 0, "invalid volume '%s': mode must be ro or rw",
-					  arg);
-	}
-	if (copy[0] != '/')
-		return lb_err_set(err, 0, "invalid volume '%s': host path must be absolute", arg);
-	if (target[0] != '/')
-		return lb_err_set(err, 0, "invalid volume '%s': sandbox path must be absolute",
-				  arg);
-	out->source = strdup(copy);
-	out->target = strdup(target);
-	out->readonly = ro;
-	if (!out->source || !out->target)
-		return lb_err_set(err, ENOMEM, "parse mount");
 	return 0;
 }
 

@@ -34,9 +34,6 @@ int run_add_env(struct run_opts *o, const char *kv, struct lb_err **err);
 /* --env-file FILE: a KEY=VALUE line each; blank lines and # comments skipped. */
 int run_env_file(struct run_opts *o, const char *path, struct lb_err **err);
 
-/* run_volume.c: -v HOST:SANDBOX[:OPTS] (OPTS: ro, rw, z, Z), relative HOST from the current
- * directory; a bare name (podman's named volume) is refused with a hint. */
-int cli_parse_volume(const char *arg, struct lb_mount *out, struct lb_err **err);
 /* --mount type=bind,src=H,dst=S[,ro] | type=tmpfs,dst=S[,tmpfs-size=SIZE][,tmpfs-mode=OCTAL]. */
 int cli_parse_mount_spec(const char *arg, struct lb_mount *out, struct lb_err **err);
 

@@ -82,7 +82,7 @@ static int add_volume(struct create *c, const char *v, struct lb_err **err)
 {
 	if (c->n_volumes >= MAX_VOLUMES)
 		return lb_err_set(err, 0, "too many volumes (at most %d)", MAX_VOLUMES);
-	if (cli_parse_mount(v, &c->volumes[c->n_volumes], err) < 0)
+	if (cli_parse_volume(v, &c->volumes[c->n_volumes], err) < 0)
 		return -1;
 	c->n_volumes++;
 	return 0;

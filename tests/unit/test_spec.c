@@ -58,26 +58,43 @@ Test(parse_mount, forms)
 {
 	struct lb_mount m = {0};
 	struct lb_err *err = NULL;
-	cr_assert_eq(cli_parse_mount("/srv/data:/workspace:ro", &m, &err), 0);
+	cr_assert_eq(cli_parse_volume("/srv/data:/workspace:ro", &m, &err), 0);
 	cr_assert_str_eq(m.source, "/srv/data");
 	cr_assert_str_eq(m.target, "/workspace");
 	cr_assert(m.readonly);
 	mount_free(&m);
-	cr_assert_eq(cli_parse_mount("/a:/b", &m, &err), 0);
+	cr_assert_eq(cli_parse_volume("/a:/b", &m, &err), 0);
 	cr_assert_not(m.readonly);
 	mount_free(&m);
-	cr_assert_eq(cli_parse_mount("/a:/b:rw", &m, &err), 0);
+	cr_assert_eq(cli_parse_volume("/a:/b:rw", &m, &err), 0);
 	cr_assert_not(m.readonly);
 	mount_free(&m);
+	cr_assert_eq(cli_parse_volume("/a:/b:z,ro,Z", &m, &err), 0);
+	cr_assert(m.readonly);
+	mount_free(&m);
+	/* relative host paths from the current directory, as podman */
+	char *cwd = getcwd(NULL, 0), *want = NULL;
+	cr_assert_eq(cli_parse_volume("./x:/d", &m, &err), 0);
+	cr_assert_geq(asprintf(&want, "%s/./x", cwd), 0);
+	cr_assert_str_eq(m.source, want);
+	mount_free(&m);
+	free(want);
+	cr_assert_eq(cli_parse_volume("sub/dir:/d", &m, &err), 0);
+	cr_assert_geq(asprintf(&want, "%s/sub/dir", cwd), 0);
+	cr_assert_str_eq(m.source, want);
+	mount_free(&m);
+	free(want);
+	free(cwd);
 }
 
 Test(parse_mount, rejects)
 {
-	const char *bad[] = {"/a", ":/b", "rel:/b", "/a:rel", "/a:/b:rx", "/a:/b:ro:x", ""};
+	const char *bad[] = {"/a",	 ":/b",	       "rel:/b", "/a:rel",
+			     "/a:/b:rx", "/a:/b:ro:x", "",	 "/a:/b:ro,exec"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct lb_mount m = {0};
 		struct lb_err *err = NULL;
-		cr_assert_lt(cli_parse_mount(bad[i], &m, &err), 0, "'%s' accepted", bad[i]);
+		cr_assert_lt(cli_parse_volume(bad[i], &m, &err), 0, "'%s' accepted", bad[i]);
 		cr_assert(strstr(err->msg, "invalid volume"), "%s", err->msg);
 		lb_err_free(&err);
 		mount_free(&m);
