@@ -58,6 +58,9 @@ layout=$src/build/images/busybox-oci
 [ -d "$layout" ] || layout=$build/images/busybox-oci
 
 # -- as root --------------------------------------------------------------------------------------
+# sandbox cgroups that exist before the stage (another run's) are not this stage's leftovers
+sandbox_cgroups() { find /sys/fs/cgroup -maxdepth 6 -type d -name 'lbbox-[0-9a-f]*' 2>/dev/null | sort; }
+cgroups_before=$(sandbox_cgroups)
 check run_host_image "hello" lbbox run -- echo hello
 check load "Loaded image: localhost/busybox:latest" lbbox load --oci-dir "$layout"
 check run_image "from-image" lbbox run --image localhost/busybox -- echo from-image
@@ -145,7 +148,7 @@ leftovers() {
 		ls "$d" | grep -E '^[0-9a-f]{12}$'
 		ls "$d/box/sessions" 2>/dev/null
 	done
-	find /sys/fs/cgroup -maxdepth 6 -type d -name 'lbbox-[0-9a-f]*' 2>/dev/null
+	comm -13 <(echo "$cgroups_before") <(sandbox_cgroups) | grep .
 	for p in /proc/[0-9]*; do
 		case $(readlink "$p/exe" 2>/dev/null) in "$LBT_STAGE"/*) echo "process ${p#/proc/}" ;; esac
 	done
