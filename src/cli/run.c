@@ -29,8 +29,8 @@ static int finish_network(struct run_opts *o, struct lb_err **err)
 {
 	struct lb_net_opts *n = &o->spec.net_opts;
 	if (o->spec.net != LB_NET_ON) {
-		if (n->n_allow || n->n_dns)
-			return lb_err_set(err, 0, "--allow-host and --dns need --network on");
+		if (n->n_allow || n->n_dns || n->n_publish)
+			return lb_err_set(err, 0, "--allow-host, --dns and -p need --network on");
 		return 0;
 	}
 	return lb_net_opts_env(n, err);

@@ -73,6 +73,7 @@ static const struct option run_opts[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"allow-host", required_argument, NULL, OPT_ALLOW_HOST},
     {"dns", required_argument, NULL, OPT_DNS},
+    {"publish", required_argument, NULL, 'p'},
     {"interactive", no_argument, NULL, 'i'},
     {"help", no_argument, NULL, 'h'},
     {0},
@@ -99,6 +100,9 @@ static const char run_usage[] =
     "                          access to the host or private ranges; host: unsafe\n"
     "  --allow-host IP[:PORT]  with --network on: allow this (private) address\n"
     "  --dns IP                with --network on: nameserver (default: the host's)\n"
+    "  -p, --publish [IP:][HOST_PORT:]PORT[/tcp|udp]  with --network on: forward a host port\n"
+    "                          to PORT (on 127.0.0.1 unless IP is given; 0.0.0.0: every\n"
+    "                          address; HOST_PORT = PORT unless given)\n"
     "  -v, --volume H:S[:OPTS] bind host path H (absolute, or ./relative) at S; OPTS: ro, rw,\n"
     "                          z, Z (z/Z accepted: no SELinux relabelling here)\n"
     "  --mount type=bind,src=H,dst=S[,ro]   the same as -v\n"
@@ -280,6 +284,8 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 		return 0; /* every run is removed when it ends */
 	case OPT_HOSTNAME:
 		return cli_set_string(&spec->hostname, arg, err);
+	case 'p':
+		return lb_net_opts_add_publish(&spec->net_opts, arg, err);
 	default:
 		return 1;
 	}
@@ -371,7 +377,8 @@ int run_parse_args(struct run_opts *o, int argc, char **argv, struct lb_err **er
 	opterr = 0;
 	/* ':' first: a missing value is reported as such, not as an unknown option */
 	for (int before = optind;
-	     (c = getopt_long(argc, argv, "+:hiv:w:e:u:", run_opts, NULL)) != -1; before = optind) {
+	     (c = getopt_long(argc, argv, "+:hiv:w:e:u:p:", run_opts, NULL)) != -1;
+	     before = optind) {
 		if (c == 'h') {
 			fputs(run_usage, stdout);
 			exit(0);

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "lbbox/base/err.h"
@@ -76,7 +77,8 @@ int lb_nft_table_exists(const char *table, bool *exists, struct lb_err **err);
 int lb_nft_apply_table(const struct lb_net_cfg *cfg, json_t *dns, struct lb_err **err);
 /* Replaces the elements of the resolvers' set only (counters and allow sets stay). */
 int lb_nft_set_dns(const struct lb_net_cfg *cfg, json_t *dns, struct lb_err **err);
-/* Rewrites the allow sets from the leases in st (one nft transaction). */
+/* Rewrites the allow sets and the published ports' maps from the leases in st (one nft
+ * transaction), and route_localnet with them. */
 int lb_nft_sync_allow(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **err);
 int lb_nft_delete_table(const struct lb_net_cfg *cfg, struct lb_err **err);
 /* Applies a ruleset (nft -f -) inside the user and network namespaces of the pidfd nsfd. */
@@ -84,6 +86,15 @@ int lb_nft_run_in(int nsfd, const struct lb_net_cfg *cfg, const char *ruleset, s
 /* The named counters of table (in the namespaces of the pidfd nsfd when >= 0). */
 int lb_nft_counters_in(int nsfd, const struct lb_net_cfg *cfg, const char *table, json_t **out,
 		       struct lb_err **err);
+
+/* net_publish.c: -p as root, DNAT maps in the table, written from the leases. */
+json_t *lb_publish_json(const struct lb_net_opts *o);
+/* Refuses ports published twice, by another live lease, or in use by a host process. */
+int lb_publish_check(json_t *st, const struct lb_net_opts *o, struct lb_err **err);
+void lb_publish_put_elements(FILE *f, const struct lb_net_cfg *cfg, json_t *lease, bool *loopback);
+int lb_publish_route_localnet(const struct lb_net_cfg *cfg, bool on, struct lb_err **err);
+/* The table's layout; a network whose state records another is given the table anew. */
+#define LB_NFT_TABLE_VERSION 2
 
 /* net_pasta_admin.c: lbbox network ls / inspect without root (pasta sandboxes). */
 int lb_net_pasta_list(const struct lb_paths *paths, json_t **out, struct lb_err **err);

@@ -99,9 +99,9 @@ json_t *lb_net_state_new(const struct lb_net_cfg *cfg)
 	char sub[16], gw[16], cidr[24];
 	lb_ip4_str(cfg->subnet, sub);
 	snprintf(cidr, sizeof(cidr), "%s/%u", sub, cfg->prefix);
-	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:[], s:[]}", "bridge", cfg->bridge, "subnet",
-			 cidr, "gateway", lb_ip4_str(cfg->gateway, gw), "next", 2, "ip_forward_was",
-			 -1, "dns", "leases");
+	return json_pack("{s:s, s:s, s:s, s:i, s:i, s:[], s:[], s:i}", "bridge", cfg->bridge,
+			 "subnet", cidr, "gateway", lb_ip4_str(cfg->gateway, gw), "next", 2,
+			 "ip_forward_was", -1, "dns", "leases", "table", LB_NFT_TABLE_VERSION);
 }
 
 static bool lease_alive(json_t *l)
@@ -115,7 +115,8 @@ static bool lease_alive(json_t *l)
 static bool lease_has_allow(json_t *l)
 {
 	return json_array_size(json_object_get(l, "allow")) > 0 ||
-	       json_array_size(json_object_get(l, "dns")) > 0;
+	       json_array_size(json_object_get(l, "dns")) > 0 ||
+	       json_array_size(json_object_get(l, "publish")) > 0;
 }
 
 bool lb_ipam_prune_dead(json_t *st, bool *removed_any)
@@ -202,11 +203,11 @@ void lb_ipam_add_lease(json_t *st, uint32_t addr, const char *id, pid_t pid,
 		       const struct lb_net_opts *o)
 {
 	char ip[16];
-	json_array_append_new(json_object_get(st, "leases"),
-			      json_pack("{s:s, s:s, s:i, s:I, s:o, s:o}", "address",
-					lb_ip4_str(addr, ip), "id", id, "pid", (int)pid,
-					"pid_start", (json_int_t)lb_proc_starttime(pid), "allow",
-					allow_json(o), "dns", dns_json(o)));
+	json_array_append_new(
+	    json_object_get(st, "leases"),
+	    json_pack("{s:s, s:s, s:i, s:I, s:o, s:o, s:o}", "address", lb_ip4_str(addr, ip), "id",
+		      id, "pid", (int)pid, "pid_start", (json_int_t)lb_proc_starttime(pid), "allow",
+		      allow_json(o), "dns", dns_json(o), "publish", lb_publish_json(o)));
 }
 
 bool lb_ipam_release(json_t *st, uint32_t addr)

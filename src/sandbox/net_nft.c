@@ -183,6 +183,25 @@ static void put_dns(FILE *f, const struct lb_net_cfg *cfg, json_t *dns)
 	}
 }
 
+/* The published ports (net_publish.c): DNAT from the maps, for traffic from elsewhere
+ * (prerouting, never from the sandboxes' own bridge) and from the host itself (output). */
+static void put_publish_chains(FILE *f, const char *br)
+{
+	fprintf(f,
+		"\tchain publish {\n"
+		"\t\tmeta l4proto { tcp, udp } dnat ip to ip daddr . meta l4proto . th dport map "
+		"@publish_addr\n"
+		"\t\tfib daddr type local meta l4proto { tcp, udp } dnat ip to meta l4proto . th "
+		"dport map @publish_any\n\t}\n"
+		"\tchain publish_in {\n\t\ttype nat hook prerouting priority dstnat; policy "
+		"accept;\n\t\tiifname \"%s\" return\n\t\tjump publish\n\t}\n"
+		"\tchain publish_local {\n\t\ttype nat hook output priority -100; policy "
+		"accept;\n\t\tjump publish\n\t}\n"
+		"\tchain loopback_guard {\n\t\ttype filter hook prerouting priority raw; policy "
+		"accept;\n\t\tiifname \"%s\" ip daddr 127.0.0.0/8 drop\n\t}\n",
+		br, br);
+}
+
 static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 {
 	const char *br = cfg->bridge;
@@ -191,10 +210,12 @@ static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 		"accept;\n"
 		"\t\tiifname \"%s\" jump egress\n"
 		"\t\toifname \"%s\" ct state established,related accept\n"
+		"\t\toifname \"%s\" ct status dnat accept\n"
 		"\t\toifname \"%s\" counter name inbound drop\n\t}\n",
-		br, br, br);
+		br, br, br, br);
 	fprintf(f,
 		"\tchain egress {\n"
+		"\t\tct direction reply accept\n"
 		"\t\tmeta nfproto ipv6 counter name ipv6 " LB_NFT_REJECT "\n"
 		"\t\tip saddr . ip daddr @allow accept\n"
 		"\t\tmeta l4proto { tcp, udp } ip saddr . ip daddr . th dport @allow_port accept\n"
@@ -217,8 +238,10 @@ static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 		br);
 	fprintf(f,
 		"\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy "
-		"accept;\n\t\tip saddr %s ip daddr != %s masquerade\n\t}\n",
-		net, net);
+		"accept;\n\t\tip saddr %s ip daddr != %s masquerade\n"
+		"\t\toifname \"%s\" ip saddr 127.0.0.0/8 ct status dnat masquerade\n\t}\n",
+		net, net, br);
+	put_publish_chains(f, br);
 }
 
 /*
@@ -238,7 +261,11 @@ int lb_nft_apply_table(const struct lb_net_cfg *cfg, json_t *dns, struct lb_err 
 		cfg->bridge, cfg->bridge);
 	fprintf(f, "\tset allow {\n\t\ttype ipv4_addr . ipv4_addr\n\t}\n"
 		   "\tset allow_port {\n\t\ttype ipv4_addr . ipv4_addr . inet_service\n\t}\n"
-		   "\tset dns {\n\t\ttype ipv4_addr\n\t}\n");
+		   "\tset dns {\n\t\ttype ipv4_addr\n\t}\n"
+		   "\tmap publish_addr {\n\t\ttype ipv4_addr . inet_proto . inet_service : "
+		   "ipv4_addr . inet_service\n\t}\n"
+		   "\tmap publish_any {\n\t\ttype inet_proto . inet_service : ipv4_addr . "
+		   "inet_service\n\t}\n");
 	put_counters(f);
 	put_chains(f, cfg, net);
 	fprintf(f, "}\n");
@@ -299,15 +326,24 @@ int lb_nft_sync_allow(const struct lb_net_cfg *cfg, json_t *st, struct lb_err **
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return lb_err_set(err, ENOMEM, "nftables ruleset");
-	fprintf(f, "flush set inet %s allow\nflush set inet %s allow_port\n", cfg->bridge,
-		cfg->bridge);
+	bool loopback = false;
+	fprintf(f,
+		"flush set inet %s allow\nflush set inet %s allow_port\n"
+		"flush map inet %s publish_addr\nflush map inet %s publish_any\n",
+		cfg->bridge, cfg->bridge, cfg->bridge, cfg->bridge);
 	json_array_foreach(json_object_get(st, "leases"), i, l)
 	{
 		put_lease_allows(f, cfg, l);
+		lb_publish_put_elements(f, cfg, l, &loopback);
 	}
 	fclose(f);
 	static const char *const args[] = {"-f", "-", NULL};
-	int r = run_nft(cfg, args, text, NULL, err);
+	/* route_localnet on before the maps lead there, off after they stopped */
+	int r = loopback ? lb_publish_route_localnet(cfg, true, err) : 0;
+	if (r == 0)
+		r = run_nft(cfg, args, text, NULL, err);
+	if (r == 0 && !loopback)
+		lb_publish_route_localnet(cfg, false, NULL);
 	free(text);
 	return r;
 }

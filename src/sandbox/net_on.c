@@ -89,11 +89,14 @@ static int network_check(struct nl_sock *sk, const struct lb_net_cfg *cfg, json_
 	if (check_subnet(cfg, st, err) < 0 || lb_bridge_ensure(sk, cfg, &created, err) < 0 ||
 	    lb_nft_table_exists(cfg->bridge, &exists, err) < 0)
 		return -1;
-	if (exists)
+	/* a table an older lbbox wrote lacks what this one relies on */
+	bool current = json_integer_value(json_object_get(st, "table")) == LB_NFT_TABLE_VERSION;
+	if (exists && current)
 		return dns_changed ? lb_nft_set_dns(cfg, dns, err) : 0;
 	/* a recreated table has empty allow sets: refill them from the live leases */
 	if (lb_nft_apply_table(cfg, dns, err) < 0)
 		return -1;
+	json_object_set_new(st, "table", json_integer(LB_NFT_TABLE_VERSION));
 	return lb_nft_sync_allow(cfg, st, err);
 }
 
@@ -114,7 +117,7 @@ static int lease_and_link(struct nl_sock *sk, const struct lb_net_cfg *cfg,
 	bool removed, dead_allow = lb_ipam_prune_dead(st, &removed);
 	uint32_t addr;
 	const struct lb_net_opts *o = &spec->net_opts;
-	if (lb_ipam_alloc(cfg, st, &addr, err) < 0) {
+	if (lb_publish_check(st, o, err) < 0 || lb_ipam_alloc(cfg, st, &addr, err) < 0) {
 		if (removed)
 			lb_net_state_save(cfg, st, NULL);
 		return -1;
@@ -130,7 +133,7 @@ static int lease_and_link(struct nl_sock *sk, const struct lb_net_cfg *cfg,
 		h->host_if[0] = '\0';
 		return -1;
 	}
-	h->has_allow = o->n_allow > 0 || o->n_dns > 0;
+	h->has_allow = o->n_allow > 0 || o->n_dns > 0 || o->n_publish > 0;
 	if (h->has_allow || dead_allow)
 		return lb_nft_sync_allow(cfg, st, err);
 	return 0;

@@ -67,6 +67,10 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		    refused[i].net_on_only ? "(its egress filter is in its own namespace)"
 					   : "(lbbox's pid 1 inside it)");
 	}
+	if (spec->net_opts.n_publish)
+		return lb_err_set(err, 0,
+				  "-p is not supported without root yet (ports are published with "
+				  "nftables DNAT on the host, which needs root)");
 	return spec->net == LB_NET_ON ? lb_net_pasta_check(&spec->net_opts, err) : 0;
 }
 

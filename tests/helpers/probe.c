@@ -617,6 +617,23 @@ static int cmd_rlimit(char **argv)
 	return 2;
 }
 
+/* Answers one UDP datagram on PORT with "echo:" and the datagram, then exits. */
+static int cmd_udp_echo(char **argv)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[0]))};
+	char buf[512] = "echo:";
+	struct sockaddr_in from;
+	socklen_t flen = sizeof(from);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return report(-1);
+	puts("listening");
+	ssize_t n = recvfrom(fd, buf + 5, sizeof(buf) - 5, 0, (struct sockaddr *)&from, &flen);
+	if (n < 0 || sendto(fd, buf, (size_t)n + 5, 0, (struct sockaddr *)&from, flen) < 0)
+		return report(-1);
+	return 0;
+}
+
 struct command {
 	const char *name;
 	int nargs;
@@ -645,6 +662,7 @@ static const struct command commands[] = {
     {"spin", 1, cmd_spin, "spin SECONDS"},
     {"scanfds", 1, cmd_scanfds, "scanfds SECONDS"},
     {"burn", 1, cmd_burn, "burn CPU_SECONDS"},
+    {"udp-echo", 1, cmd_udp_echo, "udp-echo PORT"},
 };
 
 static int usage(void)

@@ -534,6 +534,16 @@ RL_TEST(parallel_sandboxes_all_connect_and_clean_up, .timeout = 200)
 	}
 }
 
+// -p publishes with nftables DNAT on the host: refused without root, not silently dropped.
+RL_TEST(publish_is_refused_without_root)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", "18090:80", "--",
+		"true", NULL);
+	lbt_assert_error_line(&o, 125, "-p is not supported without root");
+	lbt_out_free(&o);
+}
+
 RL_TEST(cap_add_that_reaches_past_the_isolation_is_refused)
 {
 	struct lb_run_out o;

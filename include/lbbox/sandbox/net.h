@@ -19,6 +19,10 @@ int lb_net_parse_subnet(const char *arg, uint32_t *subnet, uint8_t *prefix, stru
 int lb_net_parse_bridge(const char *arg, char out[16], struct lb_err **err);
 /* An IPv4 nameserver address. */
 int lb_net_parse_dns(const char *arg, uint32_t *out, struct lb_err **err);
+/* "[IP:][HOST_PORT:]PORT[/tcp|udp]" (IP 127.0.0.1 unless given, 0.0.0.0 = every address;
+ * HOST_PORT = PORT unless given). */
+int lb_net_parse_publish(const char *arg, struct lb_publish *out, struct lb_err **err);
+int lb_net_opts_add_publish(struct lb_net_opts *n, const char *arg, struct lb_err **err);
 /* One more allowed host / nameserver on n (parsed as above; refused beyond the maximum). */
 int lb_net_opts_add_allow(struct lb_net_opts *n, const char *arg, struct lb_err **err);
 int lb_net_opts_add_dns(struct lb_net_opts *n, const char *arg, struct lb_err **err);

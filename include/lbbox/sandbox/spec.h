@@ -46,6 +46,15 @@ struct lb_allow_host {
 	uint16_t port; /* 0 = every port (tcp and udp otherwise) */
 };
 
+#define LB_MAX_PUBLISH 16
+
+/* -p [IP:][HOST_PORT:]PORT[/tcp|udp]: a host port forwarded to the sandbox (network "on"). */
+struct lb_publish {
+	uint32_t host_addr; /* host byte order; 0 = every address of the host */
+	uint16_t host_port, port;
+	bool udp;
+};
+
 /* Network "on" options; all zero = defaults (bridge lbbox0, 10.89.0.0/16, the host's DNS). */
 struct lb_net_opts {
 	char bridge[16];
@@ -56,6 +65,8 @@ struct lb_net_opts {
 	uint32_t dns[LB_MAX_DNS]; /* host byte order; none = the host's upstream resolvers */
 	size_t n_dns;
 	char nft[256]; /* the nft binary; "" = /usr/sbin/nft */
+	struct lb_publish publish[LB_MAX_PUBLISH];
+	size_t n_publish;
 };
 
 struct lb_spec {
