@@ -41,22 +41,41 @@ static int pull(const struct cli_globals *g, const struct run_opts *o, struct lb
 	int r = lb_image_tool(g->paths.root, *host ? insecure : plain, true, err);
 	if (dup2(saved, STDOUT_FILENO) < 0 && r == 0)
 		return lb_err_set(err, errno, "image %s: pull", ref);
-	return r < 0 ? lb_err_wrap(err, "image %s: pull", ref) : 0;
+	return r < 0 ? -1 : 0;
+}
+
+/* localhost/ names images from no registry (podman's convention): there is none to ask. */
+static bool local_name(const char *ref)
+{
+	_cleanup_free_ char *name = NULL;
+	return !strncmp(ref, "localhost/", 10) ||
+	       (lb_image_name(ref, &name, NULL) == 0 && !strncmp(name, "localhost/", 10));
 }
 
 int run_pull_image(const struct cli_globals *g, const struct run_opts *o, struct lb_err **err)
 {
 	const char *ref = o->img.image;
+	_cleanup_free_ char *name = NULL;
 	if (o->spec.rootfs || lb_spec_image_is_local(&g->paths, ref))
 		return 0;
-	if (o->pull == RUN_PULL_ALWAYS)
+	if (lb_image_name(ref, &name, err) < 0) /* a bad reference never reaches a registry */
+		return -1;
+	if (o->pull == RUN_PULL_ALWAYS && !local_name(ref))
 		return pull(g, o, err);
 	if (in_store(g->paths.root, ref))
 		return 0;
+	if (local_name(ref))
+		return lb_err_set(err, 0,
+				  "image %s not found in %s (a localhost/ image comes from lbbox "
+				  "load or lbbox tag, not from a registry)",
+				  ref, g->paths.root);
 	if (o->pull == RUN_PULL_NEVER)
 		return lb_err_set(err, 0,
 				  "image %s not found in %s: pull it (lbbox pull %s), load it "
 				  "(lbbox load), or run with --pull missing",
 				  ref, g->paths.root, ref);
-	return pull(g, o, err);
+	if (pull(g, o, err) < 0)
+		return lb_err_wrap(err, "image %s not found in %s, and pulling it failed", ref,
+				   g->paths.root);
+	return 0;
 }

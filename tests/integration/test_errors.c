@@ -36,7 +36,7 @@ static void expect_refusal(const char *what, const char *const *opts)
 	}
 
 REFUSED(unknown_flag, NULL, "--no-such-flag")
-REFUSED(missing_image, NULL, "--image", "nosuch")
+REFUSED(missing_image, NULL, "--pull", "never", "--image", "nosuch") /* no registry outside */
 REFUSED(nonexistent_rootfs, NULL, "--rootfs", "/nonexistent/lbbox-rootfs")
 REFUSED(nonexistent_host_path, NULL, "-v", "/nonexistent/lbbox-vol:/data")
 REFUSED(memory_too_small, NULL, "--memory", "16m")

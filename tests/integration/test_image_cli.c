@@ -210,7 +210,7 @@ LBT_TEST(image_cli, digest_references_and_short_ids)
 	cr_assert(!strncmp(json_string_value(json_object_get(json_array_get(j, 0), "Id")), id, 12));
 	json_decref(j);
 	lbt_out_free(&o);
-	lbt_run(&o, "run", "--image", id2, NULL);
+	lbt_run(&o, "run", "--pull", "never", "--image", id2, NULL); /* a short name: no pull */
 	lbt_assert_error_line(&o, 125, "not found");
 	lbt_out_free(&o);
 	run_ok(&o, (const char *[]){"images", "-q", NULL});
