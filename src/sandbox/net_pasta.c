@@ -9,8 +9,8 @@
  * get CAP_NET_ADMIN or CAP_NET_RAW to undo or bypass it, see userns.c): the same refusals as the
  * bridge's table — the host's addresses, 169.254.0.0/16, the private ranges unless --allow-host
  * names them, IPv6 — on the output hook. pasta itself is started with everything that would widen
- * that reach switched off: no port forwarding in either direction, no mapping of the gateway
- * address to the host's loopback, IPv4 only.
+ * that reach switched off: no port forwarding but the TCP ports -p publishes (on the host's
+ * 127.0.0.1 only), no mapping of the gateway address to the host's loopback, IPv4 only.
  *
  * pasta runs in the foreground as lbbox's child, with SIGKILL as its parent-death signal: for
  * `lbbox run` it ends with lbbox even when lbbox is killed. A session's pasta outlives the
@@ -130,6 +130,7 @@ static char *ruleset(const struct lb_spec *spec, struct lb_err **err)
 		fprintf(f, "\tcounter %s {\n\t}\n", names[i]);
 	fprintf(f, "\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n"
 		   "\t\toifname \"lo\" accept\n"
+		   "\t\tct direction reply accept\n"
 		   "\t\tmeta nfproto ipv6 counter name ipv6 " LB_NFT_REJECT "\n"
 		   "\t\tip daddr @allow accept\n"
 		   "\t\tmeta l4proto { tcp, udp } ip daddr . th dport @allow_port accept\n"
@@ -160,7 +161,7 @@ static char *ruleset(const struct lb_spec *spec, struct lb_err **err)
  * signal cleared: whatever instant lbbox dies at, pasta is either killed or recorded.
  */
 __attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, const char *record,
-						 int errw)
+						 int errw, const char *tcp)
 {
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)target);
@@ -189,23 +190,38 @@ __attribute__((noreturn)) static void exec_pasta(pid_t target, pid_t parent, con
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	const char *argv[] = {
 	    "pasta",	   "--config-net", "--foreground", "--quiet", "--ipv4-only", "--no-map-gw",
-	    "--ns-ifname", "eth0",	   "-t",	   "none",    "-u",	     "none",
+	    "--ns-ifname", "eth0",	   "-t",	   tcp,	      "-u",	     "none",
 	    "-T",	   "none",	   "-U",	   "none",    pid,	     NULL};
 	execv(pasta_path(), (char *const *)argv);
 	dprintf(2, "cannot execute %s: %s\n", pasta_path(), strerror(errno));
 	_exit(127);
 }
 
-static int start_pasta(pid_t target, const char *record, struct lb_net_handle *h,
-		       struct lb_err **err)
+/* -p's ports as pasta's -t list ("127.0.0.1/8080:80,..."), or "none"; userns.c allowed only
+ * TCP on 127.0.0.1. */
+static void tcp_ports(const struct lb_net_opts *o, char *out, size_t len)
+{
+	size_t n = 0;
+	char ip[16];
+	snprintf(out, len, "none");
+	for (size_t i = 0; i < o->n_publish && n < len; i++)
+		n += (size_t)snprintf(out + n, len - n, "%s%s/%u:%u", i ? "," : "",
+				      lb_ip4_str(o->publish[i].host_addr, ip),
+				      o->publish[i].host_port, o->publish[i].port);
+}
+
+static int start_pasta(pid_t target, const char *record, const struct lb_net_opts *o,
+		       struct lb_net_handle *h, struct lb_err **err)
 {
 	int p[2];
+	char tcp[LB_MAX_PUBLISH * 32];
+	tcp_ports(o, tcp, sizeof(tcp));
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return lb_err_set(err, errno, "pipe");
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0)
-		exec_pasta(target, parent, record, p[1]);
+		exec_pasta(target, parent, record, p[1], tcp);
 	int e = errno;
 	close(p[1]);
 	if (pid < 0) {
@@ -244,7 +260,8 @@ int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, const char *record
 {
 	struct lb_net_cfg cfg;
 	lb_net_cfg_resolve(&spec->net_opts, NULL, &cfg);
-	if (start_pasta(pid, record, h, err) < 0 || apply_filter(spec, &cfg, pid, err) < 0)
+	if (start_pasta(pid, record, &spec->net_opts, h, err) < 0 ||
+	    apply_filter(spec, &cfg, pid, err) < 0)
 		return -1;
 	h->lease = (struct lb_net_lease){.pasta = true};
 	return 0;

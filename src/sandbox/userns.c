@@ -67,10 +67,14 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		    refused[i].net_on_only ? "(its egress filter is in its own namespace)"
 					   : "(lbbox's pid 1 inside it)");
 	}
-	if (spec->net_opts.n_publish)
-		return lb_err_set(err, 0,
-				  "-p is not supported without root yet (ports are published with "
-				  "nftables DNAT on the host, which needs root)");
+	for (size_t i = 0; i < spec->net_opts.n_publish; i++) {
+		const struct lb_publish *p = &spec->net_opts.publish[i];
+		/* pasta forwards them; other addresses and UDP are not built (or tested) yet */
+		if (p->udp || p->host_addr != 0x7f000001U)
+			return lb_err_set(
+			    err, 0, "-p without root publishes TCP on 127.0.0.1 only (port %u)",
+			    p->host_port);
+	}
 	return spec->net == LB_NET_ON ? lb_net_pasta_check(&spec->net_opts, err) : 0;
 }
 

@@ -534,14 +534,44 @@ RL_TEST(parallel_sandboxes_all_connect_and_clean_up, .timeout = 200)
 	}
 }
 
-// -p publishes with nftables DNAT on the host: refused without root, not silently dropped.
-RL_TEST(publish_is_refused_without_root)
+// -p without root: pasta forwards TCP on the host's 127.0.0.1 to the sandbox (and only
+// there); UDP and other addresses are refused, not silently dropped.
+RL_TEST(publish_tcp_on_loopback_through_pasta)
 {
+	struct lbt_proc p;
 	struct lb_run_out o;
-	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", "18090:80", "--",
-		"true", NULL);
-	lbt_assert_error_line(&o, 125, "-p is not supported without root");
+	char *dir = lbt_mkdir_work("pub"), *vol = lbt_strdupf("%s:/w", dir);
+	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
+	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
+	lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", "18090:8000",
+		  "-v", vol, "--", "sh", "-c",
+		  "nc -ll -p 8000 -e echo rootless & touch /w/ready; "
+		  "while [ ! -e /w/done ]; do sleep 0.1; done",
+		  NULL);
+	for (int i = 0; i < 100 && access(ready, F_OK) != 0; i++)
+		usleep(100000);
+	char *cmd = lbt_strdupf("ip netns exec %s busybox nc 127.0.0.1 18090 </dev/null | "
+				"grep -q rootless",
+				R.hns);
+	lbt_wait_ready(cmd);
+	// another address of the host does not have it
+	cr_assert_neq(lbt_sh("ip netns exec %s busybox nc -w 2 " HOST " 18090 </dev/null "
+			     "2>/dev/null | grep -q rootless",
+			     R.hns),
+		      0, "published beyond 127.0.0.1");
+	lbt_write_file(done, "");
+	lbt_wait(&p, &o, 20);
+	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
+	cr_assert_neq(lbt_sh("%s", cmd), 0, "the port outlived its sandbox");
+	const char *refused[] = {"18091:80/udp", "0.0.0.0:18091:80", HOST ":18091:80"};
+	for (size_t i = 0; i < 3; i++) {
+		lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", refused[i],
+			"--", "true", NULL);
+		lbt_assert_error_line(&o, 125, "TCP on 127.0.0.1 only");
+		lbt_out_free(&o);
+	}
+	free(dir), free(vol), free(ready), free(done), free(cmd);
 }
 
 RL_TEST(cap_add_that_reaches_past_the_isolation_is_refused)
