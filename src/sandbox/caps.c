@@ -51,6 +51,26 @@ static int set_identity(uid_t uid, gid_t gid, struct lb_err **err)
 	return 0;
 }
 
+/* A capability the host does not give lbbox (outside its bounding set) is named. */
+static int caps_refused(uint64_t keep, int e, struct lb_err **err)
+{
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP; c++) {
+		if (!(keep & (1ULL << c)) || prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0)
+			continue;
+		char *name = cap_to_name(c);
+		for (char *p = name; p && *p; p++)
+			*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+		int r =
+		    lb_err_set(err, 0,
+			       "capability %s: this host does not give it to lbbox (it is not in "
+			       "lbbox's bounding set); drop it (--cap-drop)",
+			       name ? name : "?");
+		cap_free(name);
+		return r;
+	}
+	return lb_err_set(err, e, "set capabilities");
+}
+
 /* Permitted/effective = keep for root, nothing for other users (as Docker); inheritable empty. */
 static int set_caps(uint64_t keep, struct lb_err **err)
 {
@@ -67,7 +87,7 @@ static int set_caps(uint64_t keep, struct lb_err **err)
 	int e = errno;
 	cap_free(caps);
 	if (r < 0)
-		return lb_err_set(err, e, "set capabilities");
+		return caps_refused(keep, e, err);
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		return lb_err_set(err, errno, "clear ambient capabilities");
 	return 0;

@@ -5,6 +5,20 @@
 
 #include "engine.h"
 
+const char *lb_rlimit_name(int resource)
+{
+	static const char *const names[RLIM_NLIMITS] = {
+	    [RLIMIT_CPU] = "cpu",	    [RLIMIT_FSIZE] = "fsize",
+	    [RLIMIT_DATA] = "data",	    [RLIMIT_STACK] = "stack",
+	    [RLIMIT_CORE] = "core",	    [RLIMIT_RSS] = "rss",
+	    [RLIMIT_NPROC] = "nproc",	    [RLIMIT_NOFILE] = "nofile",
+	    [RLIMIT_MEMLOCK] = "memlock",   [RLIMIT_AS] = "as",
+	    [RLIMIT_LOCKS] = "locks",	    [RLIMIT_SIGPENDING] = "sigpending",
+	    [RLIMIT_MSGQUEUE] = "msgqueue", [RLIMIT_NICE] = "nice",
+	    [RLIMIT_RTPRIO] = "rtprio",	    [RLIMIT_RTTIME] = "rttime"};
+	return resource >= 0 && resource < RLIM_NLIMITS && names[resource] ? names[resource] : "?";
+}
+
 static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb_err **err)
 {
 	struct rlimit cur, want = {soft, hard};
@@ -16,16 +30,34 @@ static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb
 		if (want.rlim_cur > want.rlim_max)
 			want.rlim_cur = want.rlim_max;
 	}
-	if (setrlimit(resource, &want) < 0)
-		return lb_err_set(err, errno, "set ulimit %d to %llu:%llu", resource,
-				  (unsigned long long)soft, (unsigned long long)hard);
-	return 0;
+	if (setrlimit(resource, &want) == 0)
+		return 0;
+	/* the one refusal a user can act on: raising a hard limit needs CAP_SYS_RESOURCE */
+	if (errno == EPERM && cur.rlim_max != RLIM_INFINITY && want.rlim_max > cur.rlim_max)
+		return lb_err_set(err, 0,
+				  "--ulimit %s=%llu:%llu: raising the hard limit (%llu) needs "
+				  "CAP_SYS_RESOURCE, which this host does not give lbbox",
+				  lb_rlimit_name(resource), (unsigned long long)soft,
+				  (unsigned long long)hard, (unsigned long long)cur.rlim_max);
+	return lb_err_set(err, errno, "--ulimit %s=%llu:%llu", lb_rlimit_name(resource),
+			  (unsigned long long)soft, (unsigned long long)hard);
+}
+
+static bool user_sets(const struct lb_spec *spec, int resource)
+{
+	for (size_t i = 0; i < spec->n_rlimits; i++)
+		if (spec->rlimits[i].resource == resource)
+			return true;
+	return false;
 }
 
 int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err)
 {
-	if (set_one(RLIMIT_NOFILE, 1024, 1024, true, err) < 0 ||
-	    set_one(RLIMIT_CORE, 0, 0, true, err) < 0)
+	/* a default the user overrides is not applied first: lowering the hard limit to it
+	 * would leave the user's value out of reach without CAP_SYS_RESOURCE */
+	if ((!user_sets(spec, RLIMIT_NOFILE) &&
+	     set_one(RLIMIT_NOFILE, 1024, 1024, true, err) < 0) ||
+	    (!user_sets(spec, RLIMIT_CORE) && set_one(RLIMIT_CORE, 0, 0, true, err) < 0))
 		return -1;
 	for (size_t i = 0; i < spec->n_rlimits; i++) {
 		const struct lb_rlimit *r = &spec->rlimits[i];
