@@ -88,16 +88,24 @@ static json_t *run_json(const struct lb_box_run *r, uint64_t now)
 			 LB_BOX_RUN_PROC);
 }
 
-/* The command as one line, cut to width columns. */
+/* s in a column of width, cut with "..." when longer (podman cuts its columns too). */
+static void print_cut(const char *s, int width)
+{
+	char line[256];
+	snprintf(line, sizeof(line), "%s", s);
+	if (strlen(line) > (size_t)width)
+		strcpy(line + width - 3, "...");
+	cli_print_escaped(line, width);
+}
+
+/* The command as one line. */
 static void print_command(char *const *argv, int width)
 {
 	char line[256] = "";
 	size_t n = 0;
 	for (char *const *a = argv; a && *a && n < sizeof(line) - 1; a++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", a == argv ? "" : " ", *a);
-	if (strlen(line) > (size_t)width)
-		strcpy(line + width - 3, "...");
-	cli_print_escaped(line, width);
+	print_cut(line, width);
 }
 
 static void print_row(const struct lb_box_run *r, uint64_t now)
@@ -108,7 +116,7 @@ static void print_row(const struct lb_box_run *r, uint64_t now)
 	status_of(r, now, status, sizeof(status));
 	cli_print_escaped(r->name, 24);
 	putchar(' ');
-	cli_print_escaped(r->image, 28);
+	print_cut(r->image, 28);
 	putchar(' ');
 	print_command(r->argv, 28);
 	printf(" %-22s %s\n", created, status);
