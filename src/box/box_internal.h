@@ -108,6 +108,23 @@ int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *
 int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pid_t keeper,
 			  uint64_t keeper_start, struct lb_err **err);
 
+/* proc_log.c: the history of a managed process with lb_box_proc_spec.history, as the keeper
+ * writes it: procs/<hash>.log and, the previous half, .log.1; each at most BOX_LOG_HALF bytes
+ * of chunks (8-byte header as docker's multiplexed streams: stream, 0, 0, 0, size big-endian). */
+#define BOX_LOG_HALF (128 * 1024)
+struct box_log {
+	int fd;
+	uint64_t size;
+	char path[LB_PATH_BUF];
+};
+/* The log path of a record path (procs/<hash>.json -> procs/<hash>.log). */
+void box_proc_log_path(const char *json, char *out, size_t len);
+int box_log_open(struct box_log *l, const char *json, struct lb_err **err);
+/* Appends one chunk; a write error loses the chunk, never the process. */
+void box_log_write(struct box_log *l, int stream, const char *buf, size_t n);
+/* Removes a record and its history. */
+void box_proc_files_unlink(const char *json);
+
 /* keeper.c: forks the keeper of one managed process; returns once it runs (or failed). */
 int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,
 		     const struct lb_box_proc_spec *spec, struct lb_err **err);

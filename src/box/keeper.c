@@ -5,6 +5,10 @@
  * unix socket (stdout is read only while a client is attached, so an unattached process feels
  * back-pressure as with LangBot), records the exit, and on SIGTERM runs the termination
  * procedure: close stdin, SIGTERM, 5 s, SIGKILL of the process's whole cgroup.
+ *
+ * A detached run's process (spec->history) is the exception to the back-pressure rule: as
+ * podman's conmon, its keeper reads stdout and stderr all the time into a bounded history
+ * (proc_log.c), attached client or not, so `lbbox logs` has something to show.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +38,7 @@ struct keeper {
 	struct lb_proc p;
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
 	struct lb_box_preview preview;
+	struct box_log log; /* fd -1 unless history */
 	char pend[65536];
 	size_t pend_len, pend_off;
 	pid_t self;
@@ -110,15 +115,32 @@ static int listen_socket(struct keeper *k, struct lb_err **err)
 	return 0;
 }
 
+/* command and args as an argv; the strings are spec's. */
+static char **direct_argv(const struct lb_box_proc_spec *spec)
+{
+	size_t n = 0;
+	for (char **a = spec->args; a && *a; a++)
+		n++;
+	char **argv = calloc(n + 2, sizeof(char *));
+	if (!argv)
+		return NULL;
+	argv[0] = spec->command;
+	for (size_t i = 0; i < n; i++)
+		argv[i + 1] = spec->args[i];
+	return argv;
+}
+
 static int start_process(struct keeper *k, struct lb_box *box, const struct lb_box_session *s,
 			 const struct lb_box_proc_spec *spec, struct lb_err **err)
 {
 	int in[2], out[2], errp[2], setup_exit;
 	char cg[24] = "proc-";
 	struct lb_sandbox *sb = NULL;
-	_cleanup_free_ char *line = command_line(spec);
-	char *argv[] = {"/bin/sh", "-lc", line, NULL}; /* absolute: see box/exec.c */
-	if (!line)
+	_cleanup_free_ char *line = spec->direct ? NULL : command_line(spec);
+	char *shell[] = {"/bin/sh", "-lc", line, NULL}; /* absolute: see box/exec.c */
+	_cleanup_free_ char **direct = spec->direct ? direct_argv(spec) : NULL;
+	char **argv = spec->direct ? direct : shell;
+	if (!(spec->direct ? (void *)direct : (void *)line))
 		return lb_err_set(err, ENOMEM, "managed process");
 	if (lb_random_hex(cg + 5, 12, err) < 0 || !(k->info.cgroup = strdup(cg)) ||
 	    lb_sandbox_open(&box->paths, s->sandbox, &sb, err) < 0)
@@ -129,7 +151,7 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	}
 	struct lb_exec_opts o = {.argv = argv,
 				 .env = spec->env,
-				 .cwd = "/",
+				 .cwd = spec->direct ? spec->cwd : "/",
 				 .fds = {in[0], out[1], errp[1]},
 				 .cgroup = cg,
 				 .fsize = box_quota_fsize(&s->spec)};
@@ -138,6 +160,10 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	close(in[0]), close(out[1]), close(errp[1]);
 	k->in_w = in[1], k->out_r = out[0], k->err_r = errp[0];
 	fcntl(k->in_w, F_SETFL, O_NONBLOCK);
+	if (r == 0) { /* `lbbox kill` signals it directly, checking it is still this process */
+		k->info.pid = k->p.pid;
+		k->info.pid_start = lb_proc_starttime(k->p.pid);
+	}
 	return r;
 }
 
@@ -182,8 +208,10 @@ static void on_stderr(struct keeper *k)
 		return;
 	if (n <= 0)
 		close_fd(&k->err_r);
-	else
+	else {
+		box_log_write(&k->log, 2, buf, (size_t)n);
 		feed_preview(k, buf, (size_t)n);
+	}
 }
 
 static void detach(struct keeper *k)
@@ -225,7 +253,8 @@ static void on_stdout(struct keeper *k)
 		close_fd(&k->out_r);
 		return;
 	}
-	if (lb_write_all(k->cfd, buf, (size_t)n) < 0)
+	box_log_write(&k->log, 1, buf, (size_t)n);
+	if (k->cfd >= 0 && lb_write_all(k->cfd, buf, (size_t)n) < 0)
 		detach(k);
 }
 
@@ -249,7 +278,7 @@ static bool step(struct keeper *k)
 	    [KP_ERR] = {.fd = k->err_r, .events = POLLIN},
 	    [KP_LISTEN] = {.fd = k->cfd < 0 ? k->lfd : -1, .events = POLLIN},
 	    [KP_CLIENT] = {.fd = k->cfd >= 0 && !k->pend_len ? k->cfd : -1, .events = POLLIN},
-	    [KP_OUT] = {.fd = k->cfd >= 0 ? k->out_r : -1, .events = POLLIN},
+	    [KP_OUT] = {.fd = k->cfd >= 0 || k->info.history ? k->out_r : -1, .events = POLLIN},
 	    [KP_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
 	};
 	int timeout = flush_due(k);
@@ -287,11 +316,15 @@ static void finish(struct keeper *k)
 		fcntl(k->err_r, F_SETFL, O_NONBLOCK);
 	for (int i = 0; i < 64 && k->err_r >= 0; i++) /* what it wrote before exiting */
 		on_stderr(k);
-	while (k->cfd >= 0 && k->out_r >= 0 && fcntl(k->out_r, F_SETFL, O_NONBLOCK) == 0) {
+	while ((k->cfd >= 0 || k->info.history) && k->out_r >= 0 &&
+	       fcntl(k->out_r, F_SETFL, O_NONBLOCK) == 0) {
 		char buf[65536];
 		ssize_t n = read(k->out_r, buf, sizeof(buf));
-		if (n <= 0 || lb_write_all(k->cfd, buf, (size_t)n) < 0)
+		if (n <= 0)
 			break;
+		box_log_write(&k->log, 1, buf, (size_t)n);
+		if (k->cfd >= 0 && lb_write_all(k->cfd, buf, (size_t)n) < 0)
+			close_fd(&k->cfd);
 	}
 	lb_proc_release(&k->p);
 	k->info.running = false;
@@ -331,6 +364,7 @@ static int info_init(struct keeper *k, const struct lb_box_session *s,
 	k->info.command = strdup(spec->command);
 	k->info.cwd = strdup(spec->cwd);
 	k->info.stderr_preview = strdup("");
+	k->info.history = spec->history;
 	k->info.running = true;
 	k->info.started_ns = lb_realtime_ns();
 	k->self = getpid();
@@ -345,7 +379,13 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 						  const struct lb_box_session *s, const char *sdir,
 						  const struct lb_box_proc_spec *spec, int ready)
 {
-	struct keeper k = {.in_w = -1, .out_r = -1, .err_r = -1, .lfd = -1, .cfd = -1, .sigfd = -1};
+	struct keeper k = {.in_w = -1,
+			   .out_r = -1,
+			   .err_r = -1,
+			   .lfd = -1,
+			   .cfd = -1,
+			   .sigfd = -1,
+			   .log = {.fd = -1}};
 	struct lb_err *err = NULL;
 	char procs[LB_PATH_BUF];
 	/* nothing of the caller stays open in a long-lived process (its locks, a server's sockets)
@@ -364,6 +404,7 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 	/* mkdir, not mkdir -p: a session deleted meanwhile must not be re-created by us */
 	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
 	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
+	    (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
 	    listen_socket(&k, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
 		unlink(k.sock);
 		lb_child_fail(ready, 1, err);

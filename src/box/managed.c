@@ -100,7 +100,7 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 	if (!terminate(keeper, kstart))
 		kill_orphan(box, session_id, &info);
 	lb_box_proc_info_free(&info);
-	unlink(json);
+	box_proc_files_unlink(json);
 	return 0;
 }
 
@@ -183,7 +183,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		if (!terminate(keeper, kstart)) /* replace, no conflict (§3.6) */
 			kill_orphan(box, session_id, &old);
 		lb_box_proc_info_free(&old);
-		unlink(json);
+		box_proc_files_unlink(json);
 	}
 	/* the runtime-wide count and the start under one lock: concurrent starts in different
 	 * sessions cannot both take the last slot (after the session's lock: one order only) */

@@ -48,6 +48,12 @@ int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pi
 	    (json_int_t)keeper_start);
 	if (j && p->cgroup)
 		json_object_set_new(j, "cgroup", json_string(p->cgroup));
+	if (j && p->history) /* a detached run's: kept after its exit, its history readable */
+		json_object_set_new(j, "history", json_true());
+	if (j && p->pid > 0) {
+		json_object_set_new(j, "pid", json_integer(p->pid));
+		json_object_set_new(j, "pid_start", json_integer((json_int_t)p->pid_start));
+	}
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!text)
@@ -79,6 +85,9 @@ int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *
 	out->env_keys = lb_json_to_strv(json_object_get(j, "env_keys"));
 	out->running = json_is_true(json_object_get(j, "running"));
 	out->attached = json_is_true(json_object_get(j, "attached"));
+	out->history = json_is_true(json_object_get(j, "history"));
+	out->pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
+	out->pid_start = (uint64_t)json_integer_value(json_object_get(j, "pid_start"));
 	out->started_ns = (uint64_t)json_integer_value(json_object_get(j, "started_ns"));
 	out->exited_ns = (uint64_t)json_integer_value(json_object_get(j, "exited_ns"));
 	json_t *code = json_object_get(j, "exit_code");

@@ -26,7 +26,8 @@ static void note_exited(const char *json, struct lb_box_proc_info *info, pid_t k
 			uint64_t kstart, void *ctx)
 {
 	struct prune_ctx *p = ctx;
-	if (info->running)
+	/* a detached run's process stays listed (Exited) until its run is removed */
+	if (info->running || info->history)
 		return;
 	if (info->exited_ns && info->exited_ns < p->cutoff) {
 		unlink(json);

@@ -81,6 +81,15 @@ static const char proc_inspect[] = "usage: lbbox proc inspect SESSION ID\n"
 static const char proc_stop[] = "usage: lbbox proc stop SESSION ID\n"
 				"Stops managed process ID (its whole cgroup).\n";
 
+static const char proc_logs[] =
+    "usage: lbbox proc logs [-f] [--tail N] SESSION ID\n"
+    "Prints the output history of process ID (stdout to stdout, stderr to stderr): kept for\n"
+    "a detached run's 'main' (lbbox run -d), whose keeper reads its output into a bounded ring\n"
+    "(about 256 KiB) attached or not; other managed processes keep none.\n"
+    "  -f, --follow   then what comes, until the process exits\n"
+    "  --tail N       only the last N lines (-1: all)\n"
+    "  -h, --help     this help\n";
+
 static const char info[] =
     "usage: lbbox info [--json]\n"
     "What this host really gives a sandbox, found by trying: store and state paths, kernel,\n"
@@ -102,6 +111,7 @@ static const struct {
     {"proc", "ls", proc_ls, false},
     {"proc", "inspect", proc_inspect, false},
     {"proc", "stop", proc_stop, false},
+    {"proc", "logs", proc_logs, false},
     {"info", NULL, info, false},
 };
 

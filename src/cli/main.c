@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "runs_cli.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
 
@@ -20,6 +21,11 @@ static void usage(FILE *f)
 	    "  run [OPTIONS] -- CMD [ARG...]     the same on the built-in image 'host'\n"
 	    "  session create|exec|ls|inspect|rm|gc   long-lived sandboxes (LangBot Box sessions)\n"
 	    "  proc start|attach|ls|inspect|stop      managed processes in a session\n"
+	    "  ps [-a] [-q] [--json]             the detached runs (run -d, run --name)\n"
+	    "  logs [-f] [--tail N] NAME         a run's output history\n"
+	    "  stop [-t SECONDS] NAME... | kill [-s SIGNAL] NAME...   stop or signal a run\n"
+	    "  rm [-f] NAME...                   remove runs (their session and state)\n"
+	    "  exec [-i] NAME CMD [ARG...]       run a command in a running run\n"
 	    "  box -s --ws-control-port PORT      LangBot's Box runtime over stdio (as `lbp box -s`)\n"
 	    "  serve --listen HOST:PORT          the same runtime over WebSocket (ws://HOST:PORT/rpc/ws)\n"
 	    "  network ls|inspect|prune          the networks of --network on\n"
@@ -107,6 +113,12 @@ int main(int argc, char **argv)
 		return cli_proc(&g, argc - optind, argv + optind);
 	if (strcmp(verb, "network") == 0)
 		return cli_network(&g, argc - optind, argv + optind);
+	if (strcmp(verb, "ps") == 0)
+		return cli_ps(&g, argc - optind, argv + optind);
+	static const char *const run_verbs[] = {"logs", "stop", "kill", "rm", "exec"};
+	for (size_t i = 0; i < sizeof(run_verbs) / sizeof(run_verbs[0]); i++)
+		if (strcmp(verb, run_verbs[i]) == 0)
+			return cli_run_verb(&g, argc - optind, argv + optind);
 	static const char *const image_verbs[] = {"load", "pull", "images", "inspect",
 						  "tag",  "rmi",  "image"};
 	for (size_t i = 0; i < sizeof(image_verbs) / sizeof(image_verbs[0]); i++)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "runs_cli.h"
 #include "lbbox/box/box.h"
 #include "lbbox/box/spec.h"
 #include "lbbox/base/cleanup.h"
@@ -224,7 +225,8 @@ static const struct proc_verb {
 		  {"attach", proc_attach, NULL},
 		  {"ls", proc_ls, NULL},
 		  {"inspect", proc_inspect, NULL},
-		  {"stop", proc_stop, NULL}};
+		  {"stop", proc_stop, NULL},
+		  {"logs", cli_proc_logs, NULL}};
 
 int cli_proc(struct cli_globals *g, int argc, char **argv)
 {

@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
 #include "lbbox/base/util.h"
 #include "lbbox/sandbox/net.h"
 #include "run_internal.h"
@@ -36,21 +38,38 @@ static int finish_network(struct run_opts *o, struct lb_err **err)
 	return lb_net_opts_env(n, err);
 }
 
-static void print_json(const struct lb_result *res)
+static json_t *result_json(const struct lb_result *res)
 {
-	json_t *j = json_pack("{s:s, s:i, s:i, s:b, s:b, s:I, s:I, s:I}", "id", res->id,
-			      "exit_code", res->exit_code, "signal", res->signal, "timed_out",
-			      res->timed_out, "oom_killed", res->oom_killed, "duration_ms",
-			      (json_int_t)res->duration_ms, "memory_peak_bytes",
-			      (json_int_t)res->memory_peak, "cpu_usec", (json_int_t)res->cpu_usec);
-	cli_print_json(j);
+	return json_pack("{s:s, s:i, s:i, s:b, s:b, s:I, s:I, s:I}", "id", res->id, "exit_code",
+			 res->exit_code, "signal", res->signal, "timed_out", res->timed_out,
+			 "oom_killed", res->oom_killed, "duration_ms", (json_int_t)res->duration_ms,
+			 "memory_peak_bytes", (json_int_t)res->memory_peak, "cpu_usec",
+			 (json_int_t)res->cpu_usec);
+}
+
+/* --json-file: written whole then renamed, so a reader never sees half an object. */
+static int write_json_file(const char *path, json_t *j)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!text || lb_write_file_atomic(path, text, strlen(text), 0644, &err) < 0) {
+		cli_error("cannot write --json-file %s: %s", path,
+			  err ? err->msg : "out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 static int report(const struct run_opts *o, const struct lb_result *res)
 {
 	int code = res->timed_out ? LB_EXIT_TIMEOUT : res->exit_code;
+	if (o->json_file) {
+		_cleanup_json_ json_t *j = result_json(res);
+		if (write_json_file(o->json_file, j) < 0)
+			return LB_EXIT_SETUP;
+	}
 	if (o->json) {
-		print_json(res);
+		cli_print_json(result_json(res));
 		return code;
 	}
 	if (res->timed_out)
@@ -76,6 +95,7 @@ static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **a
 {
 	lb_spec_init(&o->spec);
 	if (run_parse_args(o, argc, argv, err) < 0 ||
+	    ((o->detach || o->name) && run_named_check(o, err) < 0) ||
 	    (o->profile && cli_run_profile(o->profile, &o->spec, o->network_set, err) < 0) ||
 	    finish_env(o, err) < 0 || (pull && run_pull_image(g, o, err) < 0) ||
 	    lb_spec_image(&g->paths, &o->img, &o->spec, err) < 0 || finish_network(o, err) < 0)
@@ -87,7 +107,9 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 		   struct lb_err **err)
 {
 	struct run_opts o = {.n_env = 0};
-	if (prepare(&o, g, argc, argv, false, err) < 0) {
+	if (prepare(&o, g, argc, argv, false, err) < 0 ||
+	    ((o.detach || o.name || o.json_file) &&
+	     lb_err_set(err, 0, "-d, --name and --json-file are lbbox run's alone") < 0)) {
 		run_opts_free(&o);
 		return -1;
 	}
@@ -104,11 +126,18 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	struct lb_result res;
 	int setup_exit = LB_EXIT_SETUP, code;
 
-	if (prepare(&o, g, argc, argv, true, &err) < 0 ||
-	    lb_spec_check(&o.spec, &g->paths, &err) < 0) {
+	int prepared = prepare(&o, g, argc, argv, true, &err);
+	if (o.json_file)
+		unlink(o.json_file); /* absent unless this run's result is in it */
+	if (prepared < 0 || (!o.detach && !o.name && lb_spec_check(&o.spec, &g->paths, &err) < 0)) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);
 		return LB_EXIT_SETUP;
+	}
+	if (o.detach || o.name) { /* a run's session checks the spec once it is complete */
+		code = run_named(g, &o);
+		run_opts_free(&o);
+		return code;
 	}
 	if (o.spec.net == LB_NET_HOST && !o.json)
 		cli_error(

@@ -24,6 +24,10 @@ struct run_opts {
 	enum run_pull pull;
 	const char *insecure_registry; /* --tls-verify=false: the reference's registry */
 	bool tls_verify_off;
+	/* run_detach.c: -d runs it as a detached run; --name names it (in the foreground too) */
+	bool detach, rm, allow_given, die_given;
+	const char *name;
+	const char *json_file; /* --json-file PATH: the result object written there */
 };
 
 /* run_opts.c: argv (argv[0] is "run") -> o: options, then IMAGE and CMD as podman takes them. */
@@ -39,5 +43,10 @@ int cli_parse_mount_spec(const char *arg, struct lb_mount *out, struct lb_err **
 
 /* run_pull.c: --pull's policy applied to o->img.image before it is resolved. */
 int run_pull_image(const struct cli_globals *g, const struct run_opts *o, struct lb_err **err);
+
+/* run_detach.c: the options a named run (-d or --name) cannot take, refused before anything. */
+int run_named_check(const struct run_opts *o, struct lb_err **err);
+/* lbbox run -d / --name NAME: the prepared spec becomes a run's session and its main. */
+int run_named(struct cli_globals *g, struct run_opts *o);
 
 #endif

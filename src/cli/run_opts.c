@@ -40,6 +40,8 @@ enum {
 	OPT_ENV_FILE,
 	OPT_MOUNT,
 	OPT_RM,
+	OPT_NAME,
+	OPT_JSON_FILE,
 };
 
 static const struct option run_opts[] = {
@@ -75,6 +77,9 @@ static const struct option run_opts[] = {
     {"dns", required_argument, NULL, OPT_DNS},
     {"publish", required_argument, NULL, 'p'},
     {"interactive", no_argument, NULL, 'i'},
+    {"detach", no_argument, NULL, 'd'},
+    {"name", required_argument, NULL, OPT_NAME},
+    {"json-file", required_argument, NULL, OPT_JSON_FILE},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -120,7 +125,14 @@ static const char run_usage[] =
     "  --ulimit NAME=SOFT[:HARD]  resource limit (default nofile=1024, core=0)\n"
     "  --die-with-parent       kill the sandbox when lbbox dies\n"
     "  --cgroup-parent PATH    create the sandbox cgroup under PATH\n"
-    "  --json                  print one JSON result object instead of lbbox's messages\n"
+    "  --json                  print the JSON result object on stdout (after the command's\n"
+    "                          own output) instead of lbbox's messages\n"
+    "  --json-file PATH        write the same object to PATH (replaced; absent when the\n"
+    "                          sandbox could not be built); stdout stays the command's own\n"
+    "  -d, --detach            run in the background as a detached run: prints its name and\n"
+    "                          returns (lbbox ps, logs, stop, kill, rm, exec NAME)\n"
+    "  --name NAME             the run's name (with -d: default a generated one; without\n"
+    "                          -d: a foreground run listed by lbbox ps while it runs)\n"
     "  --profile NAME          a LangBot Box profile: default, offline_readonly,\n"
     "                          network_basic, network_extended (limits, timeout, locks)\n";
 
@@ -281,7 +293,8 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 		return 0;
 	}
 	case OPT_RM:
-		return 0; /* every run is removed when it ends */
+		o->rm = true; /* every foreground run is removed when it ends */
+		return 0;
 	case OPT_HOSTNAME:
 		return cli_set_string(&spec->hostname, arg, err);
 	case 'p':
@@ -322,7 +335,7 @@ static int parse_lbbox(struct run_opts *o, int c, const char *arg, struct lb_err
 			return lb_err_set(err, 0, "too many --ulimit options");
 		return cli_parse_rlimit(arg, &spec->rlimits[spec->n_rlimits++], err);
 	case OPT_DIE_WITH_PARENT:
-		spec->die_with_parent = true;
+		spec->die_with_parent = o->die_given = true;
 		return 0;
 	case OPT_CGROUP_PARENT:
 		return cli_set_string(&spec->cgroup_parent, arg, err);
@@ -330,9 +343,17 @@ static int parse_lbbox(struct run_opts *o, int c, const char *arg, struct lb_err
 		o->json = true;
 		return 0;
 	case OPT_ALLOW_HOST:
+		o->allow_given = true;
 		return lb_net_opts_add_allow(&spec->net_opts, arg, err);
 	case OPT_DNS:
+		o->allow_given = true;
 		return lb_net_opts_add_dns(&spec->net_opts, arg, err);
+	case OPT_NAME:
+		o->name = arg;
+		return 0;
+	case OPT_JSON_FILE:
+		o->json_file = arg;
+		return 0;
 	default:
 		return lb_err_set(err, 0, "unknown option (see lbbox run --help)");
 	}
@@ -377,7 +398,7 @@ int run_parse_args(struct run_opts *o, int argc, char **argv, struct lb_err **er
 	opterr = 0;
 	/* ':' first: a missing value is reported as such, not as an unknown option */
 	for (int before = optind;
-	     (c = getopt_long(argc, argv, "+:hiv:w:e:u:p:", run_opts, NULL)) != -1;
+	     (c = getopt_long(argc, argv, "+:hidv:w:e:u:p:", run_opts, NULL)) != -1;
 	     before = optind) {
 		if (c == 'h') {
 			fputs(run_usage, stdout);
@@ -387,6 +408,10 @@ int run_parse_args(struct run_opts *o, int argc, char **argv, struct lb_err **er
 			return bad_option(c, argv[before], err);
 		if (c == 'i')
 			continue; /* podman's --interactive: stdin is always passed */
+		if (c == 'd') {
+			o->detach = true;
+			continue;
+		}
 		last_arg = optarg;
 		int r = parse_podman(o, c, optarg, err);
 		if (r < 0 || (r > 0 && parse_lbbox(o, c, optarg, err) < 0))

@@ -803,9 +803,11 @@ static void report_box(FILE *m, const char *dir, const char *name)
 	DIR *d = opendir(box);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
-		// the Box layer's lock files stay (the global one, the process-capacity one)
+		// the Box layer's lock files stay (the global one, the process-capacity one, the
+		// one of detached runs' creation)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, "lock") || !strcmp(e->d_name, "procs-capacity.lock"))
+		    !strcmp(e->d_name, "lock") || !strcmp(e->d_name, "procs-capacity.lock") ||
+		    !strcmp(e->d_name, "runs.lock"))
 			continue;
 		char *sub = lbt_strdupf("%s/%s", box, e->d_name);
 		if (!strcmp(e->d_name, "sessions") || !strcmp(e->d_name, "instances"))

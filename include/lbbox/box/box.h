@@ -150,6 +150,11 @@ struct lb_box_proc_info {
 	int exit_code;
 	char *stderr_preview;
 	char *cgroup; /* its child cgroup in the session's sandbox (lbbox-internal) */
+	/* lbbox-internal: a detached run's process (lb_box_proc_spec.history), kept after its
+	 * exit until its session goes; the process itself, as the keeper's child */
+	bool history;
+	pid_t pid;
+	uint64_t pid_start;
 };
 void lb_box_proc_info_free(struct lb_box_proc_info *p);
 
@@ -176,6 +181,22 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
  * when not running. */
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err);
+/* A managed process's output history (lb_box_proc_spec.history): chunks of stdout and stderr
+ * in the order the keeper read them, from a bounded ring (the latest 256 KiB or so). */
+#define LB_BOX_LOG_CHUNK_MAX 65536
+struct lb_box_log_reader {
+	int fd, old_fd;	       /* the current half, the previous one (-1 once read) */
+	uint64_t off, old_off; /* where the next chunk starts in each */
+	char path[LB_PATH_BUF];
+};
+/* Opens the history from its oldest chunk; an error when the process keeps none. */
+int lb_box_proc_log_open(struct lb_box *box, const char *session_id, const char *process_id,
+			 struct lb_box_log_reader *r, struct lb_err **err);
+/* 1: the next chunk in buf (cap >= LB_BOX_LOG_CHUNK_MAX), *n bytes of *stream (1 stdout,
+ * 2 stderr); 0: none yet (a follower polls again). */
+int lb_box_log_next(struct lb_box_log_reader *r, int *stream, char *buf, size_t cap, size_t *n);
+void lb_box_log_close(struct lb_box_log_reader *r);
+
 /* Running managed processes of one session. */
 size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
 /* Running managed processes of the whole runtime. */
