@@ -143,6 +143,8 @@ int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, cons
 	spec->limits.cpu_quota_us = (uint64_t)(bs->cpus * 100000.0 + 0.5);
 	spec->net = bs->network == LB_BOX_NET_ON ? LB_NET_ON : LB_NET_OFF;
 	spec->net_opts = box->net; /* the runtime's bridge, subnet, nameservers, allowed hosts */
+	memcpy(spec->net_opts.publish, bs->publish, sizeof(bs->publish));
+	spec->net_opts.n_publish = bs->n_publish;
 	spec->readonly_root = bs->read_only_rootfs;
 	spec->session = true;
 	if (lb_spec_check(spec, own, err) < 0)

@@ -69,6 +69,8 @@ static int box_spec_of(const struct run_opts *o, const char *image, struct lb_bo
 	const struct lb_cgroup_limits *l = &o->spec.limits;
 	bs->network = o->spec.net == LB_NET_ON ? LB_BOX_NET_ON : LB_BOX_NET_OFF;
 	bs->read_only_rootfs = o->spec.readonly_root;
+	memcpy(bs->publish, o->spec.net_opts.publish, sizeof(bs->publish));
+	bs->n_publish = o->spec.net_opts.n_publish;
 	if (l->memory_bytes)
 		bs->memory_mb = (int64_t)(l->memory_bytes >> 20);
 	if (l->pids)

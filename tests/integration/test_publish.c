@@ -266,3 +266,25 @@ Test(publish, a_killed_lbbox_s_ports_are_collected)
 	free(spec), free(cmd);
 	lbt_assert_clean();
 }
+
+// A detached run (a session and its process main) keeps its ports until it is removed.
+Test(publish, a_detached_run_publishes_until_removed)
+{
+	struct lb_run_out o;
+	char *spec = lbt_strdupf("%d:8000", N.port + 6);
+	lbt_run(&o, "run", "-d", "--name", "lbt-pub", "--network", "on", "-p", spec, "--rootfs",
+		lbt_rootfs(), "--", "sh", "-c", "nc -ll -p 8000 -e echo detached", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	char *cmd =
+	    lbt_strdupf("busybox nc 127.0.0.1 %d </dev/null | grep -q detached", N.port + 6);
+	lbt_wait_ready(cmd);
+	lbt_run(&o, "rm", "-f", "lbt-pub", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	assert_ports_gone();
+	cr_assert_neq(lbt_sh("%s", cmd), 0, "the port outlived its run");
+	assert_net_clean();
+	free(spec), free(cmd);
+	lbt_assert_clean();
+}

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "lbbox/base/err.h"
+#include "lbbox/sandbox/spec.h"
 
 #define LB_BOX_DEFAULT_IMAGE	  "rockchin/langbot-sandbox:latest"
 #define LB_BOX_DEFAULT_MOUNT_PATH "/workspace"
@@ -66,6 +67,9 @@ struct lb_box_spec {
 	int64_t pids_limit;	    /* default 128, >= 1 */
 	bool read_only_rootfs;	    /* default true */
 	int64_t workspace_quota_mb; /* default 0, >= 0 */
+	/* lbbox's own, never set from a request: a detached run's -p (lbbox run -d -p). */
+	struct lb_publish publish[LB_MAX_PUBLISH];
+	size_t n_publish;
 };
 
 /* BoxManagedProcessSpec (§1.6). */
