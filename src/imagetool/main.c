@@ -4,7 +4,8 @@
  *   lbbox-image ROOT load -i FILE|- | --oci-dir DIR[:TAG] [--name NAME]
  *   lbbox-image ROOT sizes
  *   lbbox-image ROOT prepare [--flat] REF
- *   lbbox-image ROOT pull [--insecure-registry HOST]... REF
+ *   lbbox-image ROOT pull [-q] [--insecure-registry HOST]... REF
+ *   lbbox-image ROOT save [-o FILE] [--format docker-archive|oci-archive] REF...
  * It prints one "lbbox: ..." line on failure, like lbbox, and exits 125.
  */
 #include <ctype.h>
@@ -249,6 +250,8 @@ int main(int argc, char **argv)
 		r = do_load(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "pull") == 0)
 		r = do_pull(s, argc - 2, argv + 2, &err);
+	else if (strcmp(argv[2], "save") == 0)
+		r = tool_save(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "sizes") == 0 && argc == 3)
 		r = tool_sizes(s, &err);
 	else if (strcmp(argv[2], "prepare") == 0 && argc == 4)
