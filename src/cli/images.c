@@ -15,12 +15,20 @@
 #include "lbbox/image/snapshot.h"
 
 static const char load_usage[] =
-    "usage: lbbox load [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   (also: lbbox image load)\n"
+    "usage: lbbox load [-q] [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   (also: lbbox image "
+    "load)\n"
     "\n"
     "Imports a docker-save or OCI archive (tar, optionally gzip/zstd compressed) or an OCI layout\n"
     "directory. Without -i or --oci-dir the archive is read from stdin (lbbox load < image.tar),\n"
     "never from a terminal. An OCI image whose ref.name is only a tag (\"v2\") is named\n"
-    "localhost/<file or directory name>:v2; --name NAME names it (a short NAME is localhost/NAME).\n";
+    "localhost/<file or directory name>:v2; --name NAME names it (a short NAME is localhost/NAME).\n"
+    "Progress goes to stderr, a line per blob (rewritten in place on a terminal); -q: none.\n"
+    "\n"
+    "options:\n"
+    "  -i, --input FILE|-            the archive (-: stdin)\n"
+    "  --oci-dir DIR[:TAG]           an OCI layout directory (only the image(s) tagged TAG)\n"
+    "  --name NAME                   store the image under NAME\n"
+    "  -q, --quiet                   no progress, only the Loaded image lines\n";
 
 static const char pull_usage[] =
     "usage: lbbox pull [-q] [--insecure-registry HOST]... REF   (also: lbbox image pull)\n"
