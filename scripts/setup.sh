@@ -20,6 +20,8 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       busybox-static mmdebstrap qemu-system-x86 iproute2 util-linux
       # OCI layout interoperability checks of the image store (tests/unit/test_load.c)
       skopeo umoci
+      # the man pages (docs/man/*.scd; cmake --install puts them under share/man/man1)
+      scdoc
       # style check, and the peers scripts/bench.sh compares against
       clang-format crun bubblewrap jq
       # scripts/fuzz.sh: clang and its libFuzzer + sanitizer runtimes

@@ -1,7 +1,7 @@
 /*
- * lbbox load | pull | images | inspect | tag | rmi | image SUBCOMMAND: the image store from the
- * CLI, with podman's verbs and aliases (image ls|list|rm|inspect|tag|prune|load|pull). Listing,
- * inspect and rmi live in images_list.c, images_inspect.c and images_rmi.c.
+ * lbbox load | save | pull | images | inspect | tag | rmi | image SUBCOMMAND: the image store from
+ * the CLI, with podman's verbs and aliases (image ls|list|rm|inspect|tag|prune|load|save|pull).
+ * Listing, inspect and rmi live in images_list.c, images_inspect.c and images_rmi.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,15 +15,43 @@
 #include "lbbox/image/snapshot.h"
 
 static const char load_usage[] =
-    "usage: lbbox load [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   (also: lbbox image load)\n"
+    "usage: lbbox load [-q] [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   (also: lbbox image "
+    "load)\n"
     "\n"
     "Imports a docker-save or OCI archive (tar, optionally gzip/zstd compressed) or an OCI layout\n"
     "directory. Without -i or --oci-dir the archive is read from stdin (lbbox load < image.tar),\n"
     "never from a terminal. An OCI image whose ref.name is only a tag (\"v2\") is named\n"
-    "localhost/<file or directory name>:v2; --name NAME names it (a short NAME is localhost/NAME).\n";
+    "localhost/<file or directory name>:v2; --name NAME names it (a short NAME is localhost/NAME).\n"
+    "Progress goes to stderr, a line per blob (rewritten in place on a terminal); -q: none.\n"
+    "\n"
+    "options:\n"
+    "  -i, --input FILE|-            the archive (-: stdin)\n"
+    "  --oci-dir DIR[:TAG]           an OCI layout directory (only the image(s) tagged TAG)\n"
+    "  --name NAME                   store the image under NAME\n"
+    "  -q, --quiet                   no progress, only the Loaded image lines\n";
 
 static const char pull_usage[] =
-    "usage: lbbox pull [--insecure-registry HOST]... REF   (also: lbbox image pull)\n";
+    "usage: lbbox pull [-q] [--insecure-registry HOST]... REF   (also: lbbox image pull)\n"
+    "\n"
+    "Pulls an image from a registry into the store. Progress goes to stderr, as podman shows it:\n"
+    "one line per blob rewritten in place on a terminal, a line per finished blob otherwise.\n"
+    "\n"
+    "options:\n"
+    "  -q, --quiet                   no progress, only the result line\n"
+    "  --insecure-registry HOST      talk plain HTTP to HOST[:PORT] (repeatable)\n";
+
+static const char save_usage[] =
+    "usage: lbbox save [-o FILE] [--format docker-archive|oci-archive] REF...   (also: lbbox image "
+    "save)\n"
+    "\n"
+    "Writes the image(s) as one archive that lbbox load, podman load, docker load and skopeo read\n"
+    "(docker-archive: layers uncompressed; oci-archive: an OCI layout, blobs as stored). An image\n"
+    "given by name keeps that name; by image ID it is saved untagged. Without -o the archive goes\n"
+    "to stdout, which must not be a terminal.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output FILE             write FILE (complete or not at all) instead of stdout\n"
+    "  --format docker-archive|oci-archive   the archive's layout (default docker-archive)\n";
 
 static const char tag_usage[] =
     "usage: lbbox tag SRC DST...   (also: lbbox image tag)\n"
@@ -32,7 +60,7 @@ static const char tag_usage[] =
     "registry is local, as in podman: lbbox tag X mydemo names it localhost/mydemo:latest.\n";
 
 static const char image_usage[] =
-    "usage: lbbox image ls|list|inspect|tag|rm|prune|load|pull [ARGS]\n"
+    "usage: lbbox image ls|list|inspect|tag|rm|prune|load|save|pull [ARGS]\n"
     "\n"
     "podman's `image` subcommands: ls = images, rm = rmi, the others as the top-level verbs;\n"
     "prune removes every blob no image uses and every unpacked layer no image or sandbox uses.\n";
@@ -41,6 +69,14 @@ static bool wants_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	return false;
+}
+
+static bool has_output(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strncmp(argv[i], "-o", 2) || !strncmp(argv[i], "--output", 8))
 			return true;
 	return false;
 }
@@ -54,19 +90,23 @@ static bool has_input(int argc, char **argv)
 	return false;
 }
 
-/* load and pull run in lbbox-image, which links libarchive and libcurl. Without an input, load
- * reads stdin (podman's `load < file`), which must then not be a terminal. */
+/* load, save and pull run in lbbox-image, which links libarchive and libcurl. Without an input,
+ * load reads stdin (podman's `load < file`), which must then not be a terminal. */
 static int cmd_load(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
 {
 	const char *args[34] = {argv[0]};
 	int n = 1;
-	bool load = !strcmp(argv[0], "load");
+	bool load = !strcmp(argv[0], "load"), save = !strcmp(argv[0], "save");
 	if (argc > 30)
 		return lb_err_set(err, 0, "%s: too many arguments", argv[0]);
 	if (wants_help(argc, argv)) {
-		fputs(load ? load_usage : pull_usage, stdout);
+		fputs(load ? load_usage : save ? save_usage : pull_usage, stdout);
 		return 0;
 	}
+	if (save && !has_output(argc, argv) && isatty(STDOUT_FILENO))
+		return lb_err_set(err, 0,
+				  "save: refusing to write an archive to a terminal (use -o FILE, "
+				  "or redirect stdout)");
 	for (int i = 1; i < argc; i++)
 		args[n++] = argv[i];
 	if (load && !has_input(argc, argv)) {
@@ -136,8 +176,9 @@ static int dispatch(struct cli_globals *g, const char *verb, int argc, char **ar
 static int cmd_image(struct cli_globals *g, int argc, char **argv, struct lb_err **err)
 {
 	static const char *const alias[][2] = {
-	    {"ls", "images"}, {"list", "images"}, {"rm", "rmi"},    {"inspect", "inspect"},
-	    {"tag", "tag"},   {"prune", "prune"}, {"load", "load"}, {"pull", "pull"},
+	    {"ls", "images"},	    {"list", "images"}, {"rm", "rmi"},
+	    {"inspect", "inspect"}, {"tag", "tag"},	{"prune", "prune"},
+	    {"load", "load"},	    {"pull", "pull"},	{"save", "save"},
 	};
 	if (argc < 2)
 		return lb_err_set(err, 0, "image: give a subcommand (see lbbox image --help)");
@@ -165,7 +206,7 @@ static int dispatch(struct cli_globals *g, const char *verb, int argc, char **ar
 		return cmd_tag(g, argc, argv, err);
 	if (!strcmp(verb, "prune"))
 		return cmd_prune(g, argc, argv, err);
-	if (!strcmp(verb, "load") || !strcmp(verb, "pull"))
+	if (!strcmp(verb, "load") || !strcmp(verb, "pull") || !strcmp(verb, "save"))
 		return cmd_load(g, argc, argv, err);
 	if (!strcmp(verb, "image"))
 		return cmd_image(g, argc, argv, err);

@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		if (strcmp(verb, run_verbs[i]) == 0)
 			return cli_run_verb(&g, argc - optind, argv + optind);
 	static const char *const image_verbs[] = {"load", "pull", "images", "inspect",
-						  "tag",  "rmi",  "image"};
+						  "tag",  "rmi",  "image",  "save"};
 	for (size_t i = 0; i < sizeof(image_verbs) / sizeof(image_verbs[0]); i++)
 		if (strcmp(verb, image_verbs[i]) == 0)
 			return cli_images(&g, argc - optind, argv + optind);

@@ -104,6 +104,15 @@ static int blob_from_archive(struct load_src *src, const char *digest, uint64_t 
 	return 0;
 }
 
+/* A directory's blob is copied in one call: its start and its end. */
+static void progress(struct load_src *src, const char *digest, uint64_t size, uint64_t done)
+{
+	struct lb_image_progress p = {
+	    .what = "blob", .digest = digest, .done = done, .total = size};
+	if (src->opts->progress)
+		src->opts->progress(&p, src->opts->progress_ctx);
+}
+
 static int blob_from_dir(struct load_src *src, const char *digest, uint64_t size,
 			 struct lb_err **err)
 {
@@ -125,7 +134,11 @@ static int blob_from_dir(struct load_src *src, const char *digest, uint64_t size
 	snprintf(path, sizeof(path), "blobs/sha256/%s", digest + 7);
 	if (dir_open(src, path, &fd, err) < 0)
 		return lb_err_wrap(err, "blob %s missing", digest);
-	return lb_store_txn_put_fd(src->t, fd, digest, (int64_t)size, NULL, err);
+	progress(src, digest, size, 0);
+	if (lb_store_txn_put_fd(src->t, fd, digest, (int64_t)size, NULL, err) < 0)
+		return -1;
+	progress(src, digest, size, size);
+	return 0;
 }
 
 int load_src_blob(struct load_src *src, const char *digest, uint64_t size, bool keep,

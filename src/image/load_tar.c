@@ -65,23 +65,54 @@ static int add_file(struct load_src *src, struct load_file *f, struct lb_err **e
 	return 0;
 }
 
+/* A member that is a blob, for the progress display: named by its digest ("blobs/sha256/<hex>",
+ * docker's "<hex>.tar", "<hex>/layer.tar") or its config ("<hex>.json"). What the digest really
+ * is gets verified later; this is only a label. */
+static bool member_blob(const char *path, char digest[LB_DIGEST_BUF], const char **what)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!strcmp(base, "layer.tar") && base - path == 65)
+		base = path;
+	size_t n = strspn(base, "0123456789abcdef");
+	if (n != 64 || (base[n] && strcmp(base + n, ".json") && strcmp(base + n, ".tar") &&
+			strcmp(base + n, "/layer.tar")))
+		return false;
+	*what = !strcmp(base + n, ".json") ? "config" : "blob";
+	snprintf(digest, LB_DIGEST_BUF, "sha256:%.64s", base);
+	return true;
+}
+
+static void report(struct load_src *src, struct lb_image_progress *p, size_t len)
+{
+	p->done += len;
+	if (p->digest && src->opts->progress)
+		src->opts->progress(p, src->opts->progress_ctx);
+}
+
 static int stage_data(struct load_src *src, struct archive *a, struct archive_entry *e,
 		      struct load_file *f, struct lb_err **err)
 {
 	struct lb_blob_writer *w = NULL;
 	int64_t want = archive_entry_size_is_set(e) ? archive_entry_size(e) : -1;
+	char label[LB_DIGEST_BUF];
+	struct lb_image_progress p = {.total = want > 0 ? (uint64_t)want : 0};
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	int r;
 
+	if (member_blob(f->path, label, &p.what))
+		p.digest = label;
 	if (lb_blob_writer_begin(src->t, NULL, want, &w, err) < 0)
 		return -1;
+	report(src, &p, 0);
 	while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK) {
 		if (lb_blob_writer_write(w, buf, len, err) < 0) {
 			lb_blob_writer_abort(w);
 			return -1;
 		}
+		report(src, &p, len);
 	}
 	if (r != ARCHIVE_EOF) {
 		lb_blob_writer_abort(w);

@@ -21,7 +21,7 @@ struct pull {
 	struct lb_store_txn *t;
 	const struct lb_pull_opts *opts;
 	struct lb_image_ref ref;
-	struct lb_pull_progress prog;
+	struct lb_image_progress prog;
 	struct lb_pull_result *res;
 };
 

@@ -47,7 +47,7 @@ struct reg_sink {
 	struct lb_err *err; /* why the write callback stopped the transfer */
 	uint64_t offset;    /* blob sinks: bytes the writer already has; asked for with Range */
 	bool restart;	    /* the registry ignored the Range: the writer must start over */
-	struct lb_pull_progress *progress;
+	struct lb_image_progress *progress;
 	const char *what; /* for messages; set by reg_get */
 };
 

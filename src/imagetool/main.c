@@ -1,10 +1,11 @@
 /*
  * lbbox-image: the image operations that need libarchive (and later libcurl), kept out of the
  * lbbox binary whose start they would slow down by milliseconds. lbbox runs it as
- *   lbbox-image ROOT load -i FILE|- | --oci-dir DIR[:TAG] [--name NAME]
+ *   lbbox-image ROOT load [-q] -i FILE|- | --oci-dir DIR[:TAG] [--name NAME]
  *   lbbox-image ROOT sizes
  *   lbbox-image ROOT prepare [--flat] REF
- *   lbbox-image ROOT pull [--insecure-registry HOST]... REF
+ *   lbbox-image ROOT pull [-q] [--insecure-registry HOST]... REF
+ *   lbbox-image ROOT save [-o FILE] [--format docker-archive|oci-archive] REF...
  * It prints one "lbbox: ..." line on failure, like lbbox, and exits 125.
  */
 #include <ctype.h>
@@ -114,16 +115,21 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 	static const struct option opts[] = {{"input", required_argument, NULL, 'i'},
 					     {"oci-dir", required_argument, NULL, 'o'},
 					     {"name", required_argument, NULL, 'n'},
+					     {"quiet", no_argument, NULL, 'q'},
 					     {0}};
 	const char *input = NULL, *ocidir = NULL;
-	struct lb_load_opts lo = {.normalize = normalize};
+	struct tool_progress tp;
+	struct lb_load_opts lo = {
+	    .normalize = normalize, .progress = tool_progress, .progress_ctx = &tp};
 	struct lb_load_result res = {0};
 	_cleanup_free_ char *dir = NULL, *tag = NULL, *name = NULL;
 	int c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "i:", opts, NULL)) != -1) {
-		if (c == 'i')
+	while ((c = getopt_long(argc, argv, "i:q", opts, NULL)) != -1) {
+		if (c == 'q')
+			lo.progress = NULL;
+		else if (c == 'i')
 			input = optarg;
 		else if (c == 'o')
 			ocidir = optarg;
@@ -137,6 +143,7 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 		    err, 0,
 		    "load: give exactly one of -i FILE (- for stdin) or --oci-dir DIR[:TAG]");
 	lo.name = name;
+	tool_progress_init(&tp);
 	if (input) {
 		r = load_input(s, input, &lo, &res, err);
 	} else {
@@ -146,6 +153,7 @@ static int do_load(struct lb_store *s, int argc, char **argv, struct lb_err **er
 		lo.normalize_ctx = dir;
 		r = lb_load_oci_dir(s, dir, &lo, &res, err);
 	}
+	tool_progress_end(&tp);
 	for (size_t i = 0; r == 0 && i < res.n; i++)
 		printf("Loaded image: %s\n",
 		       res.images[i].name ? res.images[i].name : res.images[i].digest);
@@ -188,45 +196,34 @@ static int do_prepare(struct lb_store *s, const char *name, bool flat, struct lb
 	return r;
 }
 
-/* Progress on a terminal only: one line per blob, rewritten in place, with the rate. */
-static void progress(const struct lb_pull_progress *p, void *ctx)
-{
-	static const char *blob;
-	static uint64_t start_ns;
-	(void)ctx;
-	if (p->cached || !p->total)
-		return;
-	if (blob != p->digest) {
-		blob = p->digest;
-		start_ns = lb_now_ns();
-	}
-	double secs = (double)(lb_now_ns() - start_ns) / 1e9;
-	fprintf(stderr, "\r%s %zu/%zu: %llu/%llu bytes, %.1f MB/s%s", p->what, p->index, p->count,
-		(unsigned long long)p->done, (unsigned long long)p->total,
-		secs > 0 ? (double)p->done / secs / 1e6 : 0.0, p->done == p->total ? "\n" : "");
-}
-
 static int do_pull(struct lb_store *s, int argc, char **argv, struct lb_err **err)
 {
 	static const struct option opts[] = {{"insecure-registry", required_argument, NULL, 'k'},
+					     {"quiet", no_argument, NULL, 'q'},
 					     {0}};
 	const char *insecure[17] = {0};
 	size_t n = 0;
-	struct lb_pull_opts po = {.insecure_registries = insecure};
+	struct tool_progress tp;
+	struct lb_pull_opts po = {
+	    .insecure_registries = insecure, .progress = tool_progress, .progress_ctx = &tp};
 	struct lb_pull_result res = {0};
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != 'k' || n >= 16)
+	while ((c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+		if (c == 'q')
+			po.progress = NULL;
+		else if (c != 'k' || n >= 16)
 			return lb_err_set(err, 0, "pull: bad option '%s'", argv[optind - 1]);
-		insecure[n++] = optarg;
+		else
+			insecure[n++] = optarg;
 	}
 	if (optind != argc - 1)
 		return lb_err_set(err, 0, "pull: give exactly one image reference");
-	if (isatty(STDERR_FILENO))
-		po.progress = progress;
-	if (lb_pull(s, argv[optind], &po, &res, err) < 0)
+	tool_progress_init(&tp);
+	int r = lb_pull(s, argv[optind], &po, &res, err);
+	tool_progress_end(&tp);
+	if (r < 0)
 		return -1;
 	printf("Pulled %s (%s)\n", res.name, res.digest);
 	lb_pull_result_clear(&res);
@@ -249,6 +246,8 @@ int main(int argc, char **argv)
 		r = do_load(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "pull") == 0)
 		r = do_pull(s, argc - 2, argv + 2, &err);
+	else if (strcmp(argv[2], "save") == 0)
+		r = tool_save(s, argc - 2, argv + 2, &err);
 	else if (strcmp(argv[2], "sizes") == 0 && argc == 3)
 		r = tool_sizes(s, &err);
 	else if (strcmp(argv[2], "prepare") == 0 && argc == 4)

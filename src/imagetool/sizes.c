@@ -13,8 +13,10 @@ static void archive_freep(struct archive **a)
 		archive_read_free(*a);
 }
 
-/* Bytes of the decompressed stream of a layer blob (libarchive's "raw" format: no tar parsing). */
-static int measure(struct lb_store *s, const char *digest, uint64_t *out, struct lb_err **err)
+/* Feeds the decompressed stream of a layer blob to sink, chunk by chunk (libarchive's "raw"
+ * format: no tar parsing), and counts its bytes into *out. sink may be NULL (measure only). */
+int tool_layer_stream(struct lb_store *s, const char *digest, tool_sink_fn sink, void *ctx,
+		      uint64_t *out, struct lb_err **err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_(archive_freep) struct archive *a = archive_read_new();
@@ -24,7 +26,7 @@ static int measure(struct lb_store *s, const char *digest, uint64_t *out, struct
 	la_ssize_t n;
 
 	if (!a)
-		return lb_err_set(err, ENOMEM, "measure layer");
+		return lb_err_set(err, ENOMEM, "read layer");
 	if (lb_store_blob_open(s, digest, &fd, &size, err) < 0)
 		return -1;
 	archive_read_support_filter_all(a);
@@ -39,12 +41,25 @@ static int measure(struct lb_store *s, const char *digest, uint64_t *out, struct
 	}
 	if (r != ARCHIVE_OK)
 		return lb_err_set(err, 0, "layer %s: %s", digest, archive_error_string(a));
-	while ((n = archive_read_data(a, buf, sizeof(buf))) > 0)
+	while ((n = archive_read_data(a, buf, sizeof(buf))) > 0) {
 		total += (uint64_t)n;
+		if (sink && sink(buf, (size_t)n, ctx, err) < 0)
+			return -1;
+	}
 	if (n < 0)
 		return lb_err_set(err, 0, "layer %s: %s", digest, archive_error_string(a));
 	*out = total;
 	return 0;
+}
+
+int tool_layer_size(struct lb_store *s, const char *digest, const char *diff_id, uint64_t *out,
+		    struct lb_err **err)
+{
+	if (lb_store_layer_size_get(s, diff_id, out) == 0)
+		return 0;
+	if (tool_layer_stream(s, digest, NULL, NULL, out, err) < 0)
+		return -1;
+	return lb_store_layer_size_set(s, diff_id, *out, err);
 }
 
 static int image_sizes(struct lb_store *s, const char *digest, struct lb_err **err)
@@ -56,13 +71,8 @@ static int image_sizes(struct lb_store *s, const char *digest, struct lb_err **e
 
 	if (lb_store_image_manifest(s, digest, NULL, &m, &cfg, err) < 0)
 		return -1;
-	for (size_t i = 0; r == 0 && i < m->n_layers && i < cfg->n_diff_ids; i++) {
-		if (lb_store_layer_size_get(s, cfg->diff_ids[i], &size) == 0)
-			continue;
-		r = measure(s, m->layers[i].digest, &size, err);
-		if (r == 0)
-			r = lb_store_layer_size_set(s, cfg->diff_ids[i], size, err);
-	}
+	for (size_t i = 0; r == 0 && i < m->n_layers && i < cfg->n_diff_ids; i++)
+		r = tool_layer_size(s, m->layers[i].digest, cfg->diff_ids[i], &size, err);
 	lb_manifest_free(m);
 	lb_image_config_free(cfg);
 	return r;

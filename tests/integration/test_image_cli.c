@@ -373,7 +373,7 @@ LBT_TEST(image_cli, load_from_stdin)
 	cr_assert_eq(system(cmd), 0);
 	free(cmd);
 
-	cmd = lbt_strdupf("%s load < %s", lb, tar);
+	cmd = lbt_strdupf("%s load -q < %s", lb, tar);
 	cr_assert_eq(sh(cmd, &out), 0, "%s", out);
 	cr_assert_str_eq(out, "Loaded image: localhost/lbt-in:0\n");
 	free(cmd), free(out);

@@ -6,6 +6,7 @@
 
 #include "lbbox/base/err.h"
 #include "lbbox/image/manifest.h"
+#include "lbbox/image/progress.h"
 #include "lbbox/image/store.h"
 
 /* Maps a name found in the input (a docker RepoTag, an OCI ref.name) to the store's name, e.g.
@@ -21,6 +22,9 @@ struct lb_load_opts {
 	const struct lb_platform *platform;
 	lb_load_name_fn normalize; /* NULL: names are stored as found */
 	void *normalize_ctx;
+	/* Each blob as it is copied in ("blob" or "config"); may be NULL. */
+	lb_image_progress_fn progress;
+	void *progress_ctx;
 };
 
 struct lb_load_result {

@@ -14,25 +14,12 @@
 
 #include "lbbox/base/err.h"
 #include "lbbox/image/manifest.h"
+#include "lbbox/image/progress.h"
 #include "lbbox/image/store.h"
 
 /* Environment variable naming a Docker-style config.json ("auths") when opts->auth_file is NULL;
  * REGISTRY_AUTH_FILE (podman's name) is honoured too. */
 #define LB_REGISTRY_AUTH_ENV "LBBOX_AUTH_FILE"
-
-/* What a pull is doing, for the caller's progress display. */
-struct lb_pull_progress {
-	const char *what;   /* "manifest", "config" or "layer" */
-	const char *digest; /* the blob being fetched; NULL while resolving the tag */
-	size_t index;	    /* layer number, 1-based (0 for documents) */
-	size_t count;	    /* number of layers */
-	uint64_t done;	    /* bytes of this blob received so far */
-	uint64_t total;	    /* its size from the descriptor; 0 when not yet known */
-	bool cached;	    /* already in the store: nothing is downloaded */
-};
-
-/* Called from inside the transfer; must not call back into the registry client. */
-typedef void (*lb_pull_progress_fn)(const struct lb_pull_progress *p, void *ctx);
 
 struct lb_pull_opts {
 	/* Platform chosen from an index; NULL: the host's. */
@@ -49,7 +36,7 @@ struct lb_pull_opts {
 	long stall_timeout_s;
 	/* Custom CA bundle for HTTPS (NULL: the system's). */
 	const char *ca_file;
-	lb_pull_progress_fn progress; /* may be NULL */
+	lb_image_progress_fn progress; /* may be NULL (progress.h) */
 	void *progress_ctx;
 };
 
