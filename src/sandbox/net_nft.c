@@ -184,7 +184,10 @@ static void put_dns(FILE *f, const struct lb_net_cfg *cfg, json_t *dns)
 }
 
 /* The published ports (net_publish.c): DNAT from the maps, for traffic from elsewhere
- * (prerouting, never from the sandboxes' own bridge) and from the host itself (output). */
+ * (prerouting, never from the sandboxes' own bridge, never to 127/8: a loopback port is the
+ * host's own, output only) and from the host itself (output). 127/8 arriving on any other
+ * interface is dropped before NAT could turn it into a forwarded connection (the kernel's
+ * martian check comes only after prerouting). */
 static void put_publish_chains(FILE *f, const char *br)
 {
 	fprintf(f,
@@ -194,12 +197,13 @@ static void put_publish_chains(FILE *f, const char *br)
 		"\t\tfib daddr type local meta l4proto { tcp, udp } dnat ip to meta l4proto . th "
 		"dport map @publish_any\n\t}\n"
 		"\tchain publish_in {\n\t\ttype nat hook prerouting priority dstnat; policy "
-		"accept;\n\t\tiifname \"%s\" return\n\t\tjump publish\n\t}\n"
+		"accept;\n\t\tiifname \"%s\" return\n"
+		"\t\tip daddr 127.0.0.0/8 return\n\t\tjump publish\n\t}\n"
 		"\tchain publish_local {\n\t\ttype nat hook output priority -100; policy "
 		"accept;\n\t\tjump publish\n\t}\n"
 		"\tchain loopback_guard {\n\t\ttype filter hook prerouting priority raw; policy "
-		"accept;\n\t\tiifname \"%s\" ip daddr 127.0.0.0/8 drop\n\t}\n",
-		br, br);
+		"accept;\n\t\tiifname != \"lo\" ip daddr 127.0.0.0/8 drop\n\t}\n",
+		br);
 }
 
 static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
@@ -215,7 +219,7 @@ static void put_chains(FILE *f, const struct lb_net_cfg *cfg, const char *net)
 		br, br, br, br);
 	fprintf(f,
 		"\tchain egress {\n"
-		"\t\tct direction reply accept\n"
+		"\t\tct direction reply ct status dnat accept\n"
 		"\t\tmeta nfproto ipv6 counter name ipv6 " LB_NFT_REJECT "\n"
 		"\t\tip saddr . ip daddr @allow accept\n"
 		"\t\tmeta l4proto { tcp, udp } ip saddr . ip daddr . th dport @allow_port accept\n"

@@ -127,15 +127,29 @@ static bool same_port(const struct lb_publish *a, const struct lb_publish *b)
 	       (a->host_addr == b->host_addr || !a->host_addr || !b->host_addr);
 }
 
-/* Whether a host process already has the port (lbbox's DNAT would silently take it over). */
-static bool host_port_busy(const struct lb_publish *p)
+/* The port must be free on one of this host's own addresses: a host process holding it would
+ * lose it to the DNAT silently, and a foreign address would divert the host's own outgoing
+ * traffic to it (the output hook) into the sandbox. */
+static int host_port_check(const struct lb_publish *p, const char *ip, struct lb_err **err)
 {
+	const char *proto = p->udp ? "udp" : "tcp";
+	uint32_t a = p->host_addr;
+	if ((a >> 28) == 0xe || a == 0xffffffffU)
+		return lb_err_set(err, 0, "--publish %s: not a unicast address", ip);
 	_cleanup_close_ int fd =
 	    socket(AF_INET, (p->udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons(p->host_port),
-				 .sin_addr.s_addr = htonl(p->host_addr)};
-	return fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE;
+	struct sockaddr_in sa = {
+	    .sin_family = AF_INET, .sin_port = htons(p->host_port), .sin_addr.s_addr = htonl(a)};
+	if (fd < 0)
+		return lb_err_set(err, errno, "socket");
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		return 0;
+	if (errno == EADDRINUSE)
+		return lb_err_set(err, 0, "port %s:%u/%s is in use on the host", ip, p->host_port,
+				  proto);
+	if (errno == EADDRNOTAVAIL)
+		return lb_err_set(err, 0, "--publish %s: not an address of this host", ip);
+	return lb_err_set(err, errno, "port %s:%u/%s", ip, p->host_port, proto);
 }
 
 int lb_publish_check(json_t *st, const struct lb_net_opts *o, struct lb_err **err)
@@ -164,9 +178,8 @@ int lb_publish_check(json_t *st, const struct lb_net_opts *o, struct lb_err **er
 					    json_string_value(json_object_get(l, "id")) ?: "?");
 			}
 		}
-		if (host_port_busy(p))
-			return lb_err_set(err, 0, "port %s:%u/%s is in use on the host", ip,
-					  p->host_port, proto);
+		if (host_port_check(p, ip, err) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -174,14 +187,19 @@ int lb_publish_check(json_t *st, const struct lb_net_opts *o, struct lb_err **er
 /* The DNAT map elements of one lease; *loopback: a port the host's loopback reaches. */
 void lb_publish_put_elements(FILE *f, const struct lb_net_cfg *cfg, json_t *lease, bool *loopback)
 {
-	const char *sb = json_string_value(json_object_get(lease, "address"));
+	const char *addr = json_string_value(json_object_get(lease, "address"));
 	size_t i;
 	json_t *v;
-	char ip[16];
+	char ip[16], sb[16];
+	uint32_t a;
+	/* the state file's text never goes into the ruleset unparsed */
+	if (!addr || lb_ip4_parse(addr, &a) < 0)
+		return;
+	lb_ip4_str(a, sb);
 	json_array_foreach(json_object_get(lease, "publish"), i, v)
 	{
 		struct lb_publish p;
-		if (!sb || record_parse(json_string_value(v), &p) < 0)
+		if (record_parse(json_string_value(v), &p) < 0 || !p.port || !p.host_port)
 			continue;
 		const char *proto = p.udp ? "udp" : "tcp";
 		*loopback |= !p.host_addr || (p.host_addr >> 24) == 127;

@@ -152,12 +152,22 @@ Test(publish, tcp_on_loopback_by_default_and_every_address_with_0_0_0_0)
 			     "2>/dev/null | grep -q loopback",
 			     N.ns, N.port),
 		      0, "a 127.0.0.1 port was reachable from another machine");
+	// nor with 127.0.0.1 as the destination, framed for the host by a neighbour on its link
+	// (DNAT in prerouting would come before the kernel's martian check)
+	char *spoof =
+	    lbt_strdupf("ip netns exec %s python3 %s/tests/helpers/spoof_syn.py %s " CLIENT_PEER
+			" $(cat /sys/class/net/%s/address) 127.0.0.1 %d",
+			N.ns, LBBOX_SOURCE_DIR, N.vn, N.vh, N.port);
+	out = lbt_sh_out(spoof);
+	cr_assert(out && strstr(out, "silent"), "127.0.0.1 from the link was answered: %s",
+		  out ?: "");
+	free(out), free(spoof);
 	// while route_localnet lets 127.0.0.1 leave through the bridge, nothing from the bridge
 	// may reach the host's loopback (the to_host filter, and this drop before it)
 	cr_assert_eq(lbt_sh("test $(cat /proc/sys/net/ipv4/conf/%s/route_localnet) = 1 && "
 			    "nft list chain inet %s loopback_guard | "
-			    "grep -q 'iifname \"%s\" ip daddr 127.0.0.0/8 drop'",
-			    N.bridge, N.bridge, N.bridge),
+			    "grep -q 'iifname != \"lo\" ip daddr 127.0.0.0/8 drop'",
+			    N.bridge, N.bridge),
 		     0, "no guard while route_localnet is on");
 	stop(&p);
 	assert_ports_gone();
@@ -210,6 +220,9 @@ Test(publish, bad_and_taken_ports_are_refused_and_leave_nothing)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_refused("invalid --publish", bad[i], "on");
 	assert_refused("need --network on", "8080:80", "off");
+	// not an address of this host (its own outgoing traffic would be diverted), not unicast
+	assert_refused("not an address of this host", "192.0.2.77:8080:80", "on");
+	assert_refused("not a unicast address", "224.0.0.1:8080:80/udp", "on");
 	// a port a host process holds
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET,
