@@ -89,6 +89,17 @@ static void run_opts_free(struct run_opts *o)
 	lb_spec_free(&o->spec);
 }
 
+/* The first use of an image unpacks its layers (seconds for a large one): on a terminal, say so
+ * before the wait. */
+static void say_first_unpack(struct cli_globals *g, const struct run_opts *o)
+{
+	bool unpacked = true;
+	if (!o->img.image || o->spec.rootfs || o->json || !isatty(STDERR_FILENO))
+		return;
+	if (lb_spec_image_unpacked(&g->paths, o->img.image, &unpacked, NULL) == 0 && !unpacked)
+		cli_error("unpacking %s (its first use)...", o->img.image);
+}
+
 /* argv -> o->spec: options, profile, image (pulled first when pull), environment, network. */
 static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **argv, bool pull,
 		   struct lb_err **err)
@@ -97,8 +108,14 @@ static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **a
 	if (run_parse_args(o, argc, argv, err) < 0 ||
 	    ((o->detach || o->name) && run_named_check(o, err) < 0) ||
 	    (o->profile && cli_run_profile(o->profile, &o->spec, o->network_set, err) < 0) ||
-	    finish_env(o, err) < 0 || (pull && run_pull_image(g, o, err) < 0) ||
-	    lb_spec_image(&g->paths, &o->img, &o->spec, err) < 0 || finish_network(o, err) < 0)
+	    finish_env(o, err) < 0)
+		return -1;
+	if (pull) {
+		if (run_pull_image(g, o, err) < 0)
+			return -1;
+		say_first_unpack(g, o);
+	}
+	if (lb_spec_image(&g->paths, &o->img, &o->spec, err) < 0 || finish_network(o, err) < 0)
 		return -1;
 	return 0;
 }

@@ -221,6 +221,30 @@ static int user_by_name(struct lb_spec *spec, const char *user, struct lb_err **
 	return 0;
 }
 
+int lb_spec_image_unpacked(const struct lb_paths *paths, const char *image, bool *unpacked,
+			   struct lb_err **err)
+{
+	_cleanup_free_ char *name = NULL, *lower = NULL;
+	struct lb_store *s = NULL;
+	struct lb_manifest *m = NULL;
+	struct lb_image_config *cfg = NULL;
+	size_t missing = 0;
+	*unpacked = true;
+	if (lb_spec_image_is_local(paths, image))
+		return 0;
+	if (lb_image_name(image, &name, err) < 0 ||
+	    lb_store_open_existing(paths->root, &s, err) < 0)
+		return -1;
+	int r = lb_store_image_manifest(s, name, NULL, &m, &cfg, err);
+	lb_store_close(s);
+	if (r == 0)
+		r = lb_snapshot_lowerdir(paths->root, cfg, &lower, &missing, err);
+	*unpacked = missing == 0;
+	lb_manifest_free(m);
+	lb_image_config_free(cfg);
+	return r;
+}
+
 bool lb_spec_image_is_local(const struct lb_paths *paths, const char *image)
 {
 	char path[LB_PATH_BUF];

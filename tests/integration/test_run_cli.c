@@ -2,6 +2,7 @@
  * --pull, -e/--env-file, relative -v with options, --mount bind|tmpfs, --rm, --read-only, and
  * errors that name the exact token. */
 #include "harness.h"
+#include "harness_net.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -273,4 +274,20 @@ LBT_TEST(run_cli, host_refusals_name_the_capability)
 		       (const char *[]){"run", "--cap-add", "SYS_RESOURCE", "--rootfs",
 					lbt_rootfs(), "--", "true", NULL});
 	free(above);
+}
+
+// On a terminal (script gives lbbox a pty), the first run of an image says it unpacks; later
+// runs, and runs without a terminal, do not.
+LBT_TEST(run_cli, first_unpack_says_so_on_a_terminal)
+{
+	load_image(IMG);
+	char *cmd = lbt_strdupf("script -qec '%s --root %s --runroot %s run %s true' /dev/null",
+				lbt_bin(), lbt_root(), lbt_runroot(), IMG);
+	char *out = lbt_sh_out(cmd);
+	cr_assert(out && strstr(out, "unpacking " IMG), "first run: %s", out ?: "");
+	free(out);
+	out = lbt_sh_out(cmd);
+	cr_assert(out && !strstr(out, "unpacking"), "second run: %s", out);
+	free(out), free(cmd);
+	assert_output("x\n", (const char *[]){"run", IMG, "echo", "x", NULL});
 }

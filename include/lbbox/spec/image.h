@@ -35,6 +35,9 @@ int lb_spec_image(const struct lb_paths *paths, const struct lb_image_opts *o, s
 		  struct lb_err **err);
 /* Whether image needs no store: NULL, "host", or a directory image under ROOT/images. */
 bool lb_spec_image_is_local(const struct lb_paths *paths, const char *image);
+/* *unpacked: every layer of a store image is unpacked already (true for local images). */
+int lb_spec_image_unpacked(const struct lb_paths *paths, const char *image, bool *unpacked,
+			   struct lb_err **err);
 /* overlayfs in this kernel? (LBBOX_NO_OVERLAY=1 pretends it is not, to test the fallback.) */
 bool lb_overlay_available(void);
 /* The image's User ("name", "uid", "name:group" ...) through its own /etc/passwd and /etc/group,
