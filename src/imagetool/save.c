@@ -152,13 +152,18 @@ int tool_save(struct lb_store *s, int argc, char **argv, struct lb_err **err)
 	int c, r = 0;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	opterr = 0; /* one line of lbbox's own, naming the option */
+	for (int before = optind; (c = getopt_long(argc, argv, "+:o:", opts, NULL)) != -1;
+	     before = optind) {
 		if (c == 'o')
 			output = optarg;
 		else if (c == 'f' && parse_format(optarg, &oci, err) < 0)
 			return -1;
+		else if (c == ':')
+			return lb_err_set(err, 0, "save: missing value for option '%s'",
+					  argv[before]);
 		else if (c == '?')
-			return lb_err_set(err, 0, "save: unknown option '%s'", argv[optind - 1]);
+			return lb_err_set(err, 0, "save: unknown option '%s'", argv[before]);
 	}
 	if (optind >= argc)
 		return lb_err_set(err, 0, "save: give at least one image");

@@ -151,6 +151,12 @@ LBT_TEST(image_save, refusals_are_one_line)
 		  "%s", out);
 	free(cmd), free(out);
 
+	lbt_run(&o, "save", "-o", NULL);
+	lbt_assert_error_line(&o, 125, "missing value for option '-o'");
+	lbt_out_free(&o);
+	lbt_run(&o, "save", "--lbt-bogus", "lbt-sr:1", NULL);
+	lbt_assert_error_line(&o, 125, "unknown option '--lbt-bogus'");
+	lbt_out_free(&o);
 	lbt_run(&o, "save", "--format", "tarball", "-o", file, "lbt-sr:1", NULL);
 	lbt_assert_error_line(&o, 125, "--format 'tarball'");
 	lbt_out_free(&o);
