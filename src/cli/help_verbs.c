@@ -31,13 +31,18 @@ static const char session_create[] =
 
 static const char session_exec[] =
     "usage: lbbox session exec [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\n"
-    "Runs CMD (joined into one shell command, as LangBot does) in session NAME; prints its\n"
-    "stdout and stderr, exits with its exit code (124 when it timed out).\n"
+    "Runs CMD (joined into one shell command, as LangBot does) in session NAME; its stdout and\n"
+    "stderr come out as they are written, byte for byte; exits with its exit code (124 when it\n"
+    "timed out). Its stdin is empty unless -i is given.\n"
     "options (before CMD; an -h after it is CMD's):\n"
+    "  -i, --interactive        pass this stdin to CMD\n"
     "  -w, --workdir DIR        working directory (default the session's workspace)\n"
     "  -e, --env KEY=VALUE      environment variable (repeatable)\n"
     "  --timeout SECONDS        kill the command after SECONDS (default 30)\n"
-    "  --output-limit CHARS     cut stdout and stderr to CHARS characters\n"
+    "  --output-limit N         pass at most N bytes of stdout and of stderr (--langbot: cut\n"
+    "                           LangBot's text to N characters)\n"
+    "  --langbot                print the output once CMD ends, as LangBot returns it: collected,\n"
+    "                           capped, surrounding whitespace stripped\n"
     "  --json                   print LangBot's exec result as JSON\n"
     "  --profile NAME           a profile's timeout (env LBBOX_BOX_PROFILE)\n"
     "  -h, --help               this help\n";
