@@ -74,17 +74,24 @@ static const char proc_start[] =
 
 static const char proc_attach[] =
     "usage: lbbox proc attach SESSION ID\n"
-    "Relays this terminal's stdin to process ID and its stdout here; stdin's end detaches\n"
-    "(the process keeps running).\n";
+    "Relays this terminal's stdin to process ID and its stdout here. At stdin's end it detaches\n"
+    "once the process has been quiet for a second (its answer to the last input arrives\n"
+    "first), or when the process exits; the process keeps running, its stdin open.\n";
 
-static const char proc_ls[] = "usage: lbbox proc ls SESSION\n"
-			      "Lists the managed processes of SESSION.\n";
+static const char proc_ls[] =
+    "usage: lbbox proc ls [--json] SESSION\n"
+    "Lists the managed processes of SESSION (--json: one object a line, as proc inspect).\n";
 
 static const char proc_inspect[] = "usage: lbbox proc inspect SESSION ID\n"
 				   "Prints managed process ID as JSON.\n";
 
 static const char proc_stop[] = "usage: lbbox proc stop SESSION ID\n"
 				"Stops managed process ID (its whole cgroup).\n";
+
+static const char proc_rm[] =
+    "usage: lbbox proc rm [-f] SESSION ID\n"
+    "Removes the record of managed process ID, which must have exited; -f, --force stops a\n"
+    "running one first.\n";
 
 static const char info[] =
     "usage: lbbox info [--json]\n"
@@ -107,6 +114,7 @@ static const struct {
     {"proc", "ls", proc_ls, false},
     {"proc", "inspect", proc_inspect, false},
     {"proc", "stop", proc_stop, false},
+    {"proc", "rm", proc_rm, false},
     {"info", NULL, info, false},
 };
 

@@ -183,6 +183,10 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n);
 /* close stdin, SIGTERM, 5 s, SIGKILL of its cgroup; then removed from the registry. */
 int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
 		     struct lb_err **err);
+/* Drops the record of an exited process; a running one is a BoxManagedProcessConflictError,
+ * unless force: it is then stopped first (as lb_box_proc_stop). */
+int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool force, struct lb_err **err);
 /* A stream socket to the running process: bytes written go to its stdin, its stdout comes back.
  * One client at a time (a second waits in the keeper's short queue; nonblock: a non-blocking
  * socket, and a full queue fails with EAGAIN instead of waiting). BoxManagedProcessConflictError
