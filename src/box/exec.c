@@ -118,6 +118,20 @@ static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline
 	return true;
 }
 
+/* Why the command could not start, as its stderr: LangBot's text, or a line on io's stderr. */
+static void setup_failed(struct capture *c, const char *msg)
+{
+	struct sigaction sigpipe;
+	if (!c->io || c->io->err_fd < 0) {
+		keep(c, 1, msg, strlen(msg));
+		return;
+	}
+	box_sigpipe_ignore(&sigpipe);
+	if (keep(c, 1, msg, strlen(msg)))
+		keep(c, 1, "\n", 1);
+	box_sigpipe_restore(&sigpipe);
+}
+
 /* The command's stdin (-1: /dev/null), stdout and stderr into child; our ends into c. */
 static int make_pipes(struct capture *c, int child[3], struct lb_err **err)
 {
@@ -233,7 +247,7 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	if (r < 0) {
 		/* as `docker exec` reports a missing shell: a completed result, not an RPC error */
 		int code = setup_exit;
-		lb_box_capture_add(&c.out[1], (*err)->msg, strlen((*err)->msg), NULL);
+		setup_failed(&c, (*err)->msg);
 		lb_err_free(err);
 		r = finish(x, &c, code, err);
 		capture_close(&c);
