@@ -82,16 +82,16 @@ static const char proc_ls[] =
     "usage: lbbox proc ls [--json] SESSION\n"
     "Lists the managed processes of SESSION (--json: one object a line, as proc inspect).\n";
 
+static const char proc_rm[] =
+    "usage: lbbox proc rm [-f] SESSION ID\n"
+    "Removes the record of managed process ID, which must have exited; -f, --force stops a\n"
+    "running one first.\n";
+
 static const char proc_inspect[] = "usage: lbbox proc inspect SESSION ID\n"
 				   "Prints managed process ID as JSON.\n";
 
 static const char proc_stop[] = "usage: lbbox proc stop SESSION ID\n"
 				"Stops managed process ID (its whole cgroup).\n";
-
-static const char proc_rm[] =
-    "usage: lbbox proc rm [-f] SESSION ID\n"
-    "Removes the record of managed process ID, which must have exited; -f, --force stops a\n"
-    "running one first.\n";
 
 static const char info[] =
     "usage: lbbox info [--json]\n"
@@ -112,9 +112,9 @@ static const struct {
     {"proc", "start", proc_start, true},
     {"proc", "attach", proc_attach, false},
     {"proc", "ls", proc_ls, false},
+    {"proc", "rm", proc_rm, false},
     {"proc", "inspect", proc_inspect, false},
     {"proc", "stop", proc_stop, false},
-    {"proc", "rm", proc_rm, false},
     {"info", NULL, info, false},
 };
 

@@ -296,9 +296,12 @@ static const struct proc_verb {
 	const char *name;
 	int (*fn)(struct lb_box *, int, char **);
 	const struct cli_optdef *cmd_opts; /* a verb that runs a command: where its help ends */
-} proc_verbs[] = {
-    {"start", proc_start, &start_opts}, {"attach", proc_attach, NULL}, {"ls", proc_ls, NULL},
-    {"inspect", proc_inspect, NULL},	{"stop", proc_stop, NULL},     {"rm", proc_rm, NULL}};
+} proc_verbs[] = {{"start", proc_start, &start_opts},
+		  {"attach", proc_attach, NULL},
+		  {"ls", proc_ls, NULL},
+		  {"rm", proc_rm, NULL},
+		  {"inspect", proc_inspect, NULL},
+		  {"stop", proc_stop, NULL}};
 
 int cli_proc(struct cli_globals *g, int argc, char **argv)
 {
