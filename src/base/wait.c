@@ -24,12 +24,17 @@ bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 		}
 		all[0] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 		for (size_t i = 0; i < n; i++)
-			all[i + 1] = (struct pollfd){.fd = fds[i].fd, .events = POLLIN};
+			all[i + 1] = (struct pollfd){
+			    .fd = fds[i].fd, .events = fds[i].events ? fds[i].events : POLLIN};
 		if (poll(all, n + 1, timeout) < 0 && errno != EINTR)
 			return false;
-		for (size_t i = 0; i < n; i++)
-			if (all[i + 1].revents) /* may set fds[i].fd to -1: poll skips it next */
-				on_ready(ctx, &fds[i]);
+		for (size_t i = 0; i < n; i++) {
+			if (!all[i + 1].revents)
+				continue;
+			/* may change fds[i].fd (-1: poll skips it next) and .events */
+			fds[i].revents = all[i + 1].revents;
+			on_ready(ctx, &fds[i]);
+		}
 		if (all[0].revents)
 			return true;
 	}

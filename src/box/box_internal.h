@@ -88,6 +88,30 @@ size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d);
  * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none. */
 uint64_t box_quota_fsize(const struct lb_box_spec *spec);
 
+/* exec_io.c: the caller's stdin pumped into an exec's command, one buffer at a time. */
+struct box_pump {
+	int src; /* the caller's stdin, never closed by us */
+	int dst; /* our end of the command's stdin pipe (non-blocking); -1 once it has ended */
+	char buf[16384];
+	size_t len, off; /* what of buf is still to be written */
+};
+/* src -1: no pump (the command's stdin is /dev/null, *child_end -1); else *child_end is the pipe's
+ * read end, for the command. */
+int box_pump_open(struct box_pump *p, int src, int *child_end, struct lb_err **err);
+/* What the pump waits for next into pfd (fd -1: it has ended). */
+struct pollfd;
+void box_pump_arm(const struct box_pump *p, struct pollfd *pfd);
+/* One read of src or one write to the command, whichever box_pump_arm asked for. */
+void box_pump_step(struct box_pump *p);
+void box_pump_close(struct box_pump *p);
+/* At most limit bytes in all (0: no limit, *written counts them) of an exec's output to fd;
+ * false when fd takes no more (its reader has gone). */
+bool box_pass_output(int fd, const char *buf, size_t n, uint64_t *written, uint64_t limit);
+/* SIGPIPE ignored while output is passed on (EPIPE instead), then restored. */
+struct sigaction;
+void box_sigpipe_ignore(struct sigaction *old);
+void box_sigpipe_restore(const struct sigaction *old);
+
 /* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
 

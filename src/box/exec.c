@@ -25,6 +25,10 @@
 struct capture {
 	int fd[2]; /* read ends: stdout, stderr */
 	struct lb_box_capture out[2];
+	const struct lb_box_exec_io *io; /* NULL: LangBot's exec */
+	struct box_pump in;		 /* io's stdin into the command */
+	uint64_t passed[2];		 /* bytes of stdout, stderr passed to io */
+	struct pollfd pfd[3];		 /* stdout, stderr, the pump */
 };
 
 static void capture_close(struct capture *c)
@@ -35,6 +39,7 @@ static void capture_close(struct capture *c)
 		c->fd[i] = -1;
 		lb_box_capture_free(&c->out[i]);
 	}
+	box_pump_close(&c->in);
 }
 
 /* Beyond this a command does not fit one execve argument (MAX_ARG_STRLEN is 128 KiB). */
@@ -61,15 +66,23 @@ static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 	return s;
 }
 
-/* Reads what is there: 1 = got data, 0 = nothing more for now, -1 = EOF (fd closed). */
+/* Output for LangBot's result, or passed on to io as it comes; false once io's reader is gone. */
+static bool keep(struct capture *c, int i, const char *buf, size_t n)
+{
+	int to = !c->io ? -1 : i ? c->io->err_fd : c->io->out_fd;
+	if (to < 0)
+		return lb_box_capture_add(&c->out[i], buf, n, NULL), true;
+	return box_pass_output(to, buf, n, &c->passed[i], c->io->out_limit);
+}
+
+/* Reads what is there: 1 = got data, 0 = nothing more for now, -1 = EOF (fd closed; also when
+ * no one reads it any more: the command then sees EPIPE, as in a shell pipeline). */
 static int drain(struct capture *c, int i)
 {
 	char buf[65536];
 	ssize_t n = read(c->fd[i], buf, sizeof(buf));
-	if (n > 0) {
-		lb_box_capture_add(&c->out[i], buf, (size_t)n, NULL);
+	if (n > 0 && keep(c, i, buf, (size_t)n))
 		return 1;
-	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	close(c->fd[i]);
@@ -80,17 +93,24 @@ static int drain(struct capture *c, int i)
 static void on_output(void *ctx, struct pollfd *fd)
 {
 	struct capture *c = ctx;
-	int i = fd->fd == c->fd[0] ? 0 : 1;
-	if (drain(c, i) < 0)
+	long i = fd - c->pfd;
+	if (i == 2) {
+		box_pump_step(&c->in);
+		box_pump_arm(&c->in, fd);
+	} else if (drain(c, (int)i) < 0) {
 		fd->fd = -1;
+	}
 }
 
 /* Until the command exits or the deadline passes; then what is already in the pipes (a
  * background process may keep them open: no waiting for EOF). */
 static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline)
 {
-	struct pollfd out[2] = {{.fd = c->fd[0]}, {.fd = c->fd[1]}};
-	if (!lb_wait_exit(p->pidfd, out, 2, deadline, on_output, c))
+	c->pfd[0] = (struct pollfd){.fd = c->fd[0]};
+	c->pfd[1] = (struct pollfd){.fd = c->fd[1]};
+	box_pump_arm(&c->in, &c->pfd[2]);
+	size_t n = c->pfd[2].fd >= 0 ? 3 : 2;
+	if (!lb_wait_exit(p->pidfd, c->pfd, n, deadline, on_output, c))
 		return false;
 	for (int i = 0; i < 2; i++)
 		while (c->fd[i] >= 0 && drain(c, i) > 0)
@@ -98,20 +118,46 @@ static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline
 	return true;
 }
 
-static int make_pipes(struct capture *c, int child[2], struct lb_err **err)
+/* Why the command could not start, as its stderr: LangBot's text, or a line on io's stderr. */
+static void setup_failed(struct capture *c, const char *msg)
+{
+	struct sigaction sigpipe;
+	if (!c->io || c->io->err_fd < 0) {
+		keep(c, 1, msg, strlen(msg));
+		return;
+	}
+	box_sigpipe_ignore(&sigpipe);
+	if (keep(c, 1, msg, strlen(msg)))
+		keep(c, 1, "\n", 1);
+	box_sigpipe_restore(&sigpipe);
+}
+
+/* The command's stdin (-1: /dev/null), stdout and stderr into child; our ends into c. */
+static int make_pipes(struct capture *c, int child[3], struct lb_err **err)
 {
 	for (int i = 0; i < 2; i++) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0) {
 			if (i == 1) /* the first pipe's read end goes with capture_close */
-				close(child[0]);
+				close(child[1]);
 			return lb_err_set(err, errno, "pipe");
 		}
 		c->fd[i] = p[0];
-		child[i] = p[1];
+		child[i + 1] = p[1];
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 	}
+	if (box_pump_open(&c->in, c->io ? c->io->in_fd : -1, &child[0], err) < 0) {
+		close(child[1]), close(child[2]);
+		return -1;
+	}
 	return 0;
+}
+
+static void close_child_ends(int child[3])
+{
+	for (int i = 0; i < 3; i++)
+		if (child[i] >= 0)
+			close(child[i]);
 }
 
 #define BUSY_FILE "busy-cgroups"
@@ -172,8 +218,8 @@ static int finish(struct exec_run *x, struct capture *c, int code, struct lb_err
 static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 {
 	char cg[24] = "exec-";
-	struct capture c = {.fd = {-1, -1}};
-	int child[2] = {-1, -1}, setup_exit;
+	struct capture c = {.fd = {-1, -1}, .io = x->req->io, .in = {.src = -1, .dst = -1}};
+	int child[3] = {-1, -1, -1}, setup_exit;
 	const char *wd = x->req->workdir ? x->req->workdir : x->s->spec.mount_path;
 	int fd3;
 	_cleanup_free_ char *script = shell_command(wd, x->req->cmd, &fd3);
@@ -190,25 +236,30 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	struct lb_exec_opts o = {.argv = argv,
 				 .env = x->req->env,
 				 .cwd = "/",
-				 .fds = {-1, child[0], child[1]},
+				 .fds = {child[0], child[1], child[2]},
 				 .cgroup = cg,
 				 .fsize = x->req->fsize_limit ? x->req->fsize_limit
 							      : box_quota_fsize(&x->s->spec),
 				 .fd3 = fd3};
 	uint64_t start = lb_now_ns();
 	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);
-	close(child[0]), close(child[1]);
+	close_child_ends(child);
 	if (r < 0) {
 		/* as `docker exec` reports a missing shell: a completed result, not an RPC error */
 		int code = setup_exit;
-		lb_box_capture_add(&c.out[1], (*err)->msg, strlen((*err)->msg), NULL);
+		setup_failed(&c, (*err)->msg);
 		lb_err_free(err);
 		r = finish(x, &c, code, err);
 		capture_close(&c);
 		return r;
 	}
 	uint64_t deadline = start + (uint64_t)x->req->timeout_sec * 1000000000ull;
+	struct sigaction sigpipe;
+	if (c.io)
+		box_sigpipe_ignore(&sigpipe);
 	x->res->timed_out = !wait_command(&p, &c, deadline);
+	if (c.io)
+		box_sigpipe_restore(&sigpipe);
 	if (x->res->timed_out)
 		lb_proc_kill(&p, NULL);
 	int status = lb_proc_wait(&p);

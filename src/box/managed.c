@@ -82,8 +82,9 @@ static void kill_orphan(struct lb_box *box, const char *session_id,
 	lb_box_session_free(&s);
 }
 
-int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
-		     struct lb_err **err)
+/* Stops the process unless only_exited (a running one is then a conflict), drops its record. */
+static int stop_and_drop(struct lb_box *box, const char *session_id, const char *process_id,
+			 bool only_exited, struct lb_err **err)
 {
 	char sdir[LB_PATH_BUF], json[LB_PATH_BUF];
 	struct lb_box_proc_info info;
@@ -97,11 +98,30 @@ int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *pro
 		return -1;
 	if (box_proc_record_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
+	/* a keeper that died (SIGKILL) left its process orphaned, not exited: killed below */
+	if (only_exited && info.running && box_keeper_alive(keeper, kstart, NULL)) {
+		lb_box_proc_info_free(&info);
+		return lb_err_box(err, LB_BOX_EMPCONFLICT,
+				  "managed process %s in session %s is running: stop it first",
+				  process_id, session_id);
+	}
 	if (!terminate(keeper, kstart))
 		kill_orphan(box, session_id, &info);
 	lb_box_proc_info_free(&info);
 	box_proc_files_unlink(json);
 	return 0;
+}
+
+int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
+		     struct lb_err **err)
+{
+	return stop_and_drop(box, session_id, process_id, false, err);
+}
+
+int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool force, struct lb_err **err)
+{
+	return stop_and_drop(box, session_id, process_id, !force, err);
 }
 
 int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *process_id,

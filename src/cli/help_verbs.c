@@ -31,13 +31,18 @@ static const char session_create[] =
 
 static const char session_exec[] =
     "usage: lbbox session exec [OPTIONS] NAME [OPTIONS] [--] CMD [ARG...]\n"
-    "Runs CMD (joined into one shell command, as LangBot does) in session NAME; prints its\n"
-    "stdout and stderr, exits with its exit code (124 when it timed out).\n"
+    "Runs CMD (joined into one shell command, as LangBot does) in session NAME; its stdout and\n"
+    "stderr come out as they are written, byte for byte; exits with its exit code (124 when it\n"
+    "timed out). Its stdin is empty unless -i is given.\n"
     "options (before CMD; an -h after it is CMD's):\n"
+    "  -i, --interactive        pass this stdin to CMD\n"
     "  -w, --workdir DIR        working directory (default the session's workspace)\n"
     "  -e, --env KEY=VALUE      environment variable (repeatable)\n"
     "  --timeout SECONDS        kill the command after SECONDS (default 30)\n"
-    "  --output-limit CHARS     cut stdout and stderr to CHARS characters\n"
+    "  --output-limit N         pass at most N bytes of stdout and of stderr (--langbot: cut\n"
+    "                           LangBot's text to N characters)\n"
+    "  --langbot                print the output once CMD ends, as LangBot returns it: collected,\n"
+    "                           capped, surrounding whitespace stripped\n"
     "  --json                   print LangBot's exec result as JSON\n"
     "  --profile NAME           a profile's timeout (env LBBOX_BOX_PROFILE)\n"
     "  -h, --help               this help\n";
@@ -69,11 +74,18 @@ static const char proc_start[] =
 
 static const char proc_attach[] =
     "usage: lbbox proc attach SESSION ID\n"
-    "Relays this terminal's stdin to process ID and its stdout here; stdin's end detaches\n"
-    "(the process keeps running).\n";
+    "Relays this terminal's stdin to process ID and its stdout here. At stdin's end it detaches\n"
+    "once the process has been quiet for a second (its answer to the last input arrives\n"
+    "first), or when the process exits; the process keeps running, its stdin open.\n";
 
-static const char proc_ls[] = "usage: lbbox proc ls SESSION\n"
-			      "Lists the managed processes of SESSION.\n";
+static const char proc_ls[] =
+    "usage: lbbox proc ls [--json] SESSION\n"
+    "Lists the managed processes of SESSION (--json: one object a line, as proc inspect).\n";
+
+static const char proc_rm[] =
+    "usage: lbbox proc rm [-f] SESSION ID\n"
+    "Removes the record of managed process ID, which must have exited; -f, --force stops a\n"
+    "running one first.\n";
 
 static const char proc_inspect[] = "usage: lbbox proc inspect SESSION ID\n"
 				   "Prints managed process ID as JSON.\n";
@@ -109,6 +121,7 @@ static const struct {
     {"proc", "start", proc_start, true},
     {"proc", "attach", proc_attach, false},
     {"proc", "ls", proc_ls, false},
+    {"proc", "rm", proc_rm, false},
     {"proc", "inspect", proc_inspect, false},
     {"proc", "stop", proc_stop, false},
     {"proc", "logs", proc_logs, false},

@@ -1,4 +1,4 @@
-/* lbbox proc start|attach|ls|inspect|stop: managed processes (MCP servers) in a session. */
+/* lbbox proc start|attach|ls|inspect|stop|rm: managed processes (MCP servers) in a session. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -19,7 +19,8 @@
 static const char proc_usage[] =
     "usage: lbbox proc start [OPTIONS] SESSION [OPTIONS] [--] CMD [ARG...]\n"
     "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
-    "       lbbox proc ls SESSION | inspect SESSION ID | stop SESSION ID\n"
+    "       lbbox proc ls [--json] SESSION | inspect SESSION ID | stop SESSION ID\n"
+    "       lbbox proc rm [-f] SESSION ID\n"
     "lbbox proc VERB --help: that verb's options\n";
 
 /* -e KEY=VALUE into a NULL-terminated list; a later KEY replaces an earlier one. */
@@ -131,27 +132,57 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	return 0;
 }
 
-/* stdin -> process, process stdout -> stdout, until the process exits or stdin ends. */
-static int relay(int sock)
+/*
+ * After stdin's end, how long the process may stay quiet before attach detaches: the answer to
+ * what was just sent is still on its way, and no EOF will say it is complete (the process runs
+ * on, its stdin is not closed for the next client).
+ */
+#define LINGER_MS 1000
+
+/* The process's stdout -> ours: 1 = more may come, 0 = it exited, -1 = our stdout failed. */
+static int relay_out(int sock)
 {
 	char buf[65536];
+	ssize_t n = read(sock, buf, sizeof(buf));
+	if (n < 0 && errno == EINTR)
+		return 1;
+	if (n <= 0)
+		return 0;
+	return lb_write_all(1, buf, (size_t)n) < 0 ? -1 : 1;
+}
+
+/* Our stdin -> the process: 1 = more may come, 0 = stdin ended, -1 = the process is gone. */
+static int relay_in(int sock)
+{
+	char buf[65536];
+	ssize_t n = read(0, buf, sizeof(buf));
+	if (n < 0 && errno == EINTR)
+		return 1;
+	if (n <= 0)
+		return 0;
+	return lb_write_all(sock, buf, (size_t)n) < 0 ? -1 : 1;
+}
+
+/* stdin -> process, process stdout -> stdout, until the process exits, or stdin has ended and
+ * the process has said nothing for LINGER_MS. */
+static int relay(int sock)
+{
+	bool in_open = true;
 	for (;;) {
-		struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = sock, .events = POLLIN}};
-		if (poll(p, 2, -1) < 0)
-			return errno == EINTR ? 0 : -1;
-		if (p[1].revents) {
-			ssize_t n = read(sock, buf, sizeof(buf));
-			if (n <= 0)
-				return 0; /* the process exited */
-			if (lb_write_all(1, buf, (size_t)n) < 0)
-				return -1;
-		}
-		if (p[0].revents) {
-			ssize_t n = read(0, buf, sizeof(buf));
-			if (n <= 0)
-				return 0; /* detach; the process keeps running */
-			if (lb_write_all(sock, buf, (size_t)n) < 0)
-				return 0;
+		struct pollfd p[2] = {{.fd = in_open ? 0 : -1, .events = POLLIN},
+				      {.fd = sock, .events = POLLIN}};
+		int n = poll(p, 2, in_open ? -1 : LINGER_MS);
+		if (n < 0 && errno != EINTR)
+			return -1;
+		if (n == 0)
+			return 0; /* detach; the process keeps running */
+		int r = n > 0 && p[1].revents ? relay_out(sock) : 1;
+		if (r <= 0)
+			return r;
+		if (n > 0 && p[0].revents && (r = relay_in(sock)) <= 0) {
+			if (r < 0)
+				return 0; /* it exited meanwhile */
+			in_open = false;
 		}
 	}
 }
@@ -180,26 +211,57 @@ static int proc_inspect(struct lb_box *box, int argc, char **argv)
 	return 0;
 }
 
+static void print_proc(const struct lb_box_proc_info *p)
+{
+	char code[16] = "-";
+	if (p->has_exit_code)
+		snprintf(code, sizeof(code), "%d", p->exit_code);
+	cli_print_escaped(p->process_id, 24); /* from the request, as is the command */
+	printf(" %-8s %-9s %-8s ", p->running ? "running" : "exited", code,
+	       p->attached ? "yes" : "no");
+	cli_print_escaped(p->command, 0);
+	putchar('\n');
+}
+
+/* ls [--json] SESSION, the flag on either side. */
+static const char *ls_session(int argc, char **argv, bool *json)
+{
+	const char *session = NULL;
+	*json = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json") && !*json)
+			*json = true;
+		else if (!session && argv[i][0] != '-')
+			session = argv[i];
+		else
+			return cli_error("unknown argument '%s' (see lbbox proc ls --help)",
+					 argv[i]),
+			       NULL;
+	}
+	if (!session)
+		cli_error("missing session name (see lbbox proc ls --help)");
+	return session;
+}
+
 static int proc_ls(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct lb_box_proc_info *v = NULL;
 	size_t n = 0;
-	if (argc != 2)
-		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
-	if (lb_box_proc_list(box, argv[1], &v, &n, &err) < 0)
+	bool json;
+	const char *session = ls_session(argc, argv, &json);
+	if (!session)
+		return LB_EXIT_SETUP;
+	if (lb_box_proc_list(box, session, &v, &n, &err) < 0)
 		return cli_box_error(err);
-	printf("%-24s %-8s %-9s %-8s %s\n", "PROCESS", "STATUS", "EXIT CODE", "ATTACHED",
-	       "COMMAND");
+	if (!json)
+		printf("%-24s %-8s %-9s %-8s %s\n", "PROCESS", "STATUS", "EXIT CODE", "ATTACHED",
+		       "COMMAND");
 	for (size_t i = 0; i < n; i++) {
-		char code[16] = "-";
-		if (v[i].has_exit_code)
-			snprintf(code, sizeof(code), "%d", v[i].exit_code);
-		cli_print_escaped(v[i].process_id, 24); /* from the request, as is the command */
-		printf(" %-8s %-9s %-8s ", v[i].running ? "running" : "exited", code,
-		       v[i].attached ? "yes" : "no");
-		cli_print_escaped(v[i].command, 0);
-		putchar('\n');
+		if (json)
+			cli_print_json(lb_rpc_proc_json(&v[i]));
+		else
+			print_proc(&v[i]);
 	}
 	lb_box_proc_list_free(v, n);
 	return 0;
@@ -217,6 +279,20 @@ static int proc_stop(struct lb_box *box, int argc, char **argv)
 	return 0;
 }
 
+/* rm [-f] SESSION ID: -f stops a running process first, as podman rm -f. */
+static int proc_rm(struct lb_box *box, int argc, char **argv)
+{
+	_cleanup_err_ struct lb_err *err = NULL;
+	bool force = argc == 4 && (!strcmp(argv[1], "-f") || !strcmp(argv[1], "--force"));
+	if (argc != 3 + force)
+		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
+	if (lb_box_proc_remove(box, argv[1 + force], argv[2 + force], force, &err) < 0)
+		return cli_box_error(err);
+	cli_print_escaped(argv[2 + force], 0);
+	putchar('\n');
+	return 0;
+}
+
 static const struct proc_verb {
 	const char *name;
 	int (*fn)(struct lb_box *, int, char **);
@@ -224,6 +300,7 @@ static const struct proc_verb {
 } proc_verbs[] = {{"start", proc_start, &start_opts},
 		  {"attach", proc_attach, NULL},
 		  {"ls", proc_ls, NULL},
+		  {"rm", proc_rm, NULL},
 		  {"inspect", proc_inspect, NULL},
 		  {"stop", proc_stop, NULL},
 		  {"logs", cli_proc_logs, NULL}};

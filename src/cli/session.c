@@ -24,10 +24,11 @@ static const char session_usage[] =
 
 struct exec_opts {
 	struct lb_box_exec_req req;
+	struct lb_box_exec_io io;
 	char *env[257];
 	size_t n_env;
 	int64_t output_limit;
-	bool json, timeout_set;
+	bool json, langbot, interactive, timeout_set;
 	const char *profile;
 	char *cmd;
 };
@@ -46,8 +47,9 @@ static const struct option exec_longopts[] = {
     {"workdir", required_argument, NULL, 'w'}, {"env", required_argument, NULL, 'e'},
     {"timeout", required_argument, NULL, 't'}, {"output-limit", required_argument, NULL, 'o'},
     {"json", no_argument, NULL, 'j'},	       {"profile", required_argument, NULL, 'p'},
+    {"langbot", no_argument, NULL, 'l'},       {"interactive", no_argument, NULL, 'i'},
     {"help", no_argument, NULL, 'h'},	       {0}};
-static const struct cli_optdef exec_opts = {"+:hw:e:", exec_longopts};
+static const struct cli_optdef exec_opts = {"+:hiw:e:", exec_longopts};
 
 /* --timeout, --output-limit: a whole number >= 1. */
 static int parse_positive(const char *opt, const char *v, int64_t *out, struct lb_err **err)
@@ -75,12 +77,29 @@ static int take_exec_opt(struct exec_opts *o, int c, struct lb_err **err)
 		return parse_positive("--output-limit", optarg, &o->output_limit, err);
 	case 'j':
 		return o->json = true, 0;
+	case 'l':
+		return o->langbot = true, 0;
+	case 'i':
+		return o->interactive = true, 0;
 	case 'p':
 		return o->profile = optarg, 0;
 	case 'h': /* the dispatcher answers help before any parsing; never here */
 		return lb_err_set(err, 0, "see lbbox session exec --help");
 	}
 	return -1; /* '?': cli_opts_next has said why */
+}
+
+/* A terminal's exec streams its bytes as they come, as podman exec does; LangBot's (--langbot,
+ * --json) collects them into its result. Either takes stdin with -i; else it is /dev/null. */
+static void set_io(struct exec_opts *o)
+{
+	bool stream = !o->json && !o->langbot;
+	o->io = (struct lb_box_exec_io){.in_fd = o->interactive ? 0 : -1,
+					.out_fd = stream ? 1 : -1,
+					.err_fd = stream ? 2 : -1,
+					.out_limit = stream ? (uint64_t)o->output_limit : 0};
+	if (stream || o->interactive)
+		o->req.io = &o->io;
 }
 
 /* exec [OPTIONS] NAME [OPTIONS] [--] CMD...: options into o, the session's name into *id. */
@@ -106,6 +125,7 @@ static int parse_exec(struct exec_opts *o, int argc, char **argv, const char **i
 	o->cmd = lb_box_shell_join(argv + p.cmd);
 	o->req.cmd = o->cmd;
 	o->req.env = o->env;
+	set_io(o);
 	return o->cmd ? 0 : lb_err_set(err, ENOMEM, "command");
 }
 
@@ -142,8 +162,10 @@ static void report_exec(const struct exec_opts *o, const char *id,
 		cli_print_json(lb_rpc_exec_result_json(id, res));
 		return;
 	}
-	print_stream(stdout, res->out, o->output_limit);
-	print_stream(stderr, res->err, o->output_limit);
+	if (o->langbot) { /* a stream's output has gone out already */
+		print_stream(stdout, res->out, o->output_limit);
+		print_stream(stderr, res->err, o->output_limit);
+	}
 	if (res->timed_out)
 		cli_error("command timed out after %lld seconds; session %s was destroyed",
 			  (long long)o->req.timeout_sec, id);

@@ -486,11 +486,13 @@ static void reset_signals(void)
 		signal(s, SIG_DFL);
 }
 
-static __attribute__((noreturn)) void child_exec(struct lbt_proc *p, char **argv)
+static __attribute__((noreturn)) void child_exec(struct lbt_proc *p, char **argv, int in_fd,
+						 int out_fd)
 {
 	int nul = open("/dev/null", O_RDONLY);
 
-	if (nul < 0 || dup2(nul, 0) < 0 || dup2(p->outfd, 1) < 0 || dup2(p->errfd, 2) < 0)
+	if (nul < 0 || dup2(in_fd >= 0 ? in_fd : nul, 0) < 0 ||
+	    dup2(out_fd >= 0 ? out_fd : p->outfd, 1) < 0 || dup2(p->errfd, 2) < 0)
 		_exit(126);
 	reset_signals();
 	cg_enter_self();
@@ -501,6 +503,11 @@ static __attribute__((noreturn)) void child_exec(struct lbt_proc *p, char **argv
 
 int lbt_spawnv(struct lbt_proc *p, const char *const *args)
 {
+	return lbt_spawnv_io(p, -1, -1, args);
+}
+
+int lbt_spawnv_io(struct lbt_proc *p, int in_fd, int out_fd, const char *const *args)
+{
 	char **argv = build_argv(args);
 
 	p->outfd = memfd_create("lbt-stdout", MFD_CLOEXEC);
@@ -510,7 +517,7 @@ int lbt_spawnv(struct lbt_proc *p, const char *const *args)
 	p->pid = fork();
 	cr_assert_geq(p->pid, 0, "fork: %s", strerror(errno));
 	if (p->pid == 0)
-		child_exec(p, argv);
+		child_exec(p, argv, in_fd, out_fd);
 	free(argv);
 	return 0;
 }

@@ -75,6 +75,9 @@ int lbt_runv(struct lb_run_out *o, const char *const *args);
 // Start lbbox without waiting; lbt_wait collects it (killing it after timeout seconds).
 int lbt_spawn(struct lbt_proc *p, const char *arg0, ...) __attribute__((sentinel));
 int lbt_spawnv(struct lbt_proc *p, const char *const *args);
+// lbt_spawnv with lbbox's stdin read from in_fd and its stdout written to out_fd (-1: /dev/null,
+// and the buffer lbt_wait collects). The caller's ends of its pipes must be O_CLOEXEC.
+int lbt_spawnv_io(struct lbt_proc *p, int in_fd, int out_fd, const char *const *args);
 int lbt_wait(struct lbt_proc *p, struct lb_run_out *o, double timeout);
 void lbt_out_free(struct lb_run_out *o);
 

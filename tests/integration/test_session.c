@@ -290,9 +290,9 @@ LBT_TEST(session, output_is_capped_decoded_and_truncated_as_langbot)
 			 "invalid UTF-8 becomes U+FFFD");
 	json_decref(r);
 	lbt_out_free(&o);
-	// --output-limit: LangBot's head/tail truncation with the notice in the middle
-	lbt_run(&o, "session", "exec", "s1", "--output-limit", "4000", "--", "sh", "-c",
-		"head -c 10000 /dev/zero | tr '\\0' b", NULL);
+	// --langbot --output-limit: LangBot's head/tail truncation with the notice in the middle
+	lbt_run(&o, "session", "exec", "s1", "--langbot", "--output-limit", "4000", "--", "sh",
+		"-c", "head -c 10000 /dev/zero | tr '\\0' b", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert_eq(strlen(o.out), 4001, "4000 characters and a newline, got %zu", strlen(o.out));
 	cr_assert_not_null(strstr(o.out, "\n\n... [6039 characters truncated] ...\n\n"), "%.80s",

@@ -72,8 +72,9 @@ struct pollfd;
 #define LB_WAIT_MAX_FDS 4
 /*
  * Waits until the process behind pidfd ends (true) or the deadline (lb_now_ns clock; 0: none)
- * passes (false), calling on_ready(ctx, fd) whenever one of fds[0..n) is readable; it may set
- * fd->fd to -1 to stop watching it. At most LB_WAIT_MAX_FDS of them.
+ * passes (false), calling on_ready(ctx, fd) whenever one of fds[0..n) is ready for its events
+ * (0: POLLIN), fd->revents saying how; it may set fd->fd to -1 to stop watching it, or change
+ * fd->fd and fd->events for the next round. At most LB_WAIT_MAX_FDS of them.
  */
 bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 		  void (*on_ready)(void *ctx, struct pollfd *fd), void *ctx);

@@ -115,6 +115,18 @@ int lb_box_instance_hold(struct lb_box *box, int *fd, struct lb_err **err);
 /* At the server's exit, its sessions dropped: the lock file goes, then the lock (fd) itself. */
 void lb_box_instance_release(struct lb_box *box, int fd);
 
+/*
+ * A terminal user's exec rather than LangBot's: in_fd is relayed into the command's stdin (-1:
+ * /dev/null, as with LangBot), and its stdout and stderr go to out_fd and err_fd as they come,
+ * byte for byte (-1: captured into the result as LangBot's text). A reader that goes away
+ * (EPIPE) closes the command's pipe, so the command sees EPIPE as in a shell pipeline.
+ */
+struct lb_box_exec_io {
+	int in_fd, out_fd, err_fd;
+	uint64_t
+	    out_limit; /* bytes passed to each of out_fd and err_fd, the rest dropped; 0: all */
+};
+
 /* One exec (§3.4): sh -lc "mkdir -p W && cd W && CMD", output captured. */
 struct lb_box_exec_req {
 	const char *cmd;
@@ -122,6 +134,7 @@ struct lb_box_exec_req {
 	char *const *env;    /* NULL-terminated KEY=VALUE, may be NULL */
 	int64_t timeout_sec;
 	uint64_t fsize_limit; /* RLIMIT_FSIZE bytes for the command (workspace quota), 0 = none */
+	const struct lb_box_exec_io *io; /* NULL: LangBot's exec (no stdin, output captured) */
 };
 struct lb_box_exec_result {
 	bool timed_out;
@@ -175,6 +188,10 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n);
 /* close stdin, SIGTERM, 5 s, SIGKILL of its cgroup; then removed from the registry. */
 int lb_box_proc_stop(struct lb_box *box, const char *session_id, const char *process_id,
 		     struct lb_err **err);
+/* Drops the record of an exited process; a running one is a BoxManagedProcessConflictError,
+ * unless force: it is then stopped first (as lb_box_proc_stop). */
+int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool force, struct lb_err **err);
 /* A stream socket to the running process: bytes written go to its stdin, its stdout comes back.
  * One client at a time (a second waits in the keeper's short queue; nonblock: a non-blocking
  * socket, and a full queue fails with EAGAIN instead of waiting). BoxManagedProcessConflictError
