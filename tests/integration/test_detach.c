@@ -597,3 +597,23 @@ LBT_TEST(detach, a_damaged_history_is_not_parsed_as_output)
 	rm_f("dmg");
 	assert_no_runs();
 }
+
+LBT_TEST(detach, json_file_is_kept_when_refused_and_checked_before_the_run)
+{
+	char *keep = lbt_strdupf("%s/keep.json", lbt_workdir());
+	lbt_write_file(keep, "{\"mine\":1}");
+	struct lb_run_out o;
+	lbt_run(&o, "run", "-d", "--json-file", keep, "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "--json-file");
+	lbt_out_free(&o);
+	char *text = lbt_read_file(keep);
+	cr_assert_str_eq(text, "{\"mine\":1}", "a refused run leaves the file alone");
+	free(text);
+	free(keep);
+	// a result that cannot be written is known before the command runs
+	lbt_run(&o, "run", "--json-file", "/nonexistent-dir/x.json", "--rootfs", lbt_rootfs(), "--",
+		"echo", "ran", NULL);
+	lbt_assert_error_line(&o, 125, "/nonexistent-dir/x.json");
+	lbt_out_free(&o);
+	assert_no_runs();
+}
