@@ -617,3 +617,22 @@ LBT_TEST(detach, json_file_is_kept_when_refused_and_checked_before_the_run)
 	lbt_out_free(&o);
 	assert_no_runs();
 }
+
+LBT_TEST(detach, a_plain_session_name_in_use_says_how_to_remove_it)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "create", "plain1", "--rootfs", lbt_rootfs(), NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "-d", "--name", "plain1", "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "lbbox session rm plain1");
+	lbt_out_free(&o);
+	lbt_session_rm("plain1");
+	// a run's name says lbbox rm
+	free(run_d("runner1", "exit 0", NULL));
+	lbt_run(&o, "run", "-d", "--name", "runner1", "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "(lbbox rm runner1)");
+	lbt_out_free(&o);
+	rm_f("runner1");
+	assert_no_runs();
+}
