@@ -127,6 +127,8 @@ int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, cons
 #define BOX_PROC_STOP_GRACE_SEC 5
 void box_proc_key(const char *process_id, char key[32]);
 void box_proc_paths(const char *sdir, const char *process_id, char *json, char *sock, size_t len);
+/* The follower's socket beside the attach socket sock (lb_box_proc_follow). */
+void box_proc_follow_path(const char *sock, char *out, size_t len);
 int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *keeper,
 			 uint64_t *keeper_start, struct lb_err **err);
 int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pid_t keeper,
@@ -134,11 +136,12 @@ int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pi
 
 /* proc_log.c: the history of a managed process with lb_box_proc_spec.history, as the keeper
  * writes it: procs/<hash>.log and, the previous half, .log.1; each at most BOX_LOG_HALF bytes
- * of chunks (8-byte header as docker's multiplexed streams: stream, 0, 0, 0, size big-endian). */
-#define BOX_LOG_HALF (128 * 1024)
+ * of chunks (8-byte header as docker's multiplexed streams: stream, 0, 0, 0, size big-endian),
+ * the first of each its header (stream 0, 8 bytes: the half's number, big-endian). */
+#define BOX_LOG_HALF (LB_BOX_LOG_HALF_KIB * 1024)
 struct box_log {
 	int fd;
-	uint64_t size;
+	uint64_t size, seq; /* of the current half, and its number (from 1) */
 	char path[LB_PATH_BUF];
 };
 /* The log path of a record path (procs/<hash>.json -> procs/<hash>.log). */
@@ -148,6 +151,24 @@ int box_log_open(struct box_log *l, const char *json, struct lb_err **err);
 void box_log_write(struct box_log *l, int stream, const char *buf, size_t n);
 /* Removes a record and its history. */
 void box_proc_files_unlink(const char *json);
+
+/* keeper_follow.c: a listening unix socket at path; the follower of a history process. */
+int box_keeper_listen(const char *path, int *fd, struct lb_err **err);
+struct box_follower {
+	int lfd, fd; /* its listening socket, the follower (-1: none) */
+	bool came;   /* one has come: a held process's output is read from then on */
+	char buf[8 + LB_BOX_LOG_CHUNK_MAX];
+	size_t len, off; /* a chunk being sent: the keeper reads no output until it is */
+};
+void box_follower_accept(struct box_follower *f);
+bool box_follower_busy(const struct box_follower *f);
+/* Sends a chunk (or starts to; the rest at the follower's POLLOUT). */
+void box_follower_send(struct box_follower *f, int stream, const char *buf, size_t n);
+/* What poll said of f->fd: the rest of the chunk sent, or the follower gone. */
+void box_follower_event(struct box_follower *f, short revents);
+/* Waits until the chunk is sent; a signal on sigfd drops the follower instead. */
+void box_follower_drain(struct box_follower *f, int sigfd);
+void box_follower_close(struct box_follower *f);
 
 /* keeper.c: forks the keeper of one managed process; returns once it runs (or failed). */
 int box_keeper_spawn(struct lb_box *box, const struct lb_box_session *s, const char *sdir,

@@ -8,7 +8,10 @@
  *
  * A detached run's process (spec->history) is the exception to the back-pressure rule: as
  * podman's conmon, its keeper reads stdout and stderr all the time into a bounded history
- * (proc_log.c), attached client or not, so `lbbox logs` has something to show.
+ * (proc_log.c), attached client or not, so `lbbox logs` has something to show. Its follower
+ * (keeper_follow.c) brings the back-pressure back, to lose nothing: while a chunk is not all
+ * sent to it no more is read, and a held process's (spec->hold: a foreground named run) output
+ * is not read at all before the follower came.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +42,8 @@ struct keeper {
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
 	struct lb_box_preview preview;
 	struct box_log log; /* fd -1 unless history */
+	struct box_follower fol;
+	bool hold;
 	char pend[65536];
 	size_t pend_len, pend_off;
 	pid_t self;
@@ -95,24 +100,25 @@ static char *command_line(const struct lb_box_proc_spec *spec)
 	return s;
 }
 
-/* Binds through /proc/self/fd/N so a long runroot never overflows sun_path. */
-static int listen_socket(struct keeper *k, struct lb_err **err)
+/* The attach socket, and a history process's follower's. */
+static int listen_sockets(struct keeper *k, const struct lb_box_proc_spec *spec,
+			  struct lb_err **err)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char dir[LB_PATH_BUF];
-	snprintf(dir, sizeof(dir), "%s", k->sock);
-	*strrchr(dir, '/') = '\0';
-	const char *name = strrchr(k->sock, '/') + 1;
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return lb_err_set(err, errno, "open %s", dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, name);
-	unlinkat(dfd, name, 0);
-	k->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (k->lfd < 0 || bind(k->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(k->lfd, 8) < 0)
-		return lb_err_set(err, errno, "listen on %s", k->sock);
-	return 0;
+	char path[LB_PATH_BUF + 8];
+	if (box_keeper_listen(k->sock, &k->lfd, err) < 0)
+		return -1;
+	if (!spec->history)
+		return 0;
+	box_proc_follow_path(k->sock, path, sizeof(path));
+	return box_keeper_listen(path, &k->fol.lfd, err);
+}
+
+static void unlink_sockets(struct keeper *k)
+{
+	char path[LB_PATH_BUF + 8];
+	unlink(k->sock);
+	box_proc_follow_path(k->sock, path, sizeof(path));
+	unlink(path);
 }
 
 /* command and args as an argv; the strings are spec's. */
@@ -200,9 +206,17 @@ static void feed_preview(struct keeper *k, const char *buf, size_t n)
 	}
 }
 
+/* Output may be read: not held for a follower to come, nor while it takes a chunk. */
+static bool may_read(const struct keeper *k)
+{
+	return !(k->hold && !k->fol.came) && !box_follower_busy(&k->fol);
+}
+
 static void on_stderr(struct keeper *k)
 {
 	char buf[65536];
+	if (!may_read(k))
+		return;
 	ssize_t n = read(k->err_r, buf, sizeof(buf));
 	if (n < 0 && errno == EAGAIN)
 		return;
@@ -210,6 +224,7 @@ static void on_stderr(struct keeper *k)
 		close_fd(&k->err_r);
 	else {
 		box_log_write(&k->log, 2, buf, (size_t)n);
+		box_follower_send(&k->fol, 2, buf, (size_t)n);
 		feed_preview(k, buf, (size_t)n);
 	}
 }
@@ -248,12 +263,16 @@ static void on_stdin_writable(struct keeper *k)
 static void on_stdout(struct keeper *k)
 {
 	char buf[65536];
+	if (!may_read(k))
+		return;
 	ssize_t n = read(k->out_r, buf, sizeof(buf));
 	if (n <= 0) {
-		close_fd(&k->out_r);
+		if (n == 0 || errno != EAGAIN)
+			close_fd(&k->out_r);
 		return;
 	}
 	box_log_write(&k->log, 1, buf, (size_t)n);
+	box_follower_send(&k->fol, 1, buf, (size_t)n);
 	if (k->cfd >= 0 && lb_write_all(k->cfd, buf, (size_t)n) < 0)
 		detach(k);
 }
@@ -271,15 +290,31 @@ static void on_accept(struct keeper *k)
 /* One round of the loop; false once the process has exited. */
 static bool step(struct keeper *k)
 {
-	enum { KP_PID, KP_SIG, KP_ERR, KP_LISTEN, KP_CLIENT, KP_OUT, KP_IN, KP_N };
+	enum {
+		KP_PID,
+		KP_SIG,
+		KP_ERR,
+		KP_LISTEN,
+		KP_CLIENT,
+		KP_OUT,
+		KP_IN,
+		KP_FLISTEN,
+		KP_FOL,
+		KP_N
+	};
+	bool rd = may_read(k);
 	struct pollfd pfd[KP_N] = {
 	    [KP_PID] = {.fd = k->p.pidfd, .events = POLLIN},
 	    [KP_SIG] = {.fd = k->sigfd, .events = POLLIN},
-	    [KP_ERR] = {.fd = k->err_r, .events = POLLIN},
+	    [KP_ERR] = {.fd = rd ? k->err_r : -1, .events = POLLIN},
 	    [KP_LISTEN] = {.fd = k->cfd < 0 ? k->lfd : -1, .events = POLLIN},
 	    [KP_CLIENT] = {.fd = k->cfd >= 0 && !k->pend_len ? k->cfd : -1, .events = POLLIN},
-	    [KP_OUT] = {.fd = k->cfd >= 0 || k->info.history ? k->out_r : -1, .events = POLLIN},
+	    [KP_OUT] = {.fd = rd && (k->cfd >= 0 || k->info.history) ? k->out_r : -1,
+			.events = POLLIN},
 	    [KP_IN] = {.fd = k->pend_len ? k->in_w : -1, .events = POLLOUT},
+	    [KP_FLISTEN] = {.fd = k->fol.fd < 0 ? k->fol.lfd : -1, .events = POLLIN},
+	    [KP_FOL] = {.fd = k->fol.fd,
+			.events = POLLIN | (box_follower_busy(&k->fol) ? POLLOUT : 0)},
 	};
 	int timeout = flush_due(k);
 	if (k->kill_at) {
@@ -305,6 +340,10 @@ static bool step(struct keeper *k)
 		on_client(k);
 	if (pfd[KP_LISTEN].revents)
 		on_accept(k);
+	if (pfd[KP_FOL].revents)
+		box_follower_event(&k->fol, pfd[KP_FOL].revents);
+	if (pfd[KP_FLISTEN].revents)
+		box_follower_accept(&k->fol);
 	return !pfd[KP_PID].revents;
 }
 
@@ -312,20 +351,29 @@ static bool step(struct keeper *k)
 static void finish(struct keeper *k)
 {
 	int status = lb_proc_wait(&k->p);
+	struct pollfd fl = {.fd = k->fol.fd < 0 ? k->fol.lfd : -1, .events = POLLIN};
+	if (poll(&fl, 1, 0) > 0) /* a follower that came just now still gets it all */
+		box_follower_accept(&k->fol);
+	k->hold = false; /* no one is waited for any more */
 	if (k->err_r >= 0)
 		fcntl(k->err_r, F_SETFL, O_NONBLOCK);
-	for (int i = 0; i < 64 && k->err_r >= 0; i++) /* what it wrote before exiting */
+	for (int i = 0; i < 64 && k->err_r >= 0; i++) { /* what it wrote before exiting */
+		box_follower_drain(&k->fol, k->sigfd);
 		on_stderr(k);
+	}
 	while ((k->cfd >= 0 || k->info.history) && k->out_r >= 0 &&
 	       fcntl(k->out_r, F_SETFL, O_NONBLOCK) == 0) {
 		char buf[65536];
+		box_follower_drain(&k->fol, k->sigfd);
 		ssize_t n = read(k->out_r, buf, sizeof(buf));
 		if (n <= 0)
 			break;
 		box_log_write(&k->log, 1, buf, (size_t)n);
+		box_follower_send(&k->fol, 1, buf, (size_t)n);
 		if (k->cfd >= 0 && lb_write_all(k->cfd, buf, (size_t)n) < 0)
 			close_fd(&k->cfd);
 	}
+	box_follower_drain(&k->fol, k->sigfd);
 	lb_proc_release(&k->p);
 	k->info.running = false;
 	k->info.attached = false;
@@ -333,7 +381,8 @@ static void finish(struct keeper *k)
 	k->info.has_exit_code = true;
 	k->info.exit_code = lb_exit_code_of(status);
 	save(k);
-	unlink(k->sock);
+	box_follower_close(&k->fol); /* its end: the exit is recorded */
+	unlink_sockets(k);
 	box_touch(k->sdir);
 }
 
@@ -385,7 +434,9 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 			   .lfd = -1,
 			   .cfd = -1,
 			   .sigfd = -1,
-			   .log = {.fd = -1}};
+			   .log = {.fd = -1},
+			   .fol = {.lfd = -1, .fd = -1},
+			   .hold = spec->history && spec->hold};
 	struct lb_err *err = NULL;
 	char procs[LB_PATH_BUF];
 	/* nothing of the caller stays open in a long-lived process (its locks, a server's sockets)
@@ -405,8 +456,8 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
 	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
 	    (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
-	    listen_socket(&k, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
-		unlink(k.sock);
+	    listen_sockets(&k, spec, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
+		unlink_sockets(&k);
 		lb_child_fail(ready, 1, err);
 	}
 	save(&k);

@@ -348,10 +348,12 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n)
 	free(v);
 }
 
-int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
-		       bool nonblock, int *fd, struct lb_err **err)
+/* A stream socket connected to the keeper's socket of a running process: its attach socket,
+ * or with follow its follower's. */
+static int keeper_connect(struct lb_box *box, const char *session_id, const char *process_id,
+			  bool follow, bool nonblock, int *fd, struct lb_err **err)
 {
-	char sdir[LB_PATH_BUF], json[LB_PATH_BUF], sock[LB_PATH_BUF];
+	char sdir[LB_PATH_BUF], json[LB_PATH_BUF], sock[LB_PATH_BUF], path[LB_PATH_BUF + 8];
 	struct lb_box_proc_info info;
 	pid_t keeper;
 	uint64_t kstart;
@@ -360,12 +362,21 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 	box_proc_paths(sdir, process_id, json, sock, sizeof(json));
 	if (box_proc_read(json, &info, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
-	bool running = info.running;
+	bool running = info.running, history = info.history;
 	lb_box_proc_info_free(&info);
+	if (follow && !history)
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "managed process %s keeps no output history (only a detached "
+				  "run's does)",
+				  process_id);
 	if (!running)
 		return lb_err_box(err, LB_BOX_EMPCONFLICT,
 				  "managed process %s in session %s is not running", process_id,
 				  session_id);
+	if (follow)
+		box_proc_follow_path(sock, path, sizeof(path));
+	else
+		snprintf(path, sizeof(path), "%s", sock);
 	char dir[LB_PATH_BUF];
 	snprintf(dir, sizeof(dir), "%s/procs", sdir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -375,7 +386,7 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 				  "managed process %s in session %s is not running", process_id,
 				  session_id);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd,
-		 strrchr(sock, '/') + 1);
+		 strrchr(path, '/') + 1);
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
@@ -385,4 +396,16 @@ int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *p
 	}
 	*fd = s;
 	return 0;
+}
+
+int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
+		       bool nonblock, int *fd, struct lb_err **err)
+{
+	return keeper_connect(box, session_id, process_id, false, nonblock, fd, err);
+}
+
+int lb_box_proc_follow(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		       struct lb_err **err)
+{
+	return keeper_connect(box, session_id, process_id, true, false, fd, err);
 }

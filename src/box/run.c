@@ -155,13 +155,17 @@ static bool name_in_use(struct lb_box *box, const char *name)
 	return access(sdir, F_OK) == 0;
 }
 
-/* EEXIST (a generated name is retried), without strerror's words in the message. */
-static int in_use(const char *name, struct lb_err **err)
+/* EEXIST (a generated name is retried), without strerror's words in the message; how to free
+ * the name depends on what holds it: a run, or a plain session (`lbbox session create`). */
+static int in_use(const char *sdir, const char *name, struct lb_err **err)
 {
+	struct lb_box_run r;
+	bool run = read_run_json(sdir, name, &r) == 0;
 	bool fresh = err && !*err;
-	lb_err_set(err, 0,
-		   "the name %s is already in use: remove it (lbbox rm %s) or choose another", name,
-		   name);
+	if (run)
+		lb_box_run_free(&r);
+	lb_err_set(err, 0, "the name %s is already in use: remove it (%s %s) or choose another",
+		   name, run ? "lbbox rm" : "lbbox session rm", name);
 	if (fresh && *err)
 		(*err)->errnum = EEXIST;
 	return -1;
@@ -175,16 +179,16 @@ static int create_locked(struct lb_box *box, const struct lb_box_run_req *req, s
 	struct lb_box_proc_info info;
 	char sdir[LB_PATH_BUF];
 	bool created = false;
+	box_session_dir(box, name, sdir, sizeof(sdir));
 	if (name_in_use(box, name))
-		return in_use(name, err);
+		return in_use(sdir, name, err);
 	req->bs->persistent = true; /* a run lives until it is removed, never reaped */
 	req->proc->history = req->proc->direct = true;
 	if (lb_box_session_get_or_create(box, req->bs, req->base, &s, &created, err) < 0)
 		return -1;
 	lb_box_session_free(&s);
 	if (!created) /* a `session create` of the same name was quicker: it is not ours */
-		return in_use(name, err);
-	box_session_dir(box, name, sdir, sizeof(sdir));
+		return in_use(sdir, name, err);
 	if (write_run_json(sdir, req, err) < 0 ||
 	    lb_box_proc_start(box, name, req->proc, &info, err) < 0) {
 		lb_box_session_delete(box, name, NULL);

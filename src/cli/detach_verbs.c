@@ -16,8 +16,9 @@
 
 static const char logs_help[] =
     "usage: lbbox logs [-f] [--tail N] NAME\n"
-    "Prints the output history of run NAME (stdout to stdout, stderr to stderr; the latest\n"
-    "256 KiB or so are kept, read by the run's keeper whether anyone watches or not).\n"
+    "Prints the output history of run NAME (stdout to stdout, stderr to stderr), read by the\n"
+    "run's keeper whether anyone watches or not. It keeps two halves of 128 KiB: the latest\n"
+    "128 to 256 KiB of output. A follower that falls further behind says what it lost.\n"
     "  -f, --follow   then what comes, until the run's command exits\n"
     "  --tail N       only the last N lines of the history (-1: all)\n"
     "  -h, --help     this help\n";

@@ -97,7 +97,8 @@ static const char proc_logs[] =
     "usage: lbbox proc logs [-f] [--tail N] SESSION ID\n"
     "Prints the output history of process ID (stdout to stdout, stderr to stderr): kept for\n"
     "a detached run's 'main' (lbbox run -d), whose keeper reads its output into a bounded ring\n"
-    "(about 256 KiB) attached or not; other managed processes keep none.\n"
+    "of two 128 KiB halves (the latest 128 to 256 KiB) attached or not; other managed\n"
+    "processes keep none.\n"
     "  -f, --follow   then what comes, until the process exits\n"
     "  --tail N       only the last N lines (-1: all)\n"
     "  -h, --help     this help\n";

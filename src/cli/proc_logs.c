@@ -1,7 +1,8 @@
 /*
- * lbbox proc logs [-f] [--tail N] SESSION PROC, and the printing behind `lbbox logs` and a
- * foreground named run: a managed process's output history (its keeper's ring, kept for
- * detached runs), stdout to stdout and stderr to stderr in the order they were read.
+ * lbbox proc logs [-f] [--tail N] SESSION PROC, and the printing behind `lbbox logs`: a managed
+ * process's output history (its keeper's ring, kept for detached runs), stdout to stdout and
+ * stderr to stderr in the order they were read. What a reader lost (it fell behind the ring, or
+ * the ring is damaged) it says, on stderr.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -93,6 +94,26 @@ static void print_history(const struct history *h, long tail)
 		emit(h->v[i].stream, h->v[i].data + off, h->v[i].n - off);
 }
 
+/* What the reader lost since last told: said once, on stderr, in one line each. */
+struct losses {
+	uint64_t skipped, damaged;
+};
+
+static void say_losses(const char *proc, const struct lb_box_log_reader *r, struct losses *l)
+{
+	if (r->skipped > l->skipped)
+		cli_error("%llu KiB or more of the output of %s went before they were read (the "
+			  "history keeps the latest %d to %d KiB)",
+			  (unsigned long long)(r->skipped - l->skipped) * LB_BOX_LOG_HALF_KIB, proc,
+			  LB_BOX_LOG_HALF_KIB, 2 * LB_BOX_LOG_HALF_KIB);
+	if (r->damaged_halves > l->damaged)
+		cli_error("the output history of %s is damaged: the rest of a part of it (at most "
+			  "%d KiB) is skipped",
+			  proc, LB_BOX_LOG_HALF_KIB);
+	l->skipped = r->skipped;
+	l->damaged = r->damaged_halves;
+}
+
 static bool still_running(struct lb_box *box, const char *session, const char *proc)
 {
 	struct lb_box_proc_info info;
@@ -113,14 +134,16 @@ static void wait_more(struct lb_box *box, const char *session, int sigfd)
 }
 
 static void follow(struct lb_box *box, const char *session, const char *proc,
-		   struct lb_box_log_reader *r, char *buf, int sigfd)
+		   struct lb_box_log_reader *r, char *buf, int sigfd, struct losses *l)
 {
 	int stream;
 	size_t n;
 	bool ended = false;
+	r->bounded = false;
 	for (;;) {
 		while (lb_box_log_next(r, &stream, buf, LB_BOX_LOG_CHUNK_MAX, &n) == 1)
 			emit(stream, buf, n);
+		say_losses(proc, r, l);
 		if (ended)
 			return;
 		/* once it has ended, one more pass reads what its keeper wrote last */
@@ -136,6 +159,7 @@ int cli_logs_show(struct lb_box *box, const char *session, const char *proc, boo
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct lb_box_log_reader r;
 	struct history h = {0};
+	struct losses l = {0};
 	_cleanup_free_ char *buf = malloc(LB_BOX_LOG_CHUNK_MAX);
 	if (!buf)
 		return cli_error("out of memory"), LB_EXIT_SETUP;
@@ -145,8 +169,9 @@ int cli_logs_show(struct lb_box *box, const char *session, const char *proc, boo
 	if (rc == 0)
 		print_history(&h, tail);
 	history_free(&h);
+	say_losses(proc, &r, &l);
 	if (rc == 0 && follow_it)
-		follow(box, session, proc, &r, buf, sigfd);
+		follow(box, session, proc, &r, buf, sigfd, &l);
 	lb_box_log_close(&r);
 	return rc < 0 ? (cli_error("out of memory"), LB_EXIT_SETUP) : 0;
 }

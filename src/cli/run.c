@@ -1,5 +1,6 @@
 /* lbbox run: options -> spec -> engine -> exit status (or one JSON result object). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,25 @@ static int write_json_file(const char *path, json_t *j)
 	return 0;
 }
 
+/* Before anything runs: the result can be written where --json-file says (a file made in its
+ * directory), and an older result there goes, so the file is absent unless this run's result
+ * is in it. Only once the options are valid: a refused command leaves the file alone. */
+static int claim_json_file(const char *path, struct lb_err **err)
+{
+	char tmp[LB_PATH_BUF];
+	const char *slash = strrchr(path, '/');
+	int dlen = slash ? (int)(slash - path) : 1;
+	snprintf(tmp, sizeof(tmp), "%.*s/.lbbox-json-XXXXXX", dlen, slash ? path : ".");
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "cannot write --json-file %s", path);
+	close(fd);
+	unlink(tmp);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return lb_err_set(err, errno, "cannot write --json-file %s", path);
+	return 0;
+}
+
 static int report(const struct run_opts *o, const struct lb_result *res)
 {
 	int code = res->timed_out ? LB_EXIT_TIMEOUT : res->exit_code;
@@ -100,9 +120,8 @@ static void say_first_unpack(struct cli_globals *g, const struct run_opts *o)
 		cli_error("unpacking %s (its first use)...", o->img.image);
 }
 
-/* argv -> o->spec: options, profile, image (pulled first when pull), environment, network. */
-static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **argv, bool pull,
-		   struct lb_err **err)
+/* argv -> o->spec: options, profile, environment. */
+static int prepare_opts(struct run_opts *o, int argc, char **argv, struct lb_err **err)
 {
 	lb_spec_init(&o->spec);
 	if (run_parse_args(o, argc, argv, err) < 0 ||
@@ -110,6 +129,12 @@ static int prepare(struct run_opts *o, struct cli_globals *g, int argc, char **a
 	    (o->profile && cli_run_profile(o->profile, &o->spec, o->network_set, err) < 0) ||
 	    finish_env(o, err) < 0)
 		return -1;
+	return 0;
+}
+
+/* The image (pulled first when pull) and the network, into o->spec. */
+static int prepare_image(struct run_opts *o, struct cli_globals *g, bool pull, struct lb_err **err)
+{
 	if (pull) {
 		if (run_pull_image(g, o, err) < 0)
 			return -1;
@@ -124,7 +149,7 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 		   struct lb_err **err)
 {
 	struct run_opts o = {.n_env = 0};
-	if (prepare(&o, g, argc, argv, false, err) < 0 ||
+	if (prepare_opts(&o, argc, argv, err) < 0 || prepare_image(&o, g, false, err) < 0 ||
 	    ((o.detach || o.name || o.json_file) &&
 	     lb_err_set(err, 0, "-d, --name and --json-file are lbbox run's alone") < 0)) {
 		run_opts_free(&o);
@@ -143,9 +168,11 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 	struct lb_result res;
 	int setup_exit = LB_EXIT_SETUP, code;
 
-	int prepared = prepare(&o, g, argc, argv, true, &err);
-	if (o.json_file)
-		unlink(o.json_file); /* absent unless this run's result is in it */
+	int prepared = prepare_opts(&o, argc, argv, &err);
+	if (prepared == 0 && o.json_file)
+		prepared = claim_json_file(o.json_file, &err);
+	if (prepared == 0)
+		prepared = prepare_image(&o, g, true, &err);
 	if (prepared < 0 || (!o.detach && !o.name && lb_spec_check(&o.spec, &g->paths, &err) < 0)) {
 		cli_error("%s", err->msg);
 		run_opts_free(&o);

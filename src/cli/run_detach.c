@@ -112,6 +112,7 @@ static int create(struct lb_box *box, struct run_opts *o, char *out, size_t len,
 	struct lb_box_proc_spec ps;
 	lb_box_spec_init(&bs);
 	lb_box_proc_spec_init(&ps);
+	ps.hold = !o->detach;	/* the foreground follows main from its first byte */
 	o->spec.timeout_ms = 0; /* a profile's timeout is for one command, not a run */
 	int r = box_spec_of(o, image, &bs, err) < 0 || proc_spec_of(o, &ps, err) < 0 ? -1 : 1;
 	for (int tries = 0; r > 0 && tries < 8; tries++) {
@@ -148,7 +149,7 @@ static int foreground(struct lb_box *box, const char *name)
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	_cleanup_close_ int sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-	int code = cli_logs_show(box, name, LB_BOX_RUN_PROC, true, -1, sigfd);
+	int code = cli_run_follow(box, name, sigfd);
 	if (code == 0 && lb_box_run_get(box, name, &r, &err) == 0) {
 		code = r.has_main && r.main.has_exit_code ? r.main.exit_code : LB_EXIT_SETUP;
 		lb_box_run_free(&r);

@@ -23,6 +23,9 @@ int cli_logs_show(struct lb_box *box, const char *session, const char *proc, boo
 extern const struct cli_optdef cli_logs_opts;
 int cli_logs_parse(struct cli_opts *p, int argc, char **argv, bool *follow, long *tail,
 		   struct lb_err **err);
+/* run_follow.c: a foreground named run's output, all of it, until main exits; a signal read
+ * from sigfd is sent to main. 0, or the exit code of an error it printed. */
+int cli_run_follow(struct lb_box *box, const char *name, int sigfd);
 /* lbbox proc logs (a proc verb: argv[0] is "logs"). */
 int cli_proc_logs(struct lb_box *box, int argc, char **argv);
 

@@ -4,11 +4,13 @@
 // host is checked clean after every test (every run is removed by the test).
 #include "harness.h"
 
+#include <glob.h>
 #include <jansson.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 LBT_SUITE(detach);
@@ -501,4 +503,136 @@ LBT_TEST(detach, json_file_gets_the_result_object)
 	lbt_out_free(&o);
 	cr_assert_neq(access(path, F_OK), 0, "%s removed", path);
 	free(path);
+}
+
+LBT_TEST(detach, a_foreground_named_run_delivers_all_of_its_output)
+{
+	// far more than the history keeps: the foreground reads main's output as it comes, and a
+	// fast producer waits for it
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--name", "many", "--rootfs", lbt_rootfs(), "--", "seq", "1", "200000",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_eq(lbt_count_lines(o.out), 200000, "every line: %d", lbt_count_lines(o.out));
+	char last[32];
+	cr_assert_str_eq(lbt_last_line(o.out, last, sizeof(last)), "200000");
+	cr_assert(strncmp(o.out, "1\n2\n3\n", 6) == 0, "in order from the first");
+	cr_assert_str_eq(o.err, "");
+	lbt_out_free(&o);
+	assert_no_runs();
+}
+
+LBT_TEST(detach, logs_of_a_flooding_run_never_fail)
+{
+	// the history rotates thousands of times a second: a reader opening or following in the
+	// middle of a rotation must find it
+	lbt_add_marker("987712");
+	free(
+	    run_d("deluge", "while true; do head -c 50000000 /dev/zero; done; sleep 987712", NULL));
+	wait_state("deluge", "running");
+	for (int i = 0; i < 60; i++) {
+		struct lb_run_out o = logs("deluge", NULL); // exit 0, or it fails here
+		lbt_out_free(&o);
+	}
+	rm_f("deluge");
+	assert_no_runs();
+}
+
+// The current half of the history of the only run (there is one at a time in these tests).
+static char *history_file(void)
+{
+	char *pattern = lbt_strdupf("%s/box/sessions/*/procs/*.log", lbt_runroot());
+	glob_t g;
+	cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no history under %s", pattern);
+	cr_assert_eq(g.gl_pathc, 1, "one history file");
+	char *path = strdup(g.gl_pathv[0]);
+	globfree(&g);
+	free(pattern);
+	return path;
+}
+
+static void append_bytes(const char *path, const void *buf, size_t n)
+{
+	FILE *f = fopen(path, "ab");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fwrite(buf, 1, n, f), n);
+	fclose(f);
+}
+
+LBT_TEST(detach, a_damaged_history_is_not_parsed_as_output)
+{
+	free(run_d("dmg", "echo ok", NULL));
+	json_t *e = wait_state("dmg", "exited");
+	json_decref(e);
+	char *path = history_file();
+	// what a misaligned history would offer as headers: a stream that is none, reserved bytes
+	// set, a length past any chunk's; none of it is output
+	static const unsigned char bad_stream[] = {7,	0,   0,	  0,   0,   0,	 0,   7,
+						   'F', 'O', 'R', 'G', 'E', 'D', '\n'};
+	static const unsigned char bad_reserved[] = {2,	  1,   0,   0,	 0,   0,   0,	7,
+						     'F', 'O', 'R', 'G', 'E', 'D', '\n'};
+	static const unsigned char huge[] = {1, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 'x'};
+	const struct {
+		const unsigned char *b;
+		size_t n;
+	} cases[] = {{bad_stream, sizeof(bad_stream)},
+		     {bad_reserved, sizeof(bad_reserved)},
+		     {huge, sizeof(huge)}};
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	size_t good_len = (size_t)st.st_size;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(truncate(path, (off_t)good_len), 0);
+		append_bytes(path, cases[i].b, cases[i].n);
+		struct lb_run_out o;
+		lbt_run(&o, "logs", "-f", "dmg", NULL);
+		LBT_ASSERT_EXIT(o, 0);
+		LBT_ASSERT_OUT(o, "ok\n");
+		cr_assert_null(strstr(o.err, "FORGED"), "case %zu: %s", i, o.err);
+		cr_assert_eq(lbt_count_lines(o.err), 1, "case %zu: one warning: %s", i, o.err);
+		cr_assert(strstr(o.err, "damaged"), "case %zu: %s", i, o.err);
+		lbt_out_free(&o);
+	}
+	free(path);
+	rm_f("dmg");
+	assert_no_runs();
+}
+
+LBT_TEST(detach, json_file_is_kept_when_refused_and_checked_before_the_run)
+{
+	char *keep = lbt_strdupf("%s/keep.json", lbt_workdir());
+	lbt_write_file(keep, "{\"mine\":1}");
+	struct lb_run_out o;
+	lbt_run(&o, "run", "-d", "--json-file", keep, "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "--json-file");
+	lbt_out_free(&o);
+	char *text = lbt_read_file(keep);
+	cr_assert_str_eq(text, "{\"mine\":1}", "a refused run leaves the file alone");
+	free(text);
+	free(keep);
+	// a result that cannot be written is known before the command runs
+	lbt_run(&o, "run", "--json-file", "/nonexistent-dir/x.json", "--rootfs", lbt_rootfs(), "--",
+		"echo", "ran", NULL);
+	lbt_assert_error_line(&o, 125, "/nonexistent-dir/x.json");
+	lbt_out_free(&o);
+	assert_no_runs();
+}
+
+LBT_TEST(detach, a_plain_session_name_in_use_says_how_to_remove_it)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "create", "plain1", "--rootfs", lbt_rootfs(), NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "run", "-d", "--name", "plain1", "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "lbbox session rm plain1");
+	lbt_out_free(&o);
+	lbt_session_rm("plain1");
+	// a run's name says lbbox rm
+	free(run_d("runner1", "exit 0", NULL));
+	lbt_run(&o, "run", "-d", "--name", "runner1", "--rootfs", lbt_rootfs(), "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "(lbbox rm runner1)");
+	lbt_out_free(&o);
+	rm_f("runner1");
+	assert_no_runs();
 }

@@ -198,20 +198,39 @@ int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *p
  * when not running. */
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err);
+/* A history process's output as its keeper reads it, as chunks of the history's format (8-byte
+ * header, lb_box_log_header_parse), stdout and stderr in the order read, to one follower at a
+ * time: the keeper reads no faster than the follower takes it (back-pressure), and with
+ * lb_box_proc_spec.hold nothing before the first follower came. The socket ends once the
+ * process's exit is recorded. BoxManagedProcessConflictError when not running. */
+int lb_box_proc_follow(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		       struct lb_err **err);
 /* A managed process's output history (lb_box_proc_spec.history): chunks of stdout and stderr
- * in the order the keeper read them, from a bounded ring (the latest 256 KiB or so). */
+ * in the order the keeper read them, from a bounded ring of two halves (the latest 128 to
+ * 256 KiB). */
 #define LB_BOX_LOG_CHUNK_MAX 65536
+#define LB_BOX_LOG_HALF_KIB  128
 struct lb_box_log_reader {
-	int fd, old_fd;	       /* the current half, the previous one (-1 once read) */
-	uint64_t off, old_off; /* where the next chunk starts in each */
+	int fd;	      /* the half being read (-1 until there is one) */
+	uint64_t seq; /* its number */
+	uint64_t off; /* where its next chunk starts */
+	bool damaged; /* a header in it is none: the rest of it is skipped */
+	bool bounded; /* stop where the history ended when it was opened (clear to follow) */
+	uint64_t end_seq, end_off;
+	uint64_t skipped; /* halves dropped before they were read, in all (a slow follower) */
+	uint64_t damaged_halves;
 	char path[LB_PATH_BUF];
 };
-/* Opens the history from its oldest chunk; an error when the process keeps none. */
+/* Opens the history from its oldest chunk, bounded to what it holds now; an error when the
+ * process keeps none. */
 int lb_box_proc_log_open(struct lb_box *box, const char *session_id, const char *process_id,
 			 struct lb_box_log_reader *r, struct lb_err **err);
 /* 1: the next chunk in buf (cap >= LB_BOX_LOG_CHUNK_MAX), *n bytes of *stream (1 stdout,
  * 2 stderr); 0: none yet (a follower polls again). */
 int lb_box_log_next(struct lb_box_log_reader *r, int *stream, char *buf, size_t cap, size_t *n);
+/* A chunk header (8 bytes: stream, 0, 0, 0, length big-endian): 0 with its stream (1 or 2) and
+ * length (at most LB_BOX_LOG_CHUNK_MAX); -1 when it is none. */
+int lb_box_log_header_parse(const unsigned char h[8], int *stream, size_t *n);
 void lb_box_log_close(struct lb_box_log_reader *r);
 
 /* Running managed processes of one session. */

@@ -83,6 +83,7 @@ struct lb_box_proc_spec {
 	/* lbbox's own, never set from a request: a detached run's `main` (lbbox run -d). */
 	bool history; /* stdout and stderr always read into a bounded history (proc logs) */
 	bool direct;  /* command and args exec'd as they are in cwd, not through `sh -lc` */
+	bool hold;    /* history: no output is read until a follower came (lb_box_proc_follow) */
 };
 
 /* Fills *out with every default (session_id NULL). */
