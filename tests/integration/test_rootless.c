@@ -543,8 +543,8 @@ RL_TEST(publish_tcp_on_loopback_through_pasta)
 	char *dir = lbt_mkdir_work("pub"), *vol = lbt_strdupf("%s:/w", dir);
 	char *ready = lbt_strdupf("%s/ready", dir), *done = lbt_strdupf("%s/done", dir);
 	cr_assert_eq(chown(dir, NOBODY, NOBODY), 0);
-	lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", "18090:8000",
-		  "-v", vol, "--", "sh", "-c",
+	lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--network", "on", "-p", "18090:8000", "-v",
+		  vol, "--", "sh", "-c",
 		  "nc -ll -p 8000 -e echo rootless & touch /w/ready; "
 		  "while [ ! -e /w/done ]; do sleep 0.1; done",
 		  NULL);
