@@ -98,6 +98,10 @@ const char *lbt_cgroup_dir(const char *controller, bool *is_v2);
 
 void lbt_assert_clean(void);
 
+// harness_registry.c: tests/registry/registry.py serving the OCI layout on 127.0.0.1; its pid
+// (SIGKILL it when done; it also dies with the test) and *port.
+pid_t lbt_registry_start(const char *layout, int *port);
+
 // Small helpers.
 char *lbt_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *lbt_read_file(const char *path);

@@ -109,26 +109,6 @@ static void assert_store_consistent(const char *store)
 	free(tmp), free(cmd);
 }
 
-static pid_t start_registry(const char *layout, int *port)
-{
-	char *ready = lbt_strdupf("%s/ready", lbt_workdir());
-	char *log = lbt_strdupf("%s/registry.log", lbt_workdir());
-	pid_t pid = fork();
-	if (pid == 0) {
-		execlp("python3", "python3", LBBOX_SOURCE_DIR "/tests/registry/registry.py",
-		       "serve", "--layout", layout, "--ready", ready, "--log", log, (char *)NULL);
-		_exit(127);
-	}
-	FILE *f = NULL;
-	for (int i = 0; i < 200 && !(f = fopen(ready, "re")); i++)
-		usleep(50000);
-	cr_assert_not_null(f, "registry did not start");
-	cr_assert_eq(fscanf(f, "%d", port), 1);
-	fclose(f);
-	free(ready), free(log);
-	return pid;
-}
-
 // 12 MiB of incompressible layer into a 4 MiB store: one line naming the full disk, the store
 // as it was; with room again, the same pull succeeds.
 LBT_TEST(faults, store_full_during_pull)
@@ -140,7 +120,7 @@ LBT_TEST(faults, store_full_during_pull)
 				LBBOX_SOURCE_DIR, layout, 12 << 20);
 	cr_assert_eq(system(cmd), 0);
 	int port;
-	pid_t reg = start_registry(layout, &port);
+	pid_t reg = lbt_registry_start(layout, &port);
 	char *host = lbt_strdupf("127.0.0.1:%d", port);
 	char *ref = lbt_strdupf("%s/lbt/big:latest", host);
 	struct lb_run_out o;

@@ -104,34 +104,13 @@ LBT_TEST(image_progress, load_on_a_terminal_rewrites_in_place)
 	free(text), free(cmd), free(out), free(file);
 }
 
-static pid_t start_registry(const char *layout, int *port)
-{
-	char *ready = lbt_strdupf("%s/ready", lbt_workdir());
-	char *log = lbt_strdupf("%s/registry.log", lbt_workdir());
-	char *script = lbt_strdupf("%s/tests/registry/registry.py", LBBOX_SOURCE_DIR);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execlp("python3", "python3", script, "serve", "--layout", layout, "--ready", ready,
-		       "--log", log, (char *)NULL);
-		_exit(127);
-	}
-	FILE *f = NULL;
-	for (int i = 0; i < 200 && !(f = fopen(ready, "re")); i++)
-		usleep(50000);
-	cr_assert_not_null(f, "registry did not start");
-	cr_assert_eq(fscanf(f, "%d", port), 1);
-	fclose(f);
-	free(ready), free(log), free(script);
-	return pid;
-}
-
 /* pull: the config and the layer, a line each; pulled again, both skipped; -q: nothing. */
 LBT_TEST(image_progress, pull_a_line_per_blob_or_quiet)
 {
 	struct lb_run_out o;
 	int port = 0;
 	char *layout = make_layout("latest", "/bin/true");
-	pid_t reg = start_registry(layout, &port);
+	pid_t reg = lbt_registry_start(layout, &port);
 	char *host = lbt_strdupf("127.0.0.1:%d", port);
 	char *ref = lbt_strdupf("%s/lbt/progress:latest", host);
 

@@ -301,36 +301,12 @@ LBT_TEST(images, python_image_from_its_oci_layout)
 	free(bin);
 }
 
-/* registry.py serving LAYOUT on 127.0.0.1; returns its pid and port. */
-static pid_t start_registry(const char *layout, int *port)
-{
-	char *ready = lbt_strdupf("%s/ready", lbt_workdir());
-	char *log = lbt_strdupf("%s/registry.log", lbt_workdir());
-	char *script = lbt_strdupf("%s/tests/registry/registry.py", LBBOX_SOURCE_DIR);
-	pid_t pid = fork();
-	if (pid == 0) {
-		execlp("python3", "python3", script, "serve", "--layout", layout, "--ready", ready,
-		       "--log", log, (char *)NULL);
-		_exit(127);
-	}
-	FILE *f = NULL;
-	for (int i = 0; i < 200 && !(f = fopen(ready, "re")); i++)
-		usleep(50000);
-	cr_assert_not_null(f, "registry did not start");
-	cr_assert_eq(fscanf(f, "%d", port), 1);
-	fclose(f);
-	free(ready);
-	free(log);
-	free(script);
-	return pid;
-}
-
 LBT_TEST(images, pull_from_a_registry_then_run)
 {
 	struct lb_run_out o;
 	int port = 0;
 	char *layout = make_layout("latest", "/bin/echo pulled-and-ran");
-	pid_t reg = start_registry(layout, &port);
+	pid_t reg = lbt_registry_start(layout, &port);
 	char *host = lbt_strdupf("127.0.0.1:%d", port);
 	char *ref = lbt_strdupf("%s/lbt/busybox:latest", host);
 

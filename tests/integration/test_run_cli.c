@@ -102,31 +102,6 @@ LBT_TEST(run_cli, user_names_come_from_the_image)
 		       (const char *[]){"run", "--user", "4294967296", IMG, "true", NULL});
 }
 
-static pid_t start_registry(const char *layout, int *port)
-{
-	char *ready = lbt_strdupf("%s/ready", lbt_workdir());
-	char *log = lbt_strdupf("%s/registry.log", lbt_workdir());
-	char *script = lbt_strdupf("%s/tests/registry/registry.py", LBBOX_SOURCE_DIR);
-	pid_t pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG,
-		      SIGKILL); /* gone with the test, even when an assert fails */
-		execlp("python3", "python3", script, "serve", "--layout", layout, "--ready", ready,
-		       "--log", log, (char *)NULL);
-		_exit(127);
-	}
-	FILE *f = NULL;
-	for (int i = 0; i < 200 && !(f = fopen(ready, "re")); i++)
-		usleep(50000);
-	cr_assert_not_null(f, "registry did not start");
-	cr_assert_eq(fscanf(f, "%d", port), 1);
-	fclose(f);
-	free(ready);
-	free(log);
-	free(script);
-	return pid;
-}
-
 LBT_TEST(run_cli, pull_missing_always_never)
 {
 	char *layout = lbt_strdupf("%s/reg-layout", lbt_workdir());
@@ -134,7 +109,7 @@ LBT_TEST(run_cli, pull_missing_always_never)
 			       LBBOX_SOURCE_DIR, lbt_rootfs(), layout);
 	cr_assert_eq(system(sh), 0);
 	int port = 0;
-	pid_t reg = start_registry(layout, &port);
+	pid_t reg = lbt_registry_start(layout, &port);
 	char *ref = lbt_strdupf("127.0.0.1:%d/lbt/cli:latest", port);
 
 	/* never: not in the store, and the error says how to get it */
