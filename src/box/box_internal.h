@@ -146,6 +146,9 @@ struct box_log {
 };
 /* The log path of a record path (procs/<hash>.json -> procs/<hash>.log). */
 void box_proc_log_path(const char *json, char *out, size_t len);
+/* the history file's name with suffix (".1", ".new" ...) */
+void box_log_sibling(const char *path, const char *suffix, char *out, size_t len);
+#define BOX_LOG_HALF_HEADER 16 /* a half's first chunk: 8 bytes of header, 8 of its number */
 int box_log_open(struct box_log *l, const char *json, struct lb_err **err);
 /* Appends one chunk; a write error loses the chunk, never the process. */
 void box_log_write(struct box_log *l, int stream, const char *buf, size_t n);

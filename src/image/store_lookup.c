@@ -11,6 +11,7 @@
 
 #include "store_internal.h"
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
 #include "lbbox/image/ref.h"
 
 #define ID_MIN_PREFIX 3 /* podman's minimum truncated ID length */
@@ -179,4 +180,48 @@ int lb_store_remove(struct lb_store *s, const char *digest, struct lb_err **err)
 	if (!removed)
 		return lb_err_set(err, ENOENT, "image '%s' not found in %s", digest, s->root);
 	return store_index_save(s, index, err);
+}
+
+/* dst names the image src resolves to (any reference form). */
+int lb_store_tag(struct lb_store *s, const char *src, const char *dst, struct lb_err **err)
+{
+	_cleanup_close_ int lock = -1;
+	_cleanup_json_ json_t *index = NULL;
+	struct lb_store_image img = {0};
+
+	if (store_lock(s, &lock, err) < 0 || store_index_load(s, &index, err) < 0)
+		return -1;
+	if (store_lookup(s, index, src, &img, NULL, err) < 0)
+		return lb_err_wrap(err, "tag %s", dst);
+	int r = store_index_set(index, dst, img.media_type, img.digest, img.size, err);
+	lb_store_image_clear(&img);
+	if (r < 0 || store_index_save(s, index, err) < 0)
+		return lb_err_wrap(err, "tag %s", dst);
+	return 0;
+}
+
+/* The manifest (and config) of the image any reference form names. */
+int lb_store_image_manifest(struct lb_store *s, const char *name_or_digest,
+			    const struct lb_platform *platform, struct lb_manifest **manifest,
+			    struct lb_image_config **config, struct lb_err **err)
+{
+	struct lb_store_image img = {0};
+	struct lb_manifest *m = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if (lb_store_resolve(s, name_or_digest, &img, err) < 0)
+		return -1;
+	int r = store_manifest_of(s, img.digest, platform, 0, &m, err);
+	lb_store_image_clear(&img);
+	if (r < 0)
+		return lb_err_wrap(err, "image %s", name_or_digest);
+	if (config &&
+	    (lb_store_blob_read(s, m->config.digest, LB_CONFIG_MAX, &buf, &len, err) < 0 ||
+	     lb_image_config_parse(buf, len, config, err) < 0)) {
+		lb_manifest_free(m);
+		return lb_err_wrap(err, "image %s", name_or_digest);
+	}
+	*manifest = m;
+	return 0;
 }
