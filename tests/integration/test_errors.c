@@ -171,3 +171,30 @@ LBT_TEST(errors, missing_workdir_is_created_inside_only)
 	free(leak);
 	lbt_out_free(&o);
 }
+
+// lbbox alone, without the helpers it runs from beside itself: each verb that needs one says
+// which, in one line, exit 125 (an installation that forgot one).
+LBT_TEST(errors, a_missing_helper_is_one_line)
+{
+	char *dir = lbt_mkdir_work("lonely");
+	char *cmd = lbt_strdupf("cp %s %s/lbbox", lbt_bin(), dir);
+	cr_assert_eq(system(cmd), 0);
+	free(cmd);
+	static const char *const verbs[][2] = {{"load -i /dev/null", "lbbox-image"},
+					       {"serve --listen 127.0.0.1:1", "lbbox-server"}};
+	for (size_t i = 0; i < 2; i++) {
+		cmd = lbt_strdupf("%s/lbbox --root %s --runroot %s %s 2>&1; echo \"exit $?\"", dir,
+				  lbt_root(), lbt_runroot(), verbs[i][0]);
+		FILE *f = popen(cmd, "r");
+		char out[4096] = "";
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+		out[n] = '\0';
+		if (f)
+			pclose(f);
+		char *want = lbt_strdupf("%s must be installed beside lbbox", verbs[i][1]);
+		cr_assert(strstr(out, want) && strstr(out, "exit 125") && lbt_count_lines(out) == 2,
+			  "%s: %s", verbs[i][0], out);
+		free(want), free(cmd);
+	}
+	free(dir);
+}
