@@ -140,6 +140,12 @@ check user_session_and_proc "hi running" in_cgroup setpriv --reuid=65534 --regid
 	lbbox proc start u1 --id p1 -- sleep 1000 >/dev/null &&
 	s=$(lbbox proc inspect u1 p1 | sed -n "s/.*\"status\":\"\([a-z]*\)\".*/\1/p") &&
 	lbbox proc stop u1 p1 >/dev/null && lbbox session rm u1 >/dev/null && echo "$out $s"'
+check user_detached_run "from-run 0 Exited" in_cgroup setpriv --reuid=65534 --regid=65534 \
+	--clear-groups env HOME="$home" XDG_RUNTIME_DIR="$xdg" sh -c '
+	lbbox run -d --name ur1 localhost/busybox sh -c "echo from-run; exec sleep 600" >/dev/null &&
+	until lbbox logs ur1 | grep -q from-run; do sleep 0.1; done &&
+	l=$(lbbox logs ur1) && u=$(lbbox exec ur1 id -u) && lbbox stop -t 1 ur1 >/dev/null &&
+	s=$(lbbox ps -a | grep -o Exited) && lbbox rm ur1 >/dev/null && echo "$l $u $s"'
 
 # -- nothing left ----------------------------------------------------------------------------------
 # no sandbox state, no cgroup of a sandbox, no process running an installed binary
