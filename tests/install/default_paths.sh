@@ -143,7 +143,7 @@ check user_session_and_proc "hi running" in_cgroup setpriv --reuid=65534 --regid
 check user_detached_run "from-run 0 Exited" in_cgroup setpriv --reuid=65534 --regid=65534 \
 	--clear-groups env HOME="$home" XDG_RUNTIME_DIR="$xdg" sh -c '
 	lbbox run -d --name ur1 localhost/busybox sh -c "echo from-run; exec sleep 600" >/dev/null &&
-	until lbbox logs ur1 | grep -q from-run; do sleep 0.1; done &&
+	for i in $(seq 100); do lbbox logs ur1 | grep -q from-run && break; sleep 0.1; done &&
 	l=$(lbbox logs ur1) && u=$(lbbox exec ur1 id -u) && lbbox stop -t 1 ur1 >/dev/null &&
 	s=$(lbbox ps -a | grep -o Exited) && lbbox rm ur1 >/dev/null && echo "$l $u $s"'
 
