@@ -59,7 +59,8 @@ stage "load (lbbox run)" python3 tests/load/load.py run build/lbbox build/images
 stage "cgroup-v2 guest (qemu)" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
 	scripts/vm-test.sh --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-init:/opt/lbbox/lbbox-init \
 	--extra build/lbbox-probe:/opt/lbbox/lbbox-probe --extra build/images/busybox/rootfs:/opt/lbbox/rootfs \
-	build/test_cgroup build/test_limits build/test_session build/test_proc
+	build/test_cgroup build/test_limits build/test_session build/test_proc build/test_detach \
+	build/test_session_cli
 # Without root, in a cgroup-v2 subtree delegated to the user (as systemd gives a user's slice):
 # the limit, session and managed-process suites again, lbbox in its user namespace mode.
 stage "cgroup-v2 guest (qemu), rootless" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
