@@ -92,7 +92,7 @@ static void job_done(struct fdwatch *w)
 	struct server *s = w->s;
 	int status;
 	job_read(w); /* what is left in the pipe */
-	while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+	while (!j->reaped && waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
 	if (p && j->seq_id) {
@@ -125,6 +125,15 @@ static int job_read(struct fdwatch *w)
 			continue;
 		return n < 0 && errno == EAGAIN ? 0 : -1; /* EOF: the child is done */
 	}
+}
+
+void server_reap_children(struct server *s)
+{
+	pid_t pid;
+	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
+		for (size_t i = 0; i < s->n_jobs; i++)
+			if (s->jobs[i]->pid == pid)
+				s->jobs[i]->reaped = true;
 }
 
 /* In the child: nothing of the parent's connections may outlive it (a keeper it starts would
@@ -179,6 +188,11 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
+	/* SIGCHLD is the runtime's signalfd's, not the job's */
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_UNBLOCK, &chld, NULL);
 	close(pp[0]);
 	if (s->in_fd >= 0)
 		close(s->in_fd);

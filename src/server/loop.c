@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -74,12 +75,18 @@ static void stdio_closed(struct fdwatch *w)
 
 static int signal_read(struct fdwatch *w)
 {
-	struct signalfd_siginfo si; /* SIGTERM, SIGINT, SIGHUP: consumed, so not delivered */
+	/* SIGTERM, SIGINT, SIGHUP end the runtime; SIGCHLD: children to reap. Consumed here, so
+	 * never delivered. */
+	struct signalfd_siginfo si;
 	char why[64];
-	if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-		snprintf(why, sizeof(why), "SIG%s received", sigabbrev_np((int)si.ssi_signo));
-		stop_because(w->s, why);
+	if (read(w->fd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	if (si.ssi_signo == SIGCHLD) {
+		server_reap_children(w->s);
+		return 0;
 	}
+	snprintf(why, sizeof(why), "SIG%s received", sigabbrev_np((int)si.ssi_signo));
+	stop_because(w->s, why);
 	return 0;
 }
 
@@ -103,7 +110,10 @@ static int setup_signals(sigset_t *old)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, old);
+	/* the sessions' processes outlive the jobs that start them: they come back to us */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	signal(SIGPIPE, SIG_IGN);
 	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
@@ -130,6 +140,28 @@ static size_t websockets(struct server *s)
 	return n;
 }
 
+/*
+ * The owned sessions go in a job while the loop goes on reaping: a sandbox's processes whose
+ * parents die come back to this runtime (its subreaper), and a sandbox's pid 1 ends only once
+ * they are reaped, so the runtime must not block while they go.
+ */
+static void drop_sessions(struct server *s)
+{
+	int fd;
+	pid_t pid = server_job_start(s, NULL, NULL, NULL, NULL, 0, &fd);
+	if (pid == 0) {
+		lb_box_drop_owned(&s->rt.box);
+		_exit(0);
+	}
+	if (pid < 0) { /* no job: in this process, the sandboxes' pid 1s ending late */
+		lb_box_drop_owned(&s->rt.box);
+		return;
+	}
+	while (s->n_jobs)
+		lws_service(s->lws, 0);
+	server_reap_children(s);
+}
+
 /* Every WebSocket closed with 1001, what must finish finishes, every owned session goes. */
 static void shutdown_all(struct server *s)
 {
@@ -151,7 +183,7 @@ static void shutdown_all(struct server *s)
 		lws_service(s->lws, 0);
 	lws_sul_cancel(&s->reap_timer);
 	lws_sul_cancel(&s->wake_timer);
-	lb_box_drop_owned(&s->rt.box);
+	drop_sessions(s);
 }
 
 int server_run(struct server *s)

@@ -90,6 +90,7 @@ struct job {
 	char fence[80]; /* tenant actions: the namespace and generation they ran under */
 	int64_t generation;
 	bool wait_on_shutdown; /* creates, deletes, starts, stops: let them finish */
+	bool reaped;	       /* waited for already, by server_reap_children */
 };
 
 struct server {
@@ -139,6 +140,10 @@ int server_fd_callback(struct lws *wsi, enum lws_callback_reasons reason, void *
 		       size_t len);
 /* fork + reply pipe: the job's pid in the parent; 0 in the child, with *fd the pipe to write
  * the reply to (server_job_finish). p = NULL: background work, no reply. */
+/* The runtime is its sessions' subreaper: a sandbox's pid 1 or a keeper a job started outlives
+ * the job and becomes the runtime's child; on SIGCHLD every child that ended is reaped here
+ * (jobs included, marked), so none waits as a zombie for the host's init. */
+void server_reap_children(struct server *s);
 pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const char *action,
 		       const char *fence, int64_t gen, int *fd);
 __attribute__((noreturn)) void server_job_finish(int fd, json_t *reply);

@@ -576,6 +576,35 @@ def simple_exec_and_persistence(b):
     b.ok("box_delete_session", {"session_id": "u1"})
 
 
+def children(pid):
+    """{child pid: (comm, state)} of the process pid."""
+    out = {}
+    for d in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(d) as f:
+                st = f.read()
+        except OSError:
+            continue
+        rest = st[st.rindex(")") + 2:].split()
+        if int(rest[1]) == pid:
+            out[int(d.split("/")[2])] = (st[st.index("(") + 1:st.rindex(")")], rest[0])
+    return out
+
+
+@test
+def session_processes_come_back_to_the_runtime(b):
+    """The runtime is its sessions' subreaper: a session's pid 1 outlives the job that made it
+    and becomes the runtime's child, so when the session goes it is reaped at once, never left a
+    zombie for the host's init (which may reap late, or never, as pid 1 of a container)."""
+    b.ok("box_exec", spec("z1", "true"))
+    inits = [c for c, (comm, _) in children(b.p.pid).items() if comm == "lbbox-init"]
+    assert len(inits) == 1, "the session's pid 1 is not the runtime's child: %s" % (
+        children(b.p.pid),)
+    b.ok("box_delete_session", {"session_id": "z1"})
+    assert poll(lambda: inits[0] not in children(b.p.pid), 5.0), (
+        "the session's pid 1 was not reaped: %s" % (children(b.p.pid),))
+
+
 @test
 def timeout_drops_the_session(b):
     b.ok("box_exec", spec("t1", "echo x > /tmp/m"))
