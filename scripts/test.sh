@@ -7,6 +7,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 [ "$(id -u)" = 0 ] || { echo "test: run as root (the integration tests build real sandboxes)" >&2; exit 2; }
+# Everything the suites start and leave (a session's pid 1 after the lbbox that made it) comes
+# back to one reaper, not to the host's init, and nothing may still run once the suites end.
+if [ -z "${LBBOX_TEST_REAPER:-}" ]; then
+	export LBBOX_TEST_REAPER=1
+	exec python3 tests/helpers/subreaper.py scripts/test.sh "$@"
+fi
 scripts/setup.sh || exit 1
 
 passed=0 failed=0 timings=()
