@@ -146,6 +146,9 @@ struct box_log {
 };
 /* The log path of a record path (procs/<hash>.json -> procs/<hash>.log). */
 void box_proc_log_path(const char *json, char *out, size_t len);
+/* a chunk's 8-byte header: stream (1 stdout, 2 stderr; 0 a half's own), 3 zero bytes, length
+ * big-endian (docker's format) */
+void box_log_put_header(unsigned char h[8], int stream, size_t n);
 /* the history file's name with suffix (".1", ".new" ...) */
 void box_log_sibling(const char *path, const char *suffix, char *out, size_t len);
 #define BOX_LOG_HALF_HEADER 16 /* a half's first chunk: 8 bytes of header, 8 of its number */

@@ -81,13 +81,7 @@ void box_follower_send(struct box_follower *f, int stream, const char *buf, size
 		return;
 	if (n > LB_BOX_LOG_CHUNK_MAX)
 		n = LB_BOX_LOG_CHUNK_MAX;
-	unsigned char *h = (unsigned char *)f->buf;
-	h[0] = (unsigned char)stream;
-	h[1] = h[2] = h[3] = 0;
-	h[4] = (unsigned char)(n >> 24);
-	h[5] = (unsigned char)(n >> 16);
-	h[6] = (unsigned char)(n >> 8);
-	h[7] = (unsigned char)n;
+	box_log_put_header((unsigned char *)f->buf, stream, n);
 	memcpy(f->buf + 8, buf, n);
 	f->len = 8 + n;
 	f->off = 0;

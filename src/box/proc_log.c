@@ -47,7 +47,7 @@ void box_proc_files_unlink(const char *json)
 	}
 }
 
-static void put_header(unsigned char h[8], int stream, size_t n)
+void box_log_put_header(unsigned char h[8], int stream, size_t n)
 {
 	h[0] = (unsigned char)stream;
 	h[1] = h[2] = h[3] = 0;
@@ -71,7 +71,7 @@ int lb_box_log_header_parse(const unsigned char h[8], int *stream, size_t *n)
 static int write_half_header(int fd, uint64_t seq)
 {
 	unsigned char b[BOX_LOG_HALF_HEADER];
-	put_header(b, 0, 8);
+	box_log_put_header(b, 0, 8);
 	for (int i = 0; i < 8; i++)
 		b[8 + i] = (unsigned char)(seq >> (56 - 8 * i));
 	return write(fd, b, sizeof(b)) == (ssize_t)sizeof(b) ? 0 : -1;
@@ -152,7 +152,7 @@ void box_log_write(struct box_log *l, int stream, const char *buf, size_t n)
 	if (l->size + 8 + n > BOX_LOG_HALF)
 		rotate(l);
 	unsigned char h[8];
-	put_header(h, stream, n);
+	box_log_put_header(h, stream, n);
 	struct iovec iov[2] = {{h, 8}, {(void *)buf, n}};
 	ssize_t w = writev(l->fd, iov, 2);
 	if (w == (ssize_t)(8 + n))
