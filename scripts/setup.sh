@@ -10,6 +10,8 @@ LBBOX_ROOT=${LBBOX_ROOT:-/var/lib/lbbox}
 # build + run time libraries
 PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-route-3-dev
       libjansson-dev libssl-dev libcriterion-dev libarchive-dev libcurl4-openssl-dev
+      # the skill store of the Box runtime: SKILL.md front matter
+      libyaml-dev
       # the Box runtime's HTTP / WebSocket side (lbbox serve, the relay)
       libwebsockets-dev
       # --network on: NAT and filtering (nft); the network tests' DNS responder (python3)

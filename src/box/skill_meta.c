@@ -1,0 +1,222 @@
+/*
+ * SKILL.md (§6.6): optional YAML front matter between two "---" lines, then the instructions.
+ * Only name, display_name and description are read or written; YAML is parsed and emitted with
+ * libyaml, so a description holding "\nname: x" or a quote stays one value.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "lbbox/base/cleanup.h"
+#include "lbbox/box/skill.h"
+#include "skill_internal.h"
+
+static const char *const fields[] = {"name", "display_name", "description"};
+
+static char **field_of(struct lb_skill_meta *m, const char *key)
+{
+	char **slots[] = {&m->name, &m->display_name, &m->description};
+	for (size_t i = 0; i < 3; i++)
+		if (!strcmp(key, fields[i]))
+			return slots[i];
+	return NULL;
+}
+
+/* A line of text at *pos: its bytes up to and including "\n" (the last may lack it). */
+static size_t line_len(const char *text, size_t len, size_t pos)
+{
+	const char *nl = memchr(text + pos, '\n', len - pos);
+	return nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
+}
+
+/* line.strip() == "---" (ASCII whitespace is what can surround it in practice). */
+static bool is_fence(const char *line, size_t n)
+{
+	while (n && strchr(" \t\r\n\f\v", line[n - 1]))
+		n--;
+	while (n && strchr(" \t\r\n\f\v", *line))
+		line++, n--;
+	return n == 3 && !memcmp(line, "---", 3);
+}
+
+/* YAML's null spellings of a plain scalar. */
+static bool is_null(const yaml_node_t *v)
+{
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+	if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	for (size_t i = 0; i < 5; i++)
+		if (!strcmp((const char *)v->data.scalar.value, nulls[i]))
+			return true;
+	return false;
+}
+
+/* The three fields of a mapping document; anything else (a list, a scalar) carries none. */
+static int take_fields(yaml_document_t *doc, struct lb_skill_meta *m, struct lb_err **err)
+{
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+	if (!root || root->type != YAML_MAPPING_NODE)
+		return 0;
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+		if (!k || !v || k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE ||
+		    is_null(v))
+			continue;
+		char **slot = field_of(m, (const char *)k->data.scalar.value);
+		if (!slot)
+			continue;
+		free(*slot);
+		if (!(*slot = strndup((const char *)v->data.scalar.value, v->data.scalar.length)))
+			return lb_err_set(err, ENOMEM, "front matter");
+	}
+	return 0;
+}
+
+static int parse_yaml(const char *text, size_t len, struct lb_skill_meta *m, struct lb_err **err)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	if (!yaml_parser_initialize(&parser))
+		return lb_err_set(err, ENOMEM, "front matter");
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		lb_err_set(err, 0, "Skill entry file has invalid YAML front matter: %s",
+			   parser.problem ? parser.problem : "parse error");
+		yaml_parser_delete(&parser);
+		return -1;
+	}
+	int r = take_fields(&doc, m, err);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return r;
+}
+
+int lb_skill_meta_parse(const char *text, size_t len, struct lb_skill_meta *out,
+			struct lb_err **err)
+{
+	struct lb_skill_meta m = {0};
+	size_t first = len >= 3 && !memcmp(text, "---", 3) ? line_len(text, len, 0) : 0;
+	size_t body = 0;
+	if (first && is_fence(text, first))
+		for (size_t pos = first; pos < len; pos += line_len(text, len, pos))
+			if (is_fence(text + pos, line_len(text, len, pos))) {
+				if (parse_yaml(text + first, pos - first, &m, err) < 0) {
+					lb_skill_meta_free(&m);
+					return -1;
+				}
+				body = pos + line_len(text, len, pos);
+				while (body < len && text[body] == '\n')
+					body++;
+				break;
+			}
+	if (!(m.instructions = strndup(text + body, len - body))) {
+		lb_skill_meta_free(&m);
+		return lb_err_set(err, ENOMEM, "front matter");
+	}
+	*out = m;
+	return 0;
+}
+
+void lb_skill_meta_free(struct lb_skill_meta *m)
+{
+	free(m->name);
+	free(m->display_name);
+	free(m->description);
+	free(m->instructions);
+	*m = (struct lb_skill_meta){0};
+}
+
+struct buf {
+	char *p;
+	size_t len;
+	bool oom;
+};
+
+static int buf_write(void *data, unsigned char *bytes, size_t n)
+{
+	struct buf *b = data;
+	char *p = realloc(b->p, b->len + n + 1);
+	if (!p)
+		return b->oom = true, 0;
+	memcpy(p + b->len, bytes, n);
+	b->p = p;
+	b->len += n;
+	p[b->len] = '\0';
+	return 1;
+}
+
+static bool emit_str(yaml_emitter_t *e, const char *s)
+{
+	yaml_event_t ev;
+	return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, -1, 1, 1,
+					    YAML_ANY_SCALAR_STYLE) &&
+	       yaml_emitter_emit(e, &ev);
+}
+
+/* The fields as a block mapping, the way yaml.dump writes them. */
+static bool emit_mapping(yaml_emitter_t *e, const char *const *vals)
+{
+	yaml_event_t ev;
+	if (!yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) ||
+	    !yaml_emitter_emit(e, &ev) ||
+	    !yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) ||
+	    !yaml_emitter_emit(e, &ev) ||
+	    !yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE) ||
+	    !yaml_emitter_emit(e, &ev))
+		return false;
+	for (size_t i = 0; i < 3; i++)
+		if (vals[i] && (!emit_str(e, fields[i]) || !emit_str(e, vals[i])))
+			return false;
+	return yaml_mapping_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev) &&
+	       yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(e, &ev) &&
+	       yaml_stream_end_event_initialize(&ev) && yaml_emitter_emit(e, &ev);
+}
+
+static int emit_yaml(const char *const *vals, struct buf *b, struct lb_err **err)
+{
+	yaml_emitter_t e;
+	if (!yaml_emitter_initialize(&e))
+		return lb_err_set(err, ENOMEM, "front matter");
+	yaml_emitter_set_output(&e, buf_write, b);
+	yaml_emitter_set_unicode(&e, 1);
+	bool ok = emit_mapping(&e, vals);
+	if (!ok)
+		lb_err_set(err, b->oom ? ENOMEM : 0, "cannot write the front matter: %s",
+			   e.problem ? e.problem : "emitter error");
+	yaml_emitter_delete(&e);
+	if (!ok)
+		return -1;
+	/* yaml.dump(...).strip(): the trailing newline and document end marker go */
+	while (b->len && strchr(" \t\r\n", b->p[b->len - 1]))
+		b->len--;
+	if (b->len >= 3 && !memcmp(b->p + b->len - 3, "...", 3))
+		b->len -= 3;
+	while (b->len && strchr(" \t\r\n", b->p[b->len - 1]))
+		b->len--;
+	return 0;
+}
+
+int lb_skill_meta_build(const struct lb_skill_meta *m, char **out, struct lb_err **err)
+{
+	const char *vals[3] = {m->name, m->display_name, m->description};
+	const char *instr = m->instructions ? m->instructions : "";
+	bool any = false;
+	for (size_t i = 0; i < 3; i++) {
+		if (vals[i] && lb_skill_is_blank(vals[i]))
+			vals[i] = NULL;
+		any |= vals[i] != NULL;
+	}
+	if (!any)
+		return (*out = strdup(instr)) ? 0 : lb_err_set(err, ENOMEM, "SKILL.md");
+	struct buf b = {0};
+	if (emit_yaml(vals, &b, err) < 0) {
+		free(b.p);
+		return -1;
+	}
+	int r = asprintf(out, "---\n%.*s\n---\n\n%s", (int)b.len, b.p ? b.p : "", instr);
+	free(b.p);
+	return r < 0 ? lb_err_set(err, ENOMEM, "SKILL.md") : 0;
+}
