@@ -54,6 +54,16 @@ static int parse_spec(json_t *data, const struct lb_rpc_context *ctx, struct lb_
 	return r;
 }
 
+/* A BoxSpec with skill_name's package mounted (§6.11). */
+static int parse_spec_skill(struct lb_rpc_runtime *rt, json_t *data,
+			    const struct lb_rpc_context *ctx, struct lb_box_spec *bs,
+			    struct lb_err **err)
+{
+	if (parse_spec(data, ctx, bs, err) < 0)
+		return -1;
+	return rpc_skill_mount(rt, ctx, bs, err);
+}
+
 static int get_or_create(struct lb_rpc_runtime *rt, const struct lb_box_spec *bs,
 			 struct lb_box_session *out, struct lb_err **err)
 {
@@ -66,7 +76,7 @@ static int do_create(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rp
 {
 	struct lb_box_spec bs = {0};
 	struct lb_box_session sess;
-	int r = parse_spec(data, ctx, &bs, err);
+	int r = parse_spec_skill(rt, data, ctx, &bs, err);
 	if (r == 0 && (r = get_or_create(rt, &bs, &sess, err)) == 0) {
 		*out = lb_rpc_session_json(&sess);
 		lb_box_session_free(&sess);
@@ -81,7 +91,7 @@ static int do_exec(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_
 	struct lb_box_spec bs = {0};
 	struct lb_box_session sess;
 	struct lb_box_exec_result res;
-	int r = parse_spec(data, ctx, &bs, err);
+	int r = parse_spec_skill(rt, data, ctx, &bs, err);
 	if (r == 0 && !bs.cmd[0])
 		r = lb_err_box(err, LB_BOX_EVALIDATION, "cmd must not be empty");
 	if (r == 0 && (r = get_or_create(rt, &bs, &sess, err)) == 0) {
@@ -310,7 +320,7 @@ static int find(const char *action)
 bool rpc_is_tenant_action(const char *action)
 {
 	int i = find(action);
-	return i >= 0 && actions[i].tenant;
+	return (i >= 0 && actions[i].tenant) || rpc_is_skill_action(action);
 }
 
 bool lb_rpc_action_waits_on_shutdown(const char *action)
@@ -329,7 +339,7 @@ bool rpc_is_inline_action(const char *action)
 
 bool rpc_has_action(const char *action)
 {
-	return rpc_is_inline_action(action) || find(action) >= 0;
+	return rpc_is_inline_action(action) || find(action) >= 0 || rpc_is_skill_action(action);
 }
 
 json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req)
@@ -338,6 +348,13 @@ json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request
 	json_t *out = NULL;
 	const struct lb_rpc_context *ctx = req->has_ctx ? &req->ctx : NULL;
 	int i = find(req->action);
+	if (i < 0 && rpc_is_skill_action(req->action)) {
+		if (rpc_skill_action(rt, req, &out, &err) == 0)
+			return lb_rpc_reply_ok(req->seq_id, out);
+		json_t *reply = lb_rpc_reply_err(req->seq_id, err, LB_BOX_EVALIDATION);
+		lb_err_free(&err);
+		return reply;
+	}
 	if (i < 0 || (actions[i].sandbox && backend_usable(rt, &err) < 0) ||
 	    actions[i].fn(rt, req->data, ctx, &out, &err) < 0) {
 		json_t *reply = lb_rpc_reply_err(req->seq_id, err, LB_BOX_EBOX);

@@ -121,7 +121,7 @@ enum lb_rpc_route lb_rpc_request_open(struct lb_rpc_runtime *rt, json_t *msg, bo
 				      const char **ignored)
 {
 	json_t *c = json_object_get(msg, "context"), *data = json_object_get(msg, "data");
-	*req = (struct lb_rpc_request){.seq_id = json_object_get(msg, "seq_id")};
+	*req = (struct lb_rpc_request){.seq_id = json_object_get(msg, "seq_id"), .upload_fd = -1};
 	*reply = NULL;
 	*ignored = NULL;
 	if (json_object_get(msg, "code"))

@@ -4,8 +4,9 @@
  * $LANGBOT_PLUGIN_FILE_STORAGE_DIR or ./data/temp/lbp (mode 0700), at most max_rpc_file_bytes.
  * As in LangBot's handler, an upload belongs to the connection that sent it (at most 128 each,
  * a key another connection holds is refused) and its file is removed when the connection
- * closes; also when the upload fails, and when it lies idle past the upload TTL (no action of
- * lbbox reads uploads). Answered in the loop: one small write.
+ * closes; also when the upload fails, and when it lies idle past the upload TTL. The zip skill
+ * actions take their upload (server_upload_take): it is opened for them, then removed at once,
+ * so it goes whatever the action's outcome. Answered in the loop: one small write.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,6 +151,18 @@ static int write_chunk(struct server *s, struct peer *p, json_t *data, struct lb
 	}
 	u->complete = c.index == c.amount - 1;
 	return 0;
+}
+
+int server_upload_take(struct peer *p, const json_t *data)
+{
+	const char *key = json_string_value(json_object_get(data, "file_key"));
+	struct upload *u = key ? upload_find(p, key) : NULL;
+	if (!u)
+		return -1;
+	/* an upload still missing chunks is no file to read: it goes all the same */
+	int fd = u->complete ? open(u->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	upload_drop(p, u);
+	return fd;
 }
 
 json_t *server_file_chunk(struct server *s, struct peer *p, json_t *data, json_t *seq_id)

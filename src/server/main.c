@@ -151,7 +151,7 @@ static struct server *server_new(void)
 	 * --host */
 	s->host = "127.0.0.1";
 	s->ping_sec = ping && atoi(ping) > 0 && atoi(ping) < 3600 ? atoi(ping) : 30;
-	/* nothing in lbbox reads an upload (LangBot's zip skill actions would): unread ones go */
+	/* an upload no zip skill action read within the TTL goes */
 	s->upload_ttl_ns =
 	    (ttl && atoi(ttl) > 0 && atoi(ttl) <= 86400 ? (uint64_t)atoi(ttl) : 600) *
 	    1000000000ull;

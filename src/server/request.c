@@ -93,8 +93,14 @@ void server_handle(struct server *s, struct peer *p, json_t *msg)
 			peer_send(p, lb_rpc_reply_error(req.seq_id, NULL,
 							"Runtime connection is busy "
 							"(max 128 concurrent actions)"));
-		else
+		else {
+			/* the zip skill actions read the caller's own upload, handed to the job */
+			if (lb_rpc_action_reads_upload(req.action))
+				req.upload_fd = server_upload_take(p, req.data);
 			run_job(s, p, &req);
+			if (req.upload_fd >= 0)
+				close(req.upload_fd);
+		}
 		break;
 	}
 	lb_rpc_request_close(&req);

@@ -188,6 +188,9 @@ bool relay_path(const char *path);
 
 /* files.c: __file_chunk (§6.6), into uploads the peer owns. */
 json_t *server_file_chunk(struct server *s, struct peer *p, json_t *data, json_t *seq_id);
+/* The peer's complete upload named by data.file_key, opened read-only (-1: none); the upload
+ * is removed either way. */
+int server_upload_take(struct peer *p, const json_t *data);
 /* Removes the uploads idle past the TTL, of every peer. */
 void server_uploads_expire(struct server *s);
 /* Removes every upload of p (it is closing). */

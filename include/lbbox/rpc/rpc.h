@@ -179,6 +179,10 @@ struct lb_rpc_request {
 	struct lb_rpc_context ctx;
 	char fence[80];	     /* a tenant action's Workspace namespace, "" otherwise */
 	bool fence_advanced; /* a higher generation: lb_rpc_fence_cleanup is due */
+	/* The zip skill actions' upload (lb_rpc_action_reads_upload): a read-only descriptor the
+	 * transport opened on the caller's upload of data.file_key before removing it; -1 for
+	 * none. The transport closes it. */
+	int upload_fd;
 };
 /*
  * The envelope checks of a received message, in LangBot's order: responses and messages without
@@ -196,6 +200,9 @@ json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_requ
 /* An LB_RPC_JOB request, run to its reply: session ids made physical on the way in and mapped
  * back on the way out, errors with LangBot's classes. */
 json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req);
+/* The action reads a __file_chunk upload (data.file_key): the transport hands it over in
+ * req->upload_fd and removes it, whatever the action's outcome. */
+bool lb_rpc_action_reads_upload(const char *action);
 /* Creates, deletes, starts and stops: a shutdown lets them finish. */
 bool lb_rpc_action_waits_on_shutdown(const char *action);
 /* {"name": "lbbox", "available"}: available when a session with LangBot's limits can really be
