@@ -132,7 +132,8 @@ int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, cons
 		if (m->mode == LB_BOX_MOUNT_NONE)
 			continue;
 		_cleanup_free_ char *canonical = NULL;
-		if (check_host_path(own, roots, m->host_path, &canonical, err) < 0 ||
+		if (check_host_path(own, m->runtime_owned ? NULL : roots, m->host_path, &canonical,
+				    err) < 0 ||
 		    add_mount(spec, canonical, m->mount_path, m->mode == LB_BOX_MOUNT_RO, false,
 			      err) < 0)
 			return -1;

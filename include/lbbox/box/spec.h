@@ -44,6 +44,9 @@ struct lb_box_mount {
 	char *host_path;
 	char *mount_path;
 	enum lb_box_mount_mode mode; /* default rw */
+	/* lbbox's own (a skill package the runtime resolved for skill_name): not held to the
+	 * allowed mount roots. Never set from a request. */
+	bool runtime_owned;
 };
 
 /* BoxSpec (§1.3). Strings are malloc'ed; NULL host_path / skill_name = JSON null. */
