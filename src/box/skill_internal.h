@@ -41,9 +41,10 @@ struct skill_found {
 };
 void skill_found_free(struct skill_found *v, size_t n);
 /* Breadth-first from rel below dirfd to max_depth levels: a directory with an entry file is a
- * package (not searched further); links are not followed; names in sorted order. */
-int skill_discover(int dirfd, const char *rel, int max_depth, struct skill_found **out, size_t *n,
-		   struct lb_err **err);
+ * package (not searched further); links are not followed; names in sorted order. skip_tenants:
+ * a top-level "tenants" is left out (the legacy store). */
+int skill_discover(int dirfd, const char *rel, int max_depth, bool skip_tenants,
+		   struct skill_found **out, size_t *n, struct lb_err **err);
 /* The skill object of the package rel (below dirfd, whose path is base): its entry file read
  * (at most 1 MiB of UTF-8), front matter parsed, name checked. */
 int skill_load(int dirfd, const char *base, const char *rel, const char *entry, json_t **out,

@@ -148,11 +148,14 @@ static int buf_write(void *data, unsigned char *bytes, size_t n)
 	return 1;
 }
 
+/* A value with a line break is double-quoted (breaks escaped): no line of it can then read as
+ * the closing "---" of the front matter. */
 static bool emit_str(yaml_emitter_t *e, const char *s)
 {
 	yaml_event_t ev;
-	return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, -1, 1, 1,
-					    YAML_ANY_SCALAR_STYLE) &&
+	yaml_scalar_style_t style =
+	    strpbrk(s, "\r\n") ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE;
+	return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, -1, 1, 1, style) &&
 	       yaml_emitter_emit(e, &ev);
 }
 
@@ -182,6 +185,7 @@ static int emit_yaml(const char *const *vals, struct buf *b, struct lb_err **err
 		return lb_err_set(err, ENOMEM, "front matter");
 	yaml_emitter_set_output(&e, buf_write, b);
 	yaml_emitter_set_unicode(&e, 1);
+	yaml_emitter_set_width(&e, -1); /* no folding: one line per field */
 	bool ok = emit_mapping(&e, vals);
 	if (!ok)
 		lb_err_set(err, b->oom ? ENOMEM : 0, "cannot write the front matter: %s",

@@ -78,6 +78,7 @@ struct walk {
 	int *depth;
 	size_t head, tail, cap;
 	size_t scanned;
+	bool skip_tenants; /* the legacy store: its top-level tenants/ is not searched */
 };
 
 static int enqueue(struct walk *w, char *rel, int depth)
@@ -117,6 +118,8 @@ static int children(struct walk *w, int fd, const char *rel, int depth, struct l
 	}
 	while (r == 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (w->skip_tenants && !strcmp(rel, ".") && !strcmp(e->d_name, "tenants"))
 			continue;
 		if (++w->scanned > SKILL_MAX_SCANNED)
 			r = lb_err_set(err, 0,
@@ -176,10 +179,10 @@ static int visit(struct walk *w, int dirfd, int max_depth, struct lb_err **err)
 	return depth < max_depth ? children(w, fd, rel, depth, err) : 0;
 }
 
-int skill_discover(int dirfd, const char *rel, int max_depth, struct skill_found **out, size_t *n,
-		   struct lb_err **err)
+int skill_discover(int dirfd, const char *rel, int max_depth, bool skip_tenants,
+		   struct skill_found **out, size_t *n, struct lb_err **err)
 {
-	struct walk w = {0};
+	struct walk w = {.skip_tenants = skip_tenants};
 	char *start = strdup(rel);
 	int r = start && enqueue(&w, start, 0) == 0 ? 0 : lb_err_set(err, ENOMEM, "discovery");
 	while (r == 0 && w.head < w.tail)

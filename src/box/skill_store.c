@@ -60,7 +60,7 @@ static int store_path(const char *host_root, const char *skills_root, const char
 int lb_skill_store_open(const char *host_root, const char *skills_root, const char *ns,
 			struct lb_skill_store *st, struct lb_err **err)
 {
-	*st = (struct lb_skill_store){.fd = -1, .lock = -1};
+	*st = (struct lb_skill_store){.fd = -1, .lock = -1, .legacy = !ns};
 	if (store_path(host_root, skills_root, ns, st->root, sizeof(st->root), err) < 0 ||
 	    lb_mkdir_nofollow(st->root, 0755, err) < 0)
 		return -1;
@@ -90,7 +90,13 @@ const char *skill_rel_of(const struct lb_skill_store *st, const char *canonical)
 		return NULL;
 	if (!canonical[n])
 		return ".";
-	return canonical[n] == '/' ? canonical + n + 1 : NULL;
+	if (canonical[n] != '/')
+		return NULL;
+	const char *rel = canonical + n + 1;
+	/* the legacy store does not reach into the Workspaces' stores */
+	if (st->legacy && !strncmp(rel, "tenants", 7) && (!rel[7] || rel[7] == '/'))
+		return NULL;
+	return rel;
 }
 
 int skill_scoped(const struct lb_skill_store *st, const char *path, const char *label,
@@ -136,7 +142,7 @@ int skill_all(struct lb_skill_store *st, json_t **out, struct lb_err **err)
 {
 	struct skill_found *found = NULL;
 	size_t n = 0, kept = 0, bytes = 0;
-	if (skill_discover(st->fd, ".", 6, &found, &n, err) < 0)
+	if (skill_discover(st->fd, ".", 6, st->legacy, &found, &n, err) < 0)
 		return -1;
 	_cleanup_free_ json_t **v = calloc(n ? n : 1, sizeof(*v));
 	int r = v ? 0 : lb_err_set(err, ENOMEM, "skills");
@@ -271,7 +277,7 @@ static int create_target(struct lb_skill_store *st, const char *name, json_t *da
 		return lb_err_set(err, 0, "Directory does not exist: %s", canonical);
 	struct skill_found *f = NULL;
 	size_t n = 0;
-	if (skill_discover(st->fd, r, 0, &f, &n, err) < 0)
+	if (skill_discover(st->fd, r, 0, false, &f, &n, err) < 0)
 		return -1;
 	int ret = n ? skill_load(st->fd, st->root, r, f[0].entry, imported, err)
 		    : lb_err_set(err, 0, "No SKILL.md found in %s", canonical);
@@ -390,7 +396,7 @@ int lb_skill_scan(struct lb_skill_store *st, const char *path, json_t **out, str
 	_cleanup_close_ int fd = skill_openat(st->fd, rel, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return lb_err_set(err, 0, "Directory does not exist: %s", canonical);
-	if (skill_discover(st->fd, rel, 2, &f, &n, err) < 0)
+	if (skill_discover(st->fd, rel, 2, st->legacy, &f, &n, err) < 0)
 		return -1;
 	int r = 0;
 	if (!n)

@@ -189,7 +189,7 @@ static int previews(struct lb_skill_store *st, struct staged *s, json_t *opts, j
 	struct skill_found *f = NULL;
 	size_t n = 0;
 	_cleanup_free_ char *stem = target_stem(opts);
-	if (!stem || skill_discover(s->fd, s->root, 2, &f, &n, err) < 0)
+	if (!stem || skill_discover(s->fd, s->root, 2, false, &f, &n, err) < 0)
 		return stem ? -1 : lb_err_set(err, ENOMEM, "preview");
 	if (!n)
 		return lb_err_set(err, 0,

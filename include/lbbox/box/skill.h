@@ -24,6 +24,9 @@ struct lb_skill_store {
 	char root[LB_PATH_BUF]; /* canonical */
 	int fd;			/* O_PATH directory descriptor of root */
 	int lock;		/* flock()ed: one operation on a store at a time */
+	/* The whole store (a caller without a context): tenants/ below it holds the Workspaces'
+	 * stores, which are not its skills. */
+	bool legacy;
 };
 
 /* The store of host_root (default "./data/box") / skills_root (default "skills"), relative ones
