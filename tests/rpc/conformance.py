@@ -2122,6 +2122,407 @@ def listen_on_localhost_by_name(h, kind):
     assert get_json(b, "/healthz")["live"] is True
 
 
+# -- skills (§6.6, §6.7, §6.11): fn(b) over stdio and /rpc/ws, each with its own store ----------
+SKILL_TESTS, skill_test = registry()
+SKILL_KEYS = ["name", "display_name", "description", "instructions", "package_root", "entry_file",
+              "python_project", "created_at", "updated_at"]
+
+
+def skill_server(h, kind):
+    """A runtime whose host_root, upload directory and TMPDIR are the test's own."""
+    for d in ("files", "tmp"):
+        os.makedirs(os.path.join(h.tmp, d), exist_ok=True)
+    b = h.start(kind, env={"LANGBOT_PLUGIN_FILE_STORAGE_DIR": os.path.join(h.tmp, "files"),
+                           "TMPDIR": os.path.join(h.tmp, "tmp")}, token=TOKEN)
+    b.hr = os.path.join(h.tmp, "hr")
+    b.ok("box_init", {"local": {"host_root": b.hr}}, None)
+    b.store = os.path.join(b.hr, "skills", "tenants", namespace("inst-1", "ws-1"))
+    return b
+
+
+def check_skill(s, name, root):
+    assert list(s)[:9] == SKILL_KEYS, list(s)
+    assert s["name"] == name and s["package_root"] == root, s
+    for k in ("created_at", "updated_at"):
+        assert s[k].endswith("+00:00") and s[k][10] == "T", s[k]
+    return s
+
+
+def skill_leftovers(b):
+    """Uploads and unpack directories left behind (both must be empty after every action)."""
+    return os.listdir(os.path.join(b.tmp, "files")) + os.listdir(os.path.join(b.tmp, "tmp"))
+
+
+def write_file(path, text, mode="w"):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, mode) as f:
+        f.write(text)
+
+
+@skill_test
+def skill_catalogue(b):
+    """list / get / create / update / delete with the SDK's shapes, texts and rules."""
+    assert b.ok("box_list_skills", {}) == {"skills": []}
+    assert os.path.isdir(b.store), "the Workspace store is tenants/<box_namespace>"
+    desc = 'line one\nname: injected "quoted" \u00e9'
+    s = b.ok("box_create_skill", {"skill": {"name": " pdf-tools ", "display_name": "PDF",
+                                            "description": desc, "instructions": "Use it.\n"}})
+    root = os.path.join(b.store, "pdf-tools")
+    s = check_skill(s["skill"], "pdf-tools", root)
+    assert (s["display_name"], s["description"], s["instructions"]) == ("PDF", desc.strip(),
+                                                                        "Use it.\n"), s
+    assert s["entry_file"] == "SKILL.md" and s["python_project"] is False, s
+    with open(os.path.join(root, "SKILL.md")) as f:
+        text = f.read()
+    assert text.startswith("---\nname: pdf-tools\n") and text.endswith("---\n\nUse it.\n"), text
+    assert b.ok("box_get_skill", {"name": "pdf-tools"}) == {"skill": s}
+    assert b.ok("box_get_skill", {"name": "nope"}) == {"skill": None}
+    b.err("box_get_skill", {}, "KeyError: 'name'")
+    b.err("box_create_skill", {"skill": {"name": "pdf-tools"}},
+          'BoxValidationError: Skill with name "pdf-tools" already exists')
+    b.err("box_create_skill", {"skill": {"name": "a b"}}, "BoxValidationError: Skill name can "
+          "only contain letters, numbers, hyphens and underscores")
+    b.err("box_create_skill", {"skill": {"name": "x" * 65}},
+          "BoxValidationError: Skill name cannot exceed 64 characters")
+    b.err("box_create_skill", {"skill": {"name": "  "}}, "BoxValidationError: Skill name is required")
+    b.err("box_create_skill", {}, "BoxValidationError: 'skill'")
+    b.err("box_create_skill", {"skill": {"name": "out", "package_root": "/etc"}},
+          "BoxValidationError: package_root must stay within the Workspace skill root")
+    # update: fields change, a rename or another package_root is refused
+    write_file(os.path.join(root, "requirements.txt"), "")
+    u = b.ok("box_update_skill", {"name": "pdf-tools", "skill": {"description": "new"}})["skill"]
+    assert (u["description"], u["display_name"], u["python_project"]) == ("new", "PDF", True), u
+    b.err("box_update_skill", {"name": "pdf-tools", "skill": {"name": "other"}},
+          "BoxValidationError: Renaming skills is not supported")
+    b.err("box_update_skill", {"name": "pdf-tools", "skill": {"package_root": b.store}},
+          "BoxValidationError: Updating package_root is not supported")
+    b.err("box_update_skill", {"name": "nope", "skill": {}}, 'BoxValidationError: Skill "nope" '
+          "not found")
+    # an existing package in the store is imported where it is, its front matter kept
+    pkg = os.path.join(b.store, "vendor", "imp")
+    write_file(os.path.join(pkg, "skill.md"),
+               "---\nname: vendored\ndescription: from the package\n---\nBody\n")
+    i = b.ok("box_create_skill", {"skill": {"name": "imp", "package_root": pkg}})["skill"]
+    assert (i["package_root"], i["description"], i["instructions"]) == (
+        pkg, "from the package", "Body\n"), i
+    names = [x["name"] for x in b.ok("box_list_skills", {})["skills"]]
+    assert sorted(names) == ["imp", "pdf-tools"] and names[0] == "imp", names  # newest first
+    # another Workspace sees none of them
+    other = dict(CTX, workspace_uuid="ws-2")
+    assert b.ok("box_list_skills", {}, other) == {"skills": []}
+    assert b.ok("box_get_skill", {"name": "imp"}, other) == {"skill": None}
+    # delete: the top directory under the store goes, nothing outside it
+    assert b.ok("box_delete_skill", {"name": "imp"}) == {"deleted": "imp"}
+    assert not os.path.exists(os.path.join(b.store, "vendor"))
+    b.err("box_delete_skill", {"name": "imp"}, 'BoxValidationError: Skill "imp" not found')
+    write_file(os.path.join(b.store, "SKILL.md"), "---\nname: at-root\n---\n")
+    b.err("box_delete_skill", {"name": "at-root"}, "BoxValidationError: Only managed skills under "
+          "the Box skills root can be deleted")
+    os.unlink(os.path.join(b.store, "SKILL.md"))
+    assert b.ok("box_delete_skill", {"name": "pdf-tools"}) == {"deleted": "pdf-tools"}
+    assert os.listdir(b.store) == [], os.listdir(b.store)
+
+
+@skill_test
+def skill_legacy_store_without_context(b):
+    """A caller without a context (SDK 0.4.x) has the store itself, no tenant namespace; the
+    Workspaces' stores under it (tenants/) are not its skills: not listed, scanned or deleted."""
+    ten = b.ok("box_create_skill", {"skill": {"name": "ten"}})["skill"]["package_root"]
+    s = b.ok("box_create_skill", {"skill": {"name": "old"}}, None)["skill"]
+    check_skill(s, "old", os.path.join(b.hr, "skills", "old"))
+    assert [x["name"] for x in b.ok("box_list_skills", {})["skills"]] == ["ten"]
+    assert [x["name"] for x in b.ok("box_list_skills", {}, None)["skills"]] == ["old"]
+    b.err("box_delete_skill", {"name": "ten"}, 'BoxValidationError: Skill "ten" not found', None)
+    b.err("box_scan_skill_directory", {"path": ten}, "BoxValidationError: scan path must stay "
+          "within the Workspace skill root", None)
+    assert os.path.isdir(ten)
+    b.ok("box_write_skill_file", {"name": "old", "path": "a.txt", "content": "x"}, None)
+    assert b.ok("box_read_skill_file", {"name": "old", "path": "a.txt"}, None)["content"] == "x"
+    assert b.ok("box_delete_skill", {"name": "old"}, None) == {"deleted": "old"}
+    assert not os.path.exists(os.path.join(b.hr, "skills", "old"))
+
+
+@skill_test
+def skill_discovery_rules(b):
+    """Front matter, entry files, depth 6 for the list, links never followed, bad packages
+    left out; scan_skill_directory finds one package to depth 2 inside the store."""
+    os.makedirs(b.store, exist_ok=True)
+    write_file(os.path.join(b.store, "a/b/c/d/e/deep/SKILL.md"), "no front matter")
+    write_file(os.path.join(b.store, "a/b/c/d/e/f/tooDeep/SKILL.md"), "x")
+    write_file(os.path.join(b.store, "named/SKILL.md"),
+               "---\nname: real-name\ndisplay_name: '  Shown  '\n---\n\n\nText")
+    write_file(os.path.join(b.store, "bad name/SKILL.md"), "x")  # invalid name: left out
+    write_file(os.path.join(b.store, "binary/SKILL.md"), b"\xff\xfe", "wb")  # not UTF-8
+    write_file(os.path.join(b.store, "huge/SKILL.md"), "x" * (1024 * 1024 + 1))
+    os.symlink("/etc", os.path.join(b.store, "link"))
+    outside = os.path.join(b.tmp, "outside")
+    write_file(os.path.join(outside, "SKILL.md"), "---\nname: outside\n---\n")
+    os.symlink(outside, os.path.join(b.store, "linked-skill"))
+    skills = {s["name"]: s for s in b.ok("box_list_skills", {})["skills"]}
+    assert sorted(skills) == ["deep", "real-name"], sorted(skills)
+    assert skills["real-name"]["display_name"] == "Shown", skills["real-name"]
+    assert skills["real-name"]["instructions"] == "Text", skills["real-name"]
+    assert skills["deep"]["instructions"] == "no front matter", skills["deep"]
+    s = b.ok("box_scan_skill_directory", {"path": os.path.join(b.store, "named")})
+    check_skill(s, "real-name", os.path.join(b.store, "named"))
+    b.err("box_scan_skill_directory", {"path": b.store}, "BoxValidationError: Multiple skill "
+          "directories found in %s. Please choose a more specific path: " % b.store)
+    b.err("box_scan_skill_directory", {"path": os.path.join(b.store, "a")}, "BoxValidationError: "
+          "No SKILL.md found in %s/a or its subdirectories (max depth: 2)" % b.store)
+    b.err("box_scan_skill_directory", {"path": os.path.join(b.store, "gone")},
+          "BoxValidationError: Directory does not exist: %s/gone" % b.store)
+    b.err("box_scan_skill_directory", {"path": outside},
+          "BoxValidationError: scan path must stay within the Workspace skill root")
+    b.err("box_scan_skill_directory", {"path": os.path.join(b.store, "linked-skill")},
+          "BoxValidationError: scan path must stay within the Workspace skill root")
+    b.err("box_scan_skill_directory", {"path": os.path.join(b.store, "huge")},
+          "BoxValidationError: Skill entry file SKILL.md exceeds the 1048576-byte limit")
+    b.err("box_scan_skill_directory", {"path": os.path.join(b.store, "binary")},
+          "BoxValidationError: Skill entry file SKILL.md is not valid UTF-8 text")
+    b.err("box_scan_skill_directory", {}, "BoxValidationError: 'path'")
+
+
+@skill_test
+def skill_files(b):
+    """list / read / write a skill's files: shapes, limits, and no way out of the package."""
+    root = b.ok("box_create_skill", {"skill": {"name": "f"}})["skill"]["package_root"]
+    write_file(os.path.join(root, "scripts", "run.sh"), "echo hi\n")
+    write_file(os.path.join(root, ".hidden"), "h")
+    r = b.ok("box_list_skill_files", {"name": "f"})
+    assert r == {"skill": {"name": "f"}, "base_path": ".", "truncated": False, "entries": [
+        {"path": "SKILL.md", "name": "SKILL.md", "is_dir": False,
+         "size": os.path.getsize(os.path.join(root, "SKILL.md"))},
+        {"path": "scripts", "name": "scripts", "is_dir": True, "size": None}]}, r
+    r = b.ok("box_list_skill_files", {"name": "f", "path": "./scripts/", "include_hidden": 1,
+                                      "max_entries": "1"})
+    assert r["base_path"] == "scripts" and r["truncated"] is False, r
+    assert r["entries"] == [{"path": "scripts/run.sh", "name": "run.sh", "is_dir": False,
+                             "size": 8}], r
+    r = b.ok("box_list_skill_files", {"name": "f", "include_hidden": True, "max_entries": 1})
+    assert [e["name"] for e in r["entries"]] == [".hidden"] and r["truncated"] is True, r
+    b.err("box_list_skill_files", {"name": "f", "max_entries": 0},
+          "BoxValidationError: max_entries must be a positive integer")
+    b.err("box_list_skill_files", {"name": "f", "max_entries": "x"},
+          "BoxValidationError: invalid literal for int() with base 10: 'x'")
+    b.err("box_list_skill_files", {"name": "f", "path": "nope"},
+          "BoxValidationError: Skill directory not found: nope")
+    b.err("box_list_skill_files", {"name": "g"}, 'BoxValidationError: Skill "g" not found')
+    r = b.ok("box_read_skill_file", {"name": "f", "path": "scripts//run.sh"})
+    assert r == {"skill": {"name": "f"}, "path": "scripts/run.sh", "content": "echo hi\n"}, r
+    w = b.ok("box_write_skill_file", {"name": "f", "path": "new/dir/t.txt", "content": "h\u00e9"})
+    assert w == {"skill": {"name": "f"}, "path": "new/dir/t.txt", "bytes_written": 3}, w
+    with open(os.path.join(root, "new/dir/t.txt"), "rb") as f:
+        assert f.read() == "h\u00e9".encode()
+    b.err("box_write_skill_file", {"name": "f", "path": "big", "content": "x" * (1 << 20 | 1)},
+          "BoxValidationError: Skill file big exceeds the 1048576-byte limit")
+    assert not os.path.exists(os.path.join(root, "big"))
+    write_file(os.path.join(root, "bin"), b"\x80", "wb")
+    b.err("box_read_skill_file", {"name": "f", "path": "bin"},
+          "BoxValidationError: Skill file bin is not valid UTF-8 text")
+    b.err("box_read_skill_file", {"name": "f", "path": "missing"},
+          "BoxValidationError: Skill file not found: missing")
+    for bad, text in (("../x", "path must stay within the skill package root"),
+                      ("a/../../x", "path must stay within the skill package root"),
+                      ("/etc/passwd", "path must be relative to the skill package root")):
+        b.err("box_read_skill_file", {"name": "f", "path": bad}, "BoxValidationError: " + text)
+        b.err("box_write_skill_file", {"name": "f", "path": bad, "content": "x"},
+              "BoxValidationError: " + text)
+    # a link the skill's author planted leads nowhere: not read through, not written through
+    outside = os.path.join(b.tmp, "outside")
+    write_file(os.path.join(outside, "secret"), "s")
+    os.symlink(outside, os.path.join(root, "link"))
+    os.symlink(os.path.join(outside, "secret"), os.path.join(root, "file-link"))
+    for path in ("link/secret", "file-link"):
+        b.err("box_read_skill_file", {"name": "f", "path": path},
+              "BoxValidationError: path must not go through a symbolic link")
+        b.err("box_write_skill_file", {"name": "f", "path": path, "content": "x"},
+              "BoxValidationError: path must not go through a symbolic link")
+    b.err("box_write_skill_file", {"name": "f", "path": "link/new", "content": "x"},
+          "BoxValidationError: path must not go through a symbolic link")
+    assert sorted(os.listdir(outside)) == ["secret"]
+    with open(os.path.join(outside, "secret")) as f:
+        assert f.read() == "s"
+    b.err("box_write_skill_file", {"name": "f", "path": "x", "content": 3},
+          "BoxValidationError: content must be a string")
+    b.err("box_write_skill_file", {"name": "f", "content": "x"}, "BoxValidationError: 'path'")
+
+
+def make_zip(entries):
+    """A zip of (name, data) pairs; data None = a directory, ("link", target) = a symlink."""
+    import io
+    import warnings
+    import zipfile
+    buf = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        warnings.simplefilter("ignore")  # a duplicate name is what the test wants
+        for name, data in entries:
+            if isinstance(data, tuple):
+                info = zipfile.ZipInfo(name)
+                info.external_attr = (0o120777 << 16)
+                info.create_system = 3
+                z.writestr(info, data[1])
+            elif data is None:
+                z.writestr(zipfile.ZipInfo(name if name.endswith("/") else name + "/"), b"")
+            else:
+                z.writestr(name, data)
+    return buf.getvalue()
+
+
+def upload_zip(b, key, blob):
+    """An upload in 16 KiB chunks, as LangBot sends it."""
+    parts = [blob[i:i + 16384] for i in range(0, len(blob), 16384)] or [b""]
+    for i, part in enumerate(parts):
+        assert b.ok("__file_chunk", upload_chunk(key, i, part, len(parts), len(blob)), None) == {}
+
+
+ONE = [("pkg/SKILL.md", "---\nname: zipped\ndescription: zipped\n---\nDo it.\n"),
+       ("pkg/run.sh", "echo z\n")]
+TWO = [("README", "x"), ("one/SKILL.md", "---\nname: one\n---\n"),
+       ("two/x/SKILL.md", "---\nname: two\n---\n")]
+
+
+@skill_test
+def skill_zip_preview_and_install(b):
+    """A zip uploaded with __file_chunk: previewed and installed with the SDK's shapes, its
+    upload removed by the action that read it; the choice among several packages."""
+    upload_zip(b, "a1-up.zip", make_zip(ONE))
+    r = b.ok("box_preview_skill_zip", {"file_key": "a1-up.zip", "filename": "My Skill.zip",
+                                       "source_subdir": "", "target_suffix": "upload"})
+    assert skill_leftovers(b) == [], skill_leftovers(b)
+    [p] = r["skills"]
+    check_skill(p, "zipped", os.path.join(b.store, "My-Skill-upload"))
+    assert list(p)[9:] == ["source_path"] and p["source_path"] == "", p
+    assert p["description"] == "zipped" and not os.path.exists(p["package_root"]), p
+    b.err("box_install_skill_zip", {"file_key": "a1-up.zip", "filename": "My Skill.zip"},
+          "BoxValidationError: [Errno 2] No such file or directory: 'a1-up.zip'")
+    upload_zip(b, "a1-up.zip", make_zip(ONE))
+    r = b.ok("box_install_skill_zip", {"file_key": "a1-up.zip", "filename": "My Skill.zip"})
+    assert skill_leftovers(b) == [], skill_leftovers(b)
+    [s] = r["skills"]
+    check_skill(s, "zipped", os.path.join(b.store, "My-Skill-upload"))
+    assert b.ok("box_get_skill", {"name": "zipped"})["skill"] == s
+    st = os.stat(os.path.join(s["package_root"], "run.sh"))
+    assert st.st_mode & 0o777 == 0o644, oct(st.st_mode)
+    upload_zip(b, "a1-up.zip", make_zip(ONE))
+    b.err("box_install_skill_zip", {"file_key": "a1-up.zip", "filename": "My Skill.zip"},
+          "BoxValidationError: Skill directory already exists: %s/My-Skill-upload" % b.store)
+    assert skill_leftovers(b) == [], skill_leftovers(b)
+    # several packages: each previewed; install needs source_paths
+    upload_zip(b, "two.zip", make_zip(TWO))
+    r = b.ok("box_preview_skill_zip", {"file_key": "two.zip", "filename": "multi.zip",
+                                       "target_suffix": None})
+    assert [(x["source_path"], x["name"], os.path.basename(x["package_root"]))
+            for x in r["skills"]] == [("one", "one", "multi-one"), ("two/x", "two", "multi-x")], r
+    upload_zip(b, "two.zip", make_zip(TWO))
+    b.err("box_install_skill_zip", {"file_key": "two.zip", "filename": "multi.zip"},
+          "BoxValidationError: Multiple skills found. Please choose one or more source_paths: "
+          "one, two/x")
+    upload_zip(b, "two.zip", make_zip(TWO))
+    b.err("box_install_skill_zip", {"file_key": "two.zip", "source_paths": ["nope"]},
+          'BoxValidationError: Invalid source_path "nope". Available: one, two/x')
+    upload_zip(b, "two.zip", make_zip(TWO))
+    r = b.ok("box_install_skill_zip", {"file_key": "two.zip", "filename": "multi.zip",
+                                       "source_paths": ["/one/", "two\\x"], "source_path": "one"})
+    assert [x["name"] for x in r["skills"]] == ["one", "two"], r
+    assert os.path.isfile(os.path.join(b.store, "multi-x-upload", "SKILL.md"))
+    # source_subdir
+    upload_zip(b, "two.zip", make_zip(TWO))
+    r = b.ok("box_preview_skill_zip", {"file_key": "two.zip", "source_subdir": "two"})
+    assert [(x["source_path"], x["name"]) for x in r["skills"]] == [("x", "two")], r
+    upload_zip(b, "two.zip", make_zip(TWO))
+    b.err("box_preview_skill_zip", {"file_key": "two.zip", "source_subdir": "../.."},
+          "BoxValidationError: source_subdir must stay within the uploaded archive")
+    upload_zip(b, "two.zip", make_zip(TWO))
+    b.err("box_preview_skill_zip", {"file_key": "two.zip", "source_subdir": "nope"},
+          "BoxValidationError: source_subdir does not exist in the uploaded archive: nope")
+    upload_zip(b, "no.zip", make_zip([("README", "x")]))
+    b.err("box_preview_skill_zip", {"file_key": "no.zip"},
+          "BoxValidationError: No SKILL.md found in the uploaded archive")
+    b.err("box_preview_skill_zip", {}, "BoxValidationError: 'file_key'")
+    b.err("box_preview_skill_zip", {"file_key": "../x"}, "BoxValidationError: Invalid file_key")
+    assert skill_leftovers(b) == [], skill_leftovers(b)
+    # an upload is read only by the connection that sent it (ws: another connection; stdio: a
+    # /rpc/ws client beside the pipe)
+    other = b.connect_rpc()
+    upload_zip(b, "mine.zip", make_zip(ONE))
+    other.err("box_preview_skill_zip", {"file_key": "mine.zip"},
+              "BoxValidationError: [Errno 2] No such file or directory: 'mine.zip'")
+    assert os.listdir(os.path.join(b.tmp, "files")) == ["mine.zip"]
+    b.ok("box_preview_skill_zip", {"file_key": "mine.zip"})
+    assert skill_leftovers(b) == [], skill_leftovers(b)
+
+
+HOSTILE = [
+    ("zip-slip", [("../evil/SKILL.md", "x")], "Archive contains an unsafe path: ../evil/SKILL.md"),
+    ("absolute", [("/tmp/evil/SKILL.md", "x")], "Archive contains an unsafe path: /tmp/evil"),
+    ("dotdot inside", [("a/../../evil", "x")], "Archive contains an unsafe path: a/../../evil"),
+    ("symlink", [("s/SKILL.md", "x"), ("s/link", ("link", "/etc/passwd"))],
+     "Archive contains a symbolic link: s/link"),
+    ("duplicate", [("d/SKILL.md", "x"), ("d/SKILL.md", "y")],
+     "Archive contains a duplicate path: d/SKILL.md"),
+    ("duplicate after normalising", [("d/SKILL.md", "x"), ("d/./SKILL.md", "y")],
+     "Archive contains a duplicate path: d/./SKILL.md"),
+    ("ratio bomb", [("b/SKILL.md", "x"), ("b/zeros", b"\0" * (10 << 20))],
+     "Archive entry exceeds the compression ratio limit: b/zeros"),
+    ("oversize entry", [("o/SKILL.md", "x"), ("o/big", b"\0" * (17 << 20))],
+     "Archive entry exceeds the uncompressed size limit: o/big"),
+    ("too many entries", [("m/%d" % i, "") for i in range(513)],
+     "Archive contains too many entries (maximum 512)"),
+    ("not a zip", b"PK\x03\x04 but not really a zip archive at all",
+     "Uploaded file must be a valid .zip archive"),
+]
+
+
+@skill_test
+def skill_zip_hostile_archives(b):
+    """Zip-slip, absolute paths, symlink entries, duplicates, a ratio bomb, an oversize entry,
+    too many entries, garbage: each refused with the SDK's message, the upload gone, nothing
+    unpacked left anywhere, nothing written outside."""
+    os.makedirs(b.store, exist_ok=True)
+    for label, entries, text in HOSTILE:
+        blob = entries if isinstance(entries, bytes) else make_zip(entries)
+        for action in ("box_preview_skill_zip", "box_install_skill_zip"):
+            upload_zip(b, "h.zip", blob)
+            m = b.err(action, {"file_key": "h.zip"}, "BoxValidationError: " + text)
+            assert skill_leftovers(b) == [], (label, skill_leftovers(b))
+            assert os.listdir(b.store) == [], (label, os.listdir(b.store))
+        assert not os.path.exists(os.path.join(b.hr, "skills", "tenants", "evil")), label
+        assert not os.path.exists("/tmp/evil"), label
+    upload_zip(b, "e.zip", b"x")
+    with open(os.path.join(b.tmp, "files", "e.zip"), "wb"):
+        pass  # emptied behind the runtime's back
+    b.err("box_preview_skill_zip", {"file_key": "e.zip"}, "BoxValidationError: Uploaded file is "
+          "empty")
+
+
+@skill_test
+def skill_name_mounts_the_package_read_only(b):
+    """skill_name (§6.11): the Workspace's package at /workspace/.skills/<name>, read-only."""
+    b.ok("box_create_skill", {"skill": {"name": "tool", "instructions": "hello skill"}})
+    b.ok("box_write_skill_file", {"name": "tool", "path": "bin/run.sh", "content": "echo ran\n"})
+    r = b.ok("box_exec", spec("sk1", "cat /workspace/.skills/tool/SKILL.md; "
+                              "sh /workspace/.skills/tool/bin/run.sh; "
+                              "touch /workspace/.skills/tool/x && echo WROTE; "
+                              "grep ' /workspace/.skills/tool ' /proc/self/mounts",
+                              skill_name="tool"))
+    out = r["stdout"]
+    assert "hello skill" in out and "ran" in out and "WROTE" not in out, r
+    assert "Read-only file system" in r["stderr"], r
+    opts = out.strip().splitlines()[-1].split()[3].split(",")
+    assert "ro" in opts and "nosuid" in opts and "nodev" in opts, out
+    assert not os.path.exists(os.path.join(b.store, "tool", "x"))
+    b.ok("box_delete_session", {"session_id": "sk1"})
+    b.err("box_exec", spec("sk2", "true", skill_name="missing"),
+          'BoxValidationError: Skill "missing" is unavailable in this Workspace')
+    other = dict(CTX, workspace_uuid="ws-2")
+    b.err("box_exec", spec("sk3", "true", skill_name="tool"), 'BoxValidationError: Skill "tool" '
+          "is unavailable in this Workspace", other)
+
+
+def run_skill(fn, kind, h):
+    fn(skill_server(h, kind))
+
+
 def session_dirs(b):
     return sorted(os.listdir(os.path.join(b.runroot, "box", "sessions")))
 
@@ -2192,6 +2593,9 @@ def cases():
     out += [("rpc::" + fn.__name__, fn) for fn in STDIO_ONLY]
     out += [("rpc_ws::" + fn.__name__, lambda h, fn=fn: run_shared(fn, "serve", h))
             for fn in TESTS]
+    for kind, group in (("stdio", "rpc"), ("serve", "rpc_ws")):
+        out += [("%s::%s" % (group, fn.__name__), lambda h, fn=fn, k=kind: run_skill(fn, k, h))
+                for fn in SKILL_TESTS]
     for fn, kinds in HTTP_TESTS:
         out += [("http_%s::%s" % (k, fn.__name__), lambda h, fn=fn, k=k: fn(h, k))
                 for k in kinds]
