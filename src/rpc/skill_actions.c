@@ -82,7 +82,7 @@ static int int_of(const json_t *v, int64_t *out, struct lb_err **err)
 
 /*
  * skill_name (§6.11): the Workspace's skill package, read-only at /workspace/.skills/<name>, as
- * an extra mount of the runtime's own (LangBot >= 4.11 composes it itself: then it is there
+ * an extra mount of the runtime's own (a LangBot that composes that mount itself has it there
  * already). The package path comes from the store's own discovery, never from the request.
  */
 int rpc_skill_mount(struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
