@@ -78,7 +78,7 @@ static int open_error(int e, const char *what, const char *given, struct lb_err 
 
 static json_t *entry_json(int dirfd, const char *base, const char *name)
 {
-	struct stat st;
+	struct stat st = {0};
 	_cleanup_free_ char *path = NULL;
 	bool dir = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 	if (strcmp(base, ".") ? asprintf(&path, "%s/%s", base, name) < 0 : !(path = strdup(name)))

@@ -15,6 +15,8 @@
 #define SKILL_MAX_LIST_FILES 1000  /* max_entries is capped here */
 #define SKILL_MAX_LIST_TEXT  (16u << 20)
 
+/* s[0..n) is valid UTF-8. */
+bool skill_utf8_valid(const char *s, size_t n);
 /* Python's str.strip() == "". */
 bool lb_skill_is_blank(const char *s);
 

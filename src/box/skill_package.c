@@ -200,7 +200,7 @@ int skill_discover(int dirfd, const char *rel, int max_depth, bool skip_tenants,
 	return 0;
 }
 
-static bool utf8_valid(const char *s, size_t n)
+bool skill_utf8_valid(const char *s, size_t n)
 {
 	size_t out_len;
 	_cleanup_free_ char *fixed = lb_box_utf8_replace(s, n, &out_len);
@@ -228,7 +228,7 @@ int skill_read_text(int dirfd, const char *rel, const char *subject, char **out,
 	if (n > LB_SKILL_TEXT_MAX)
 		return lb_err_set(err, 0, "%s exceeds the %d-byte limit", subject,
 				  LB_SKILL_TEXT_MAX);
-	if (!utf8_valid(buf, (size_t)n))
+	if (!skill_utf8_valid(buf, (size_t)n))
 		return lb_err_set(err, 0, "%s is not valid UTF-8 text", subject);
 	buf[n] = '\0';
 	*out = buf;

@@ -12,6 +12,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,13 +139,17 @@ static int copy_data(struct unzip *u, int out, const char *raw, struct lb_err **
 
 static int entry(struct unzip *u, struct archive_entry *e, struct lb_err **err)
 {
-	const char *raw = archive_entry_pathname(e);
+	/* the name as UTF-8 whatever the locale (the zip's UTF-8 flag or its code page) */
+	const char *raw = archive_entry_pathname_utf8(e) ? archive_entry_pathname_utf8(e)
+							 : archive_entry_pathname(e);
 	mode_t type = archive_entry_filetype(e);
 	if (++u->entries > SKILL_ZIP_ENTRIES)
 		return lb_err_set(err, 0, "Archive contains too many entries (maximum %d)",
 				  SKILL_ZIP_ENTRIES);
 	if (!raw || !*raw)
 		return lb_err_set(err, 0, "Archive contains an unsafe empty or NUL path");
+	if (!skill_utf8_valid(raw, strlen(raw)))
+		return lb_err_set(err, 0, "Archive contains a path that is not valid UTF-8");
 	char *name = safe_name(raw);
 	if (!name)
 		return lb_err_set(err, 0, "Archive contains an unsafe path: %s", raw);
@@ -169,7 +174,23 @@ static int entry(struct unzip *u, struct archive_entry *e, struct lb_err **err)
 	return copy_data(u, out, raw, err);
 }
 
+static int unzip(int zipfd, int dirfd, struct lb_err **err);
+
+/* libarchive converts names to the locale's charset: under "C" a UTF-8 name (the zip's UTF-8
+ * flag) would not convert. The unpacking runs under C.UTF-8, for this thread only. */
 int skill_unzip(int zipfd, int dirfd, struct lb_err **err)
+{
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+	int r = unzip(zipfd, dirfd, err);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
+	return r;
+}
+
+static int unzip(int zipfd, int dirfd, struct lb_err **err)
 {
 	struct stat st;
 	struct zin *in = malloc(sizeof(*in));
@@ -202,7 +223,10 @@ int skill_unzip(int zipfd, int dirfd, struct lb_err **err)
 		goto out;
 	}
 	int h;
-	while (r == 0 && (h = archive_read_next_header(u.a, &e)) == ARCHIVE_OK)
+	/* ARCHIVE_WARN: a name that does not convert to the locale's charset (entry() reads the
+	 * UTF-8 form) */
+	while (r == 0 &&
+	       ((h = archive_read_next_header(u.a, &e)) == ARCHIVE_OK || h == ARCHIVE_WARN))
 		r = entry(&u, e, err);
 	if (r == 0 && h != ARCHIVE_EOF)
 		r = lb_err_set(err, 0, "Uploaded file must be a valid .zip archive");

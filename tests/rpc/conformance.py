@@ -2376,7 +2376,7 @@ def upload_zip(b, key, blob):
 
 
 ONE = [("pkg/SKILL.md", "---\nname: zipped\ndescription: zipped\n---\nDo it.\n"),
-       ("pkg/run.sh", "echo z\n")]
+       ("pkg/run.sh", "echo z\n"), ("pkg/docs/\u8bf4\u660e.txt", "\u4e2d\u6587")]
 TWO = [("README", "x"), ("one/SKILL.md", "---\nname: one\n---\n"),
        ("two/x/SKILL.md", "---\nname: two\n---\n")]
 
@@ -2403,6 +2403,8 @@ def skill_zip_preview_and_install(b):
     assert b.ok("box_get_skill", {"name": "zipped"})["skill"] == s
     st = os.stat(os.path.join(s["package_root"], "run.sh"))
     assert st.st_mode & 0o777 == 0o644, oct(st.st_mode)
+    r = b.ok("box_read_skill_file", {"name": "zipped", "path": "docs/\u8bf4\u660e.txt"})
+    assert r["content"] == "\u4e2d\u6587", r  # a UTF-8 name, whatever the runtime's locale
     upload_zip(b, "a1-up.zip", make_zip(ONE))
     b.err("box_install_skill_zip", {"file_key": "a1-up.zip", "filename": "My Skill.zip"},
           "BoxValidationError: Skill directory already exists: %s/My-Skill-upload" % b.store)
