@@ -289,6 +289,7 @@ static int select_previews(json_t *list, json_t *opts, json_t **out, struct lb_e
 				   json_string_value(w), names);
 			json_decref(want);
 			json_decref(*out);
+			*out = NULL;
 			return -1;
 		}
 		json_array_append(*out, hit);
