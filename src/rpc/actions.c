@@ -326,7 +326,8 @@ bool rpc_is_tenant_action(const char *action)
 bool lb_rpc_action_waits_on_shutdown(const char *action)
 {
 	int i = find(action);
-	return i >= 0 && actions[i].waits;
+	/* the skill actions write files (a package, an unpacked upload): not cut off midway */
+	return (i >= 0 && actions[i].waits) || rpc_is_skill_action(action);
 }
 
 bool rpc_is_inline_action(const char *action)

@@ -203,7 +203,7 @@ json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request
 /* The action reads a __file_chunk upload (data.file_key): the transport hands it over in
  * req->upload_fd and removes it, whatever the action's outcome. */
 bool lb_rpc_action_reads_upload(const char *action);
-/* Creates, deletes, starts and stops: a shutdown lets them finish. */
+/* Creates, deletes, starts and stops, and the skill actions: a shutdown lets them finish. */
 bool lb_rpc_action_waits_on_shutdown(const char *action);
 /* {"name": "lbbox", "available"}: available when a session with LangBot's limits can really be
  * built on this host. */
