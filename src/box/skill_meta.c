@@ -23,19 +23,46 @@ static char **field_of(struct lb_skill_meta *m, const char *key)
 	return NULL;
 }
 
-/* A line of text at *pos: its bytes up to and including "\n" (the last may lack it). */
-static size_t line_len(const char *text, size_t len, size_t pos)
+/* The length of the line break at s[0..n), 0 when there is none: str.splitlines()'s breaks
+ * (\n, \r\n, \r, \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029). */
+static size_t line_break(const char *s, size_t n)
 {
-	const char *nl = memchr(text + pos, '\n', len - pos);
-	return nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
+	const unsigned char *u = (const unsigned char *)s;
+	if (u[0] == '\r')
+		return n > 1 && u[1] == '\n' ? 2 : 1;
+	if (u[0] == '\n' || u[0] == '\v' || u[0] == '\f' || (u[0] >= 0x1c && u[0] <= 0x1e))
+		return 1;
+	if (n > 1 && u[0] == 0xc2 && u[1] == 0x85)
+		return 2;
+	if (n > 2 && u[0] == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9))
+		return 3;
+	return 0;
 }
 
-/* line.strip() == "---" (ASCII whitespace is what can surround it in practice). */
+/* A line of text at pos: its bytes up to and including its line break (the last may lack
+ * one). */
+static size_t line_len(const char *text, size_t len, size_t pos)
+{
+	for (size_t i = pos; i < len; i++) {
+		size_t b = line_break(text + i, len - i);
+		if (b)
+			return i - pos + b;
+	}
+	return len - pos;
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+/* line.strip() == "---" (ASCII whitespace is what can surround it in practice; another line
+ * break ends the line before). */
 static bool is_fence(const char *line, size_t n)
 {
-	while (n && strchr(" \t\r\n\f\v", line[n - 1]))
+	while (n && is_space(line[n - 1]))
 		n--;
-	while (n && strchr(" \t\r\n\f\v", *line))
+	while (n && is_space(*line))
 		line++, n--;
 	return n == 3 && !memcmp(line, "---", 3);
 }
@@ -193,13 +220,12 @@ static int emit_yaml(const char *const *vals, struct buf *b, struct lb_err **err
 	yaml_emitter_delete(&e);
 	if (!ok)
 		return -1;
-	/* yaml.dump(...).strip(): the trailing newline and document end marker go */
-	while (b->len && strchr(" \t\r\n", b->p[b->len - 1]))
+	/* yaml.dump(...).strip(): the trailing newline goes, and a document end marker (a line
+	 * of its own: no value spans lines, being double-quoted then) */
+	while (b->len && is_space(b->p[b->len - 1]))
 		b->len--;
-	if (b->len >= 3 && !memcmp(b->p + b->len - 3, "...", 3))
-		b->len -= 3;
-	while (b->len && strchr(" \t\r\n", b->p[b->len - 1]))
-		b->len--;
+	if (b->len >= 4 && !memcmp(b->p + b->len - 4, "\n...", 4))
+		b->len -= 4;
 	return 0;
 }
 

@@ -39,6 +39,11 @@ Test(skill_meta, fields_and_instructions)
 	cr_assert_null(m.description); /* YAML null */
 	cr_assert_str_eq(m.instructions, "Body\n\n");
 	lb_skill_meta_free(&m);
+	/* str.splitlines()'s breaks: a lone \r ends a line too */
+	m = parse("---\rname: cr\r---\rBody");
+	cr_assert_str_eq(str_or(m.name), "cr");
+	cr_assert_str_eq(m.instructions, "Body");
+	lb_skill_meta_free(&m);
 	/* not a mapping, or values that are no scalars: no fields */
 	m = parse("---\n- a\n- b\n---\nx");
 	cr_assert_null(m.name);
@@ -64,7 +69,7 @@ Test(skill_meta, build_round_trips_hostile_values)
 {
 	struct lb_skill_meta in = {.name = "n",
 				   .display_name = "a: b\nname: evil\n---\n",
-				   .description = " 'quoted' \"and\" \xc3\xa9 ",
+				   .description = " 'quoted' \"and\" \xc3\xa9 ...",
 				   .instructions = "Body\n"};
 	char *text = NULL;
 	struct lb_err *err = NULL;
@@ -75,6 +80,13 @@ Test(skill_meta, build_round_trips_hostile_values)
 	cr_assert_str_eq(str_or(out.display_name), in.display_name);
 	cr_assert_str_eq(str_or(out.description), in.description);
 	cr_assert_str_eq(out.instructions, "Body\n");
+	lb_skill_meta_free(&out);
+	free(text);
+	/* a plain value ending in "..." is no document end marker */
+	struct lb_skill_meta dots = {.name = "~dn:...", .instructions = "x"};
+	cr_assert_eq(lb_skill_meta_build(&dots, &text, &err), 0);
+	out = parse(text);
+	cr_assert_str_eq(str_or(out.name), "~dn:...", "%s", text);
 	lb_skill_meta_free(&out);
 	free(text);
 	/* blank or missing fields are left out; none left: the instructions alone */
