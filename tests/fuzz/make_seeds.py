@@ -374,6 +374,36 @@ def layers():
     ], fmt=tarfile.GNU_FORMAT))
 
 
+# ---- skills: SKILL.md front matter and zip uploads (src/box/skill_*.c) --------------------------
+
+def skills():
+    put("skill_meta", "plain", "Just instructions.\n")
+    put("skill_meta", "front", "---\nname: pdf\ndisplay_name: 'PDF: tools'\ndescription: >\n"
+        "  folded\n  text\n---\n\nBody\n")
+    put("skill_meta", "crlf_null", "--- \r\nname: ~\r\ndescription: \"a\\nb\"\r\n---\r\nx")
+    put("skill_meta", "list", "---\n- a\n- {b: c}\n---\n")
+    put("skill_meta", "anchors", "---\nname: &a x\ndescription: *a\n---\n")
+
+    def zipped(entries):
+        import zipfile
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for name, data, attr in entries:
+                info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+                info.create_system = 3
+                info.external_attr = attr << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                z.writestr(info, data)
+        return buf.getvalue()
+    put("skill_zip", "one.zip", zipped([("pkg/", b"", 0o40755),
+                                        ("pkg/SKILL.md", b"---\nname: x\n---\n", 0o100644),
+                                        ("pkg/run.sh", b"echo\n", 0o100755)]))
+    put("skill_zip", "link.zip", zipped([("s", b"/etc/passwd", 0o120777)]))
+    put("skill_zip", "slip.zip", zipped([("../x", b"x", 0o100644), ("/abs", b"x", 0o100644)]))
+    put("skill_zip", "dup.zip", zipped([("a/b", b"1", 0o100644), ("a/./b", b"2", 0o100644)]))
+    put("skill_zip", "zeros.zip", zipped([("z", b"\0" * 65536, 0o100644)]))
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -384,6 +414,7 @@ def main():
     manifests()
     load_docker()
     layers()
+    skills()
 
 
 if __name__ == "__main__":
