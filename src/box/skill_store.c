@@ -265,6 +265,9 @@ static int create_target(struct lb_skill_store *st, const char *name, json_t *da
 	struct stat s;
 	if (lb_skill_text(json_object_get(data, "package_root"), "package_root", &pr, err) < 0)
 		return -1;
+	if ((!pr || lb_skill_is_blank(pr)) && st->legacy && !strcmp(name, "tenants"))
+		return lb_err_set(err, 0,
+				  "Skill name tenants is reserved for the Workspace stores");
 	if (!pr || lb_skill_is_blank(pr))
 		return (*rel = strdup(name)) ? 0 : lb_err_set(err, ENOMEM, "skill");
 	if (skill_scoped(st, pr, "package_root", &canonical, err) < 0)

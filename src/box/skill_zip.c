@@ -230,8 +230,6 @@ static int unzip(int zipfd, int dirfd, struct lb_err **err)
 		r = entry(&u, e, err);
 	if (r == 0 && h != ARCHIVE_EOF)
 		r = lb_err_set(err, 0, "Uploaded file must be a valid .zip archive");
-	if (r == 0 && !u.entries)
-		r = lb_err_set(err, 0, "Uploaded file must be a valid .zip archive");
 out:
 	if (u.a)
 		archive_read_free(u.a);

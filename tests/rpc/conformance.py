@@ -2240,6 +2240,9 @@ def skill_legacy_store_without_context(b):
     assert b.ok("box_read_skill_file", {"name": "old", "path": "a.txt"}, None)["content"] == "x"
     assert b.ok("box_delete_skill", {"name": "old"}, None) == {"deleted": "old"}
     assert not os.path.exists(os.path.join(b.hr, "skills", "old"))
+    b.err("box_create_skill", {"skill": {"name": "tenants"}}, "BoxValidationError: Skill name "
+          "tenants is reserved for the Workspace stores", None)
+    assert os.listdir(os.path.join(b.hr, "skills", "tenants")) == [namespace("inst-1", "ws-1")]
 
 
 @skill_test
@@ -2440,6 +2443,9 @@ def skill_zip_preview_and_install(b):
     upload_zip(b, "no.zip", make_zip([("README", "x")]))
     b.err("box_preview_skill_zip", {"file_key": "no.zip"},
           "BoxValidationError: No SKILL.md found in the uploaded archive")
+    upload_zip(b, "no.zip", make_zip([]))  # libarchive does not recognise an empty zip
+    b.err("box_preview_skill_zip", {"file_key": "no.zip"},
+          "BoxValidationError: Uploaded file must be a valid .zip archive")
     b.err("box_preview_skill_zip", {}, "BoxValidationError: 'file_key'")
     b.err("box_preview_skill_zip", {"file_key": "../x"}, "BoxValidationError: Invalid file_key")
     assert skill_leftovers(b) == [], skill_leftovers(b)
