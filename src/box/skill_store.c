@@ -134,7 +134,11 @@ static size_t text_bytes(json_t *skill)
 	const char *k;
 	json_t *v;
 	size_t n = 0;
-	json_object_foreach(skill, k, v) if (json_is_string(v)) n += json_string_length(v);
+	json_object_foreach(skill, k, v)
+	{
+		if (json_is_string(v))
+			n += json_string_length(v);
+	}
 	return n;
 }
 
@@ -177,11 +181,12 @@ int skill_find(struct lb_skill_store *st, const char *name, json_t **out, struct
 	*out = NULL;
 	if (skill_all(st, &all, err) < 0)
 		return -1;
-	json_array_foreach(all, i,
-			   s) if (!strcmp(json_string_value(json_object_get(s, "name")), name))
+	json_array_foreach(all, i, s)
 	{
-		*out = json_incref(s);
-		break;
+		if (!strcmp(json_string_value(json_object_get(s, "name")), name)) {
+			*out = json_incref(s);
+			break;
+		}
 	}
 	json_decref(all);
 	return 0;

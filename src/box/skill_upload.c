@@ -224,26 +224,31 @@ int lb_skill_zip_preview(struct lb_skill_store *st, int zipfd, json_t *opts, jso
 	return r;
 }
 
-/* source_paths (and the older source_path), normalised, each once. */
+/* v normalised into want, unless it is there already (or empty, and skip_empty). */
+static void want_path(json_t *want, const json_t *v, bool skip_empty)
+{
+	_cleanup_free_ char *raw = NULL, *norm = NULL;
+	size_t i;
+	json_t *w;
+	if (lb_skill_text(v, "source_path", &raw, NULL) < 0 ||
+	    !(norm = skill_norm_source(raw ? raw : "")) || (skip_empty && !*norm))
+		return;
+	json_array_foreach(want, i, w)
+	{
+		if (!strcmp(json_string_value(w), norm))
+			return;
+	}
+	json_array_append_new(want, json_string(norm));
+}
+
+/* source_paths (and the older source_path, when not empty), normalised, each once. */
 static json_t *wanted_paths(json_t *opts)
 {
 	json_t *want = json_array(), *v, *paths = json_object_get(opts, "source_paths");
-	size_t i, j;
-	json_t *one = json_pack("[O]", json_object_get(opts, "source_path") ?: json_null());
-	json_t *lists[] = {json_is_array(paths) ? paths : NULL, one};
-	for (size_t l = 0; l < 2; l++)
-		json_array_foreach(lists[l], i, v)
-		{
-			_cleanup_free_ char *raw = NULL, *norm = NULL;
-			if (lb_skill_text(v, "source_path", &raw, NULL) < 0 ||
-			    !(norm = skill_norm_source(raw ? raw : "")) || (l == 1 && !*norm))
-				continue;
-			bool dup = false;
-			json_array_foreach(want, j, v) dup |= !strcmp(json_string_value(v), norm);
-			if (!dup)
-				json_array_append_new(want, json_string(norm));
-		}
-	json_decref(one);
+	size_t i;
+	if (json_is_array(paths))
+		json_array_foreach(paths, i, v) want_path(want, v, false);
+	want_path(want, json_object_get(opts, "source_path"), true);
 	return want;
 }
 
@@ -262,11 +267,24 @@ static void candidates(json_t *list, char *buf, size_t len)
 	}
 }
 
+/* The preview whose source_path is path, or NULL. */
+static json_t *by_source(json_t *list, const char *path)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(list, i, p)
+	{
+		if (!strcmp(json_string_value(json_object_get(p, "source_path")), path))
+			return p;
+	}
+	return NULL;
+}
+
 static int select_previews(json_t *list, json_t *opts, json_t **out, struct lb_err **err)
 {
-	json_t *want = wanted_paths(opts), *w, *p;
+	json_t *want = wanted_paths(opts), *w;
 	char names[4096];
-	size_t i, j;
+	size_t i;
 	candidates(list, names, sizeof(names));
 	if (!json_array_size(want)) {
 		json_decref(want);
@@ -279,11 +297,7 @@ static int select_previews(json_t *list, json_t *opts, json_t **out, struct lb_e
 	*out = json_array();
 	json_array_foreach(want, i, w)
 	{
-		json_t *hit = NULL;
-		json_array_foreach(
-		    list, j,
-		    p) if (!hit && !strcmp(json_string_value(json_object_get(p, "source_path")),
-					   json_string_value(w))) hit = p;
+		json_t *hit = by_source(list, json_string_value(w));
 		if (!hit) {
 			lb_err_set(err, 0, "Invalid source_path \"%s\". Available: %s",
 				   json_string_value(w), names);
@@ -303,23 +317,28 @@ static const char *target_of(struct lb_skill_store *st, json_t *preview)
 	return skill_rel_of(st, json_string_value(json_object_get(preview, "package_root")));
 }
 
+/* An earlier choice than chosen[i] goes to the same directory. */
+static bool target_repeats(struct lb_skill_store *st, json_t *chosen, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(target_of(st, json_array_get(chosen, j)),
+			    target_of(st, json_array_get(chosen, i))))
+			return true;
+	return false;
+}
+
 static int check_targets(struct lb_skill_store *st, json_t *chosen, struct lb_err **err)
 {
-	size_t i, j;
-	json_t *p, *q;
+	size_t i;
+	json_t *p;
 	struct stat s;
 	json_array_foreach(chosen, i, p)
 	{
-		const char *t = target_of(st, p),
-			   *root = json_string_value(json_object_get(p, "package_root"));
-		json_array_foreach(
-		    chosen, j,
-		    q) if (j < i &&
-			   !strcmp(target_of(st, q),
-				   t)) return lb_err_set(err, 0,
-							 "Duplicate target directory selected: %s",
-							 root);
-		if (fstatat(st->fd, t, &s, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+		const char *root = json_string_value(json_object_get(p, "package_root"));
+		if (target_repeats(st, chosen, i))
+			return lb_err_set(err, 0, "Duplicate target directory selected: %s", root);
+		if (fstatat(st->fd, target_of(st, p), &s, AT_SYMLINK_NOFOLLOW) == 0 ||
+		    errno != ENOENT)
 			return lb_err_set(err, 0, "Skill directory already exists: %s", root);
 	}
 	return 0;
