@@ -79,7 +79,7 @@ struct lb_box_proc_spec {
 	char **args;	   /* NULL-terminated */
 	char **env;	   /* NULL-terminated "KEY=VALUE" */
 	char *cwd;	   /* default "/workspace", must start with "/" */
-	int64_t memory_mb; /* default 0 = the session's */
+	int64_t memory_mb; /* default 0 = the session's; else its own, at most the session's */
 	/* lbbox's own, never set from a request: a detached run's `main` (lbbox run -d). */
 	bool history; /* stdout and stderr always read into a bounded history (proc logs) */
 	bool direct;  /* command and args exec'd as they are in cwd, not through `sh -lc` */
