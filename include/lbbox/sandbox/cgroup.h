@@ -76,7 +76,7 @@ int lb_cgroup_open(enum lb_cgroup_version version, const struct lb_cgroup_dir_in
  * Creates parent/NAME in every hierarchy of parent (an exec's cgroup). Its only limit of its own
  * is memory_bytes (0 = none: parent's limits apply): on v2 the parent then enables the memory
  * controller for its children, its own processes moved into a leaf child first (the sandbox's
- * pid 1 among them). Fails, creating nothing, when there is no memory controller to use.
+ * pid 1 among them). Fails, leaving no child, when there is no memory controller to use.
  */
 int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
 			   struct lb_cgroup **out, struct lb_err **err);
