@@ -230,10 +230,11 @@ class Server:
 
     kind = None
 
-    def _setup(self, tmp, env, token, trusted, port, host=HOST):
+    def _setup(self, tmp, env, token, trusted, port, host=HOST, root=None):
+        """root: an lbbox root to use instead of a fresh one in tmp (its images kept)."""
         self.tmp = tmp
         self.runroot = os.path.join(tmp, "run")
-        self.root = os.path.join(tmp, "root")
+        self.root = root or os.path.join(tmp, "root")
         prepare_root(self.root)
         e = dict(os.environ, LBBOX_BOX_IMAGE_ALIASES=IMAGE + "=busybox", LBBOX_BOX_PULL="0")
         for k in ("LANGBOT_BOX_CONTROL_TOKEN", "LANGBOT_BOX_TRUSTED_INSTANCE_UUID",
@@ -365,8 +366,8 @@ class Box(Server, Rpc):
     kind = "stdio"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=(),
-                 host=HOST, cwd=None):
-        self._setup(tmp, env, token, trusted, port, host)
+                 host=HOST, cwd=None, root=None):
+        self._setup(tmp, env, token, trusted, port, host, root)
         self._init_rpc(self.ids)
         # prefix: e.g. setpriv, to run the runtime as another user
         self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
@@ -439,8 +440,8 @@ class WsBox(Server):
     kind = "serve"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, connect=True,
-                 listen_host=HOST, cwd=None):
-        self._setup(tmp, env, token, trusted, port)
+                 listen_host=HOST, cwd=None, root=None):
+        self._setup(tmp, env, token, trusted, port, root=root)
         self.p = subprocess.Popen([LBBOX, "--root", self.root, "--runroot", self.runroot, "serve",
                                    "--listen", "%s:%d" % (listen_host, self.port)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -2253,10 +2254,11 @@ def cases():
     return out
 
 
-def main():
+def main(all_cases=None):
+    """Runs all_cases (label, fn(h)), by default this file's; 1 if any failed."""
     passed = failed = 0
     pattern = os.environ.get("LBBOX_RPC_FILTER")
-    for label, fn in cases():
+    for label, fn in all_cases if all_cases is not None else cases():
         if pattern and not fnmatch.fnmatch(label, pattern):
             continue
         tmp = tempfile.mkdtemp(prefix="lbbox-rpc-")

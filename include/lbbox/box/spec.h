@@ -15,7 +15,10 @@
 #include "lbbox/base/err.h"
 #include "lbbox/sandbox/spec.h"
 
-#define LB_BOX_DEFAULT_IMAGE	  "rockchin/langbot-sandbox:latest"
+#define LB_BOX_DEFAULT_IMAGE "rockchin/langbot-sandbox:latest"
+/* What LB_BOX_DEFAULT_IMAGE runs as when it is not local itself: the image rootfs-tools/box.sh
+ * builds (python, node, git, curl), loaded by scripts/setup.sh. */
+#define LB_BOX_LOCAL_IMAGE	  "localhost/box:latest"
 #define LB_BOX_DEFAULT_MOUNT_PATH "/workspace"
 
 /* lbbox's upper bounds (LangBot has none; Python ints do not overflow): each value must survive
