@@ -1,7 +1,13 @@
 #!/bin/bash
 # bench.sh — how long does a one-shot sandbox of /bin/true take?
 #
-# usage: scripts/bench.sh [--rootfs DIR] [--lbbox PATH] [-n N]
+# usage: scripts/bench.sh [--rootfs DIR] [--lbbox PATH] [-n N] [--json FILE]
+#        scripts/bench.sh --compare OLD.json NEW.json
+#
+# --json FILE also writes every figure (median and p90 in ms, memory in KiB)
+# with the commit and date as one JSON record; --compare prints two such
+# records side by side with the change of each figure, so a regression
+# between two commits is visible.
 #
 # Times `lbbox run` of /bin/true in the busybox rootfs N times (default 200,
 # env BENCH_N) after BENCH_WARMUP (default 10) warm-up runs, and does the same
@@ -94,7 +100,22 @@ crun_exec_loop() {
 	return "$rc"
 }
 
+# compare OLD NEW: the figures of two --json records side by side.
+compare() {
+	[ -r "$1" ] && [ -r "$2" ] || die "--compare needs two readable JSON records"
+	printf '| figure | %s | %s | change |\n| --- | ---: | ---: | ---: |\n' \
+		"$(jq -r '.commit' "$1")" "$(jq -r '.commit' "$2")"
+	jq -r -n --slurpfile a "$1" --slurpfile b "$2" '
+		($a[0].figures) as $o | ($b[0].figures) as $n
+		| (($o | keys) + ($n | keys) | unique)[] as $k
+		| [$k, ($o[$k].median // null), ($n[$k].median // null)]
+		| "| \(.[0]) | \(.[1] // "-") | \(.[2] // "-") | "
+		  + (if .[1] and .[2] and .[1] > 0
+		     then "\(((.[2] - .[1]) / .[1] * 1000 | round) / 10)%" else "-" end) + " |"'
+}
+
 case "${1:-}" in
+--compare) [ $# -eq 3 ] || usage; compare "$2" "$3"; exit ;;
 --time-loop) shift; time_loop "$@"; exit ;;
 --crun-delete-all) crun_delete_all "$2"; exit ;;
 --crun-exec-loop) N=$2 WARM=$3; shift 3; crun_exec_loop "$@"; exit ;;
@@ -105,9 +126,11 @@ WARM=${BENCH_WARMUP:-10}
 TOOLS=${BENCH_TOOLS:-lbbox lbbox-image lbbox-net-on lbbox-rootless lbbox-rootless-net-on crun bwrap unshare}
 rootfs=$repo/build/images/busybox/rootfs
 lbbox=$repo/build/lbbox
+json_out=
 
 usage() {
-	printf 'usage: %s [--rootfs DIR] [--lbbox PATH] [-n N]\n' "${0##*/}" >&2
+	printf 'usage: %s [--rootfs DIR] [--lbbox PATH] [-n N] [--json FILE]\n       %s --compare OLD.json NEW.json\n' \
+		"${0##*/}" "${0##*/}" >&2
 	exit 2
 }
 
@@ -118,6 +141,7 @@ while [ $# -gt 0 ]; do
 	--lbbox) [ $# -ge 2 ] || usage; lbbox=$2; shift 2 ;;
 	--lbbox=*) lbbox=${1#*=}; shift ;;
 	-n) [ $# -ge 2 ] || usage; N=$2; shift 2 ;;
+	--json) [ $# -ge 2 ] || usage; json_out=$2; shift 2 ;;
 	-h | --help) usage ;;
 	*) usage ;;
 	esac
@@ -453,10 +477,22 @@ rpc_bench() {
 	local run=$tmp/run-rpc root=$tmp/root-rpc
 	mkdir -p "$run" "$root/images/busybox"
 	ln -s "$rootfs" "$root/images/busybox/rootfs"
-	python3 "$repo/scripts/bench_rpc.py" "$lbbox" "$root" "$run" "$N"
+	BENCH_RPC_JSON=$tmp/rpc.json python3 "$repo/scripts/bench_rpc.py" "$lbbox" "$root" "$run" "$N"
 }
 [ "${BENCH_RPC:-1}" = 0 ] || rpc_bench || warn "rpc benchmark failed"
 
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;
 esac
+
+# --json: every figure of this run, with what it measured.
+if [ -n "$json_out" ]; then
+	figs=$(for k in "${!med[@]}"; do
+		printf '{"%s": {"median": %s, "p90": %s}}\n' "$k" "${med[$k]}" "${p90[$k]:-null}"
+	done | jq -s 'add // {}')
+	[ -r "$tmp/rpc.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/rpc.json")
+	jq -n --arg commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+		--arg date "$(date -u +%FT%TZ)" --argjson n "$N" --argjson figures "$figs" \
+		'{commit: $commit, date: $date, n: $n, figures: $figures}' >"$json_out"
+	printf '\nfigures written to %s\n' "$json_out"
+fi

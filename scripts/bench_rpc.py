@@ -141,3 +141,11 @@ print("| server RSS with %d idle sessions | %d KiB |" % (len(inits), server_rss)
 print("| the sessions' pid 1s, RSS each (mean) | %d KiB |" % (sum(inits) // max(1, len(inits))))
 print("| box_exec over `lbbox serve` + /rpc/ws, median | %.2f ms |" % ws_med)
 print("| box_exec over `lbbox serve` + /rpc/ws, p90 | %.2f ms |" % ws_p90)
+
+# Figures for bench.sh --json (BENCH_RPC_JSON: where to write them), in ms / KiB.
+if os.environ.get("BENCH_RPC_JSON"):
+    with open(os.environ["BENCH_RPC_JSON"], "w") as f:
+        json.dump({"box_exec": {"median": round(med, 2), "p90": round(p90, 2)},
+                   "box_exec_20_at_once_wall": {"median": round(wall, 1)},
+                   "box_exec_ws": {"median": round(ws_med, 2), "p90": round(ws_p90, 2)},
+                   "server_rss_kib": {"median": server_rss}}, f)

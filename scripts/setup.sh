@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 host for lbbox: installs the Debian packages it builds and tests with,
-# builds it (build/), and builds the images (busybox for the tests, python for users).
+# builds it (build/), and builds the images (busybox for the tests, python for users, box for
+# LangBot's sessions and the tests of it).
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,12 @@ rootfs-tools/busybox.sh "$LBBOX_ROOT/images/busybox/rootfs"
 if [ "${LBBOX_SKIP_PYTHON:-0}" != 1 ]; then
 	rootfs-tools/python.sh "$LBBOX_ROOT/images/python/rootfs"
 fi
+# The default Box image (python, node/npx, git, curl; rootfs-tools/box.sh): what LangBot's
+# default image runs as, and the image of the tests' rpc/box_image. LBBOX_SKIP_BOX=1 skips it,
+# for developers only (that test then skips too; CI must build it).
+if [ "${LBBOX_SKIP_BOX:-0}" != 1 ]; then
+	rootfs-tools/box.sh "$LBBOX_ROOT/images/box/rootfs"
+fi
 # The same trees as OCI image layouts (build/images/NAME-oci, rebuilt when the tree's stamp
 # changes; the test suite loads them) and as images in the store (run --image localhost/NAME).
 oci_image() { # rootfs name
@@ -65,4 +72,5 @@ oci_image() { # rootfs name
 }
 oci_image build/images/busybox/rootfs busybox
 oci_image "$LBBOX_ROOT/images/python/rootfs" python
+oci_image "$LBBOX_ROOT/images/box/rootfs" box
 echo "setup: done; try: build/lbbox run -- echo hello"

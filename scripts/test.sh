@@ -46,6 +46,7 @@ cmake -S . -B build-asan -DLBBOX_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	cmake --build build-asan -j"$(nproc)" >/dev/null || failed=$((failed + 1))
 # The ASan binaries run against the same busybox test image.
 LBBOX_TEST_ROOTFS=$PWD/build/images/busybox/rootfs LBBOX_TEST_PYTHON_OCI=$PWD/build/images/python-oci \
+	LBBOX_TEST_BOX_OCI=$PWD/build/images/box-oci \
 	ASAN_OPTIONS=detect_leaks=1 \
 	stage "tests (build-asan/, ASan + UBSan)" ctest --test-dir build-asan -V --timeout 900
 # Every parser of outside input under libFuzzer for ~100 s (scripts/fuzz.sh builds build-fuzz/).

@@ -85,7 +85,8 @@ struct box_dropping {
 size_t box_dropping_finish(struct lb_box *box, struct box_dropping *d);
 
 /* quota.c: the session's workspace quota as the largest file any of its commands (execs and managed
- * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none. */
+ * processes) may write (RLIMIT_FSIZE), beyond LangBot: one write cannot fill the disk. 0: none,
+ * also when the quota is hard (lb_box_workspace_quota_hard). */
 uint64_t box_quota_fsize(const struct lb_box_spec *spec);
 
 /* exec_io.c: the caller's stdin pumped into an exec's command, one buffer at a time. */

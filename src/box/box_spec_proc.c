@@ -52,7 +52,8 @@ static int check_cwd(struct lb_box_proc_spec *s, struct lb_err **err)
 
 /* Fields in declaration order: process_id, command, args, env, cwd, memory_mb. process_id has
  * no validator in LangBot (not even a strip; lbbox refuses control characters) and memory_mb
- * none either (0 = the session's; lbbox does not use it). */
+ * none either (0 or less = the session's; that it fits in the session's is checked at start,
+ * where the session is known: lb_box_proc_start). */
 static const struct {
 	const char *name;
 	int (*check)(struct lb_box_proc_spec *s, struct lb_err **err);

@@ -2,8 +2,9 @@
  * A Box session's fields on top of the engine spec the caller built (image, user options): the
  * workspace and extra mounts, memory / pids / cpu limits, network, read-only root, as LangBot's
  * Docker backend passes them to `docker run` (§4.1), with two differences: a session without a
- * host_path gets its own writable workspace directory (as the nsjail backend does), and extra
- * mounts go through the same host-path checks as the workspace (LangBot checks only host_path).
+ * host_path gets its own writable workspace directory (as the nsjail backend does; a tmpfs of
+ * workspace_quota_mb when a quota is set), and extra mounts go through the same host-path checks
+ * as the workspace (LangBot checks only host_path).
  */
 #include <errno.h>
 #include <sched.h>
@@ -31,6 +32,27 @@ static int add_mount(struct lb_spec *spec, const char *src, const char *dst, boo
 	if (!m->source || !m->target)
 		return lb_err_set(err, ENOMEM, "mount");
 	return 0;
+}
+
+/*
+ * The session's own workspace under a quota: a tmpfs of that size in the sandbox, so a write past
+ * it fails with ENOSPC. It lives exactly as long as the sandbox, which is as long as the session's
+ * workspace does anyway (a session whose sandbox died is dropped with its directory), and it
+ * leaves no mount on the host. Its pages count towards the session's memory, as those of the
+ * directory in the runtime's state (a tmpfs, /run, by default) do.
+ */
+static int add_quota_tmpfs(struct lb_spec *spec, const struct lb_box_spec *bs, struct lb_err **err)
+{
+	if (spec->n_mounts >= LB_MAX_MOUNTS)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "too many mounts (at most %d)",
+				  LB_MAX_MOUNTS);
+	struct lb_mount *m = &spec->mounts[spec->n_mounts++];
+	*m = (struct lb_mount){.target = strdup(bs->mount_path),
+			       .tmpfs_size = (uint64_t)bs->workspace_quota_mb
+					     << 20, /* <= LB_BOX_MAX_MB */
+			       .tmpfs_mode = 0755,
+			       .owned = true};
+	return m->target ? 0 : lb_err_set(err, ENOMEM, "mount");
 }
 
 static bool under(const char *path, const char *root)
@@ -82,6 +104,8 @@ static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *
 			   struct lb_err **err)
 {
 	/* the session's own workspace, in lbbox's state: not a host path of the user's */
+	if (lb_box_workspace_quota_hard(bs))
+		return add_quota_tmpfs(spec, bs, err);
 	if (!bs->host_path)
 		return add_mount(spec, workspace, bs->mount_path, false, true, err);
 	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)

@@ -1,7 +1,9 @@
 /*
  * A Box session's image (LangBot names one, "rockchin/langbot-sandbox:latest" by default) as the
  * root of its sandbox: an alias first (LBBOX_BOX_IMAGE_ALIASES, "ref=local,ref2=local2"), then
- * the store, then a pull when allowed; failing all, a BoxError saying how to provide the image.
+ * the local image of that name; LangBot's default, missing, runs as the runtime's default image
+ * (localhost/box:latest, scripts/setup.sh loads it) when that one is local; then a pull when
+ * allowed; failing all, a BoxError saying how to provide the image.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +12,7 @@
 #include "lbbox/spec/image.h"
 #include "lbbox/image/store.h"
 
-/* The local image an alias maps ref to, or ref itself. */
+/* The local image an alias maps ref to, or NULL. */
 static const char *alias_of(const char *aliases, const char *ref, char *buf, size_t len)
 {
 	size_t n = strlen(ref);
@@ -23,7 +25,15 @@ static const char *alias_of(const char *aliases, const char *ref, char *buf, siz
 		}
 		p = end ? end + 1 : p + item;
 	}
-	return ref;
+	return NULL;
+}
+
+const char *lb_box_default_image(const struct lb_box *box, char *buf, size_t len)
+{
+	const char *alias = alias_of(box->image_aliases, LB_BOX_DEFAULT_IMAGE, buf, len);
+	if (alias)
+		return alias;
+	return box->default_image[0] ? box->default_image : NULL;
 }
 
 static int try_image(const struct lb_box *box, const char *image, struct lb_spec *spec,
@@ -41,8 +51,14 @@ int box_image_spec(const struct lb_box *box, const struct lb_box_spec *bs, struc
 		   struct lb_err **err)
 {
 	char buf[512];
-	const char *image = alias_of(box->image_aliases, bs->image, buf, sizeof(buf));
+	const char *alias = alias_of(box->image_aliases, bs->image, buf, sizeof(buf));
+	const char *image = alias ? alias : bs->image;
 	if (try_image(box, image, spec, NULL) == 0)
+		return 0;
+	/* Offline, LangBot's default is the image setup.sh built for it (a loaded or pulled
+	 * rockchin/langbot-sandbox wins: it was tried above). */
+	if (!alias && !strcmp(bs->image, LB_BOX_DEFAULT_IMAGE) && box->default_image[0] &&
+	    try_image(box, box->default_image, spec, NULL) == 0)
 		return 0;
 	if (box->pull) {
 		const char *args[] = {"pull", image, NULL};

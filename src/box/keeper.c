@@ -160,7 +160,10 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 				 .cwd = spec->direct ? spec->cwd : "/",
 				 .fds = {in[0], out[1], errp[1]},
 				 .cgroup = cg,
-				 .fsize = box_quota_fsize(&s->spec)};
+				 .fsize = box_quota_fsize(&s->spec),
+				 /* <= the session's (lb_box_proc_start): no overflow */
+				 .memory_bytes =
+				     spec->memory_mb > 0 ? (uint64_t)spec->memory_mb << 20 : 0};
 	int r = lb_sandbox_spawn(sb, &o, &k->p, &setup_exit, err);
 	lb_sandbox_close(sb);
 	close(in[0]), close(out[1]), close(errp[1]);

@@ -182,6 +182,20 @@ void lb_box_count(struct lb_box *box, size_t *sessions, size_t *running, size_t 
 	*sessions = c.sessions, *running = c.running, *exited = c.exited;
 }
 
+/*
+ * memory_mb (§1.6) has no validator in LangBot: 0 or less is the session's limit. Its own limit
+ * must fit in the session's, whose cgroup holds it: a larger one could never be reached.
+ */
+static int check_proc_memory(const struct lb_box_session *s, const struct lb_box_proc_spec *spec,
+			     struct lb_err **err)
+{
+	if (spec->memory_mb <= s->spec.memory_mb)
+		return 0;
+	return lb_err_box(err, LB_BOX_EVALIDATION,
+			  "memory_mb=%lld exceeds the session's memory_mb=%lld",
+			  (long long)spec->memory_mb, (long long)s->spec.memory_mb);
+}
+
 int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		      const struct lb_box_proc_spec *spec, struct lb_box_proc_info *out,
 		      struct lb_err **err)
@@ -189,6 +203,13 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	char sdir[LB_PATH_BUF], json[LB_PATH_BUF];
 	struct lb_box_session s;
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
+		return -1;
+	/* refused before a running process of the same id is replaced */
+	if (box_record_read(box, session_id, &s, err) < 0)
+		return -1;
+	int checked = check_proc_memory(&s, spec, err);
+	lb_box_session_free(&s);
+	if (checked < 0)
 		return -1;
 	box_proc_paths(sdir, spec->process_id, json, NULL, sizeof(json));
 	/* one start or stop at a time per session: no duplicates, no unlink of a new record */

@@ -180,10 +180,16 @@ int lb_box_quota_check(const char *host_path, int64_t quota_mb, uint64_t max_ent
 	return 0;
 }
 
+bool lb_box_workspace_quota_hard(const struct lb_box_spec *spec)
+{
+	return spec->workspace_quota_mb > 0 && !spec->host_path;
+}
+
 uint64_t box_quota_fsize(const struct lb_box_spec *spec)
 {
 	int64_t mb = spec->workspace_quota_mb;
-	if (mb <= 0)
+	/* a hard quota needs no per-file cap: a write past it fails with ENOSPC, not SIGXFSZ */
+	if (mb <= 0 || lb_box_workspace_quota_hard(spec))
 		return 0;
 	return (uint64_t)mb > UINT64_MAX / MIB ? 0 : (uint64_t)mb * MIB;
 }

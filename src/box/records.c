@@ -29,6 +29,7 @@ int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *ow
 					     .max_completed_processes = 256,
 					     .completed_retention_sec = 300,
 					     .session_ttl_sec = 300};
+	snprintf(box->default_image, sizeof(box->default_image), "%s", LB_BOX_LOCAL_IMAGE);
 	return 0;
 }
 

@@ -70,6 +70,8 @@ static const char proc_start[] =
     "  --id ID                  the process's id (default \"default\")\n"
     "  -w, --workdir DIR        working directory (default /workspace)\n"
     "  -e, --env KEY=VALUE      environment variable (repeatable)\n"
+    "  -m, --memory SIZE        its own memory limit (e.g. 64m), at most the session's (default:\n"
+    "                           the session's alone); an OOM kill ends it (137), not the session\n"
     "  -h, --help               this help\n";
 
 static const char proc_attach[] =

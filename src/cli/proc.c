@@ -60,12 +60,24 @@ static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, in
 	return 0;
 }
 
-static const struct option start_longopts[] = {{"id", required_argument, NULL, 'i'},
-					       {"workdir", required_argument, NULL, 'w'},
-					       {"env", required_argument, NULL, 'e'},
-					       {"help", no_argument, NULL, 'h'},
-					       {0}};
-static const struct cli_optdef start_opts = {"+:hw:e:", start_longopts};
+static const struct option start_longopts[] = {
+    {"id", required_argument, NULL, 'i'},  {"workdir", required_argument, NULL, 'w'},
+    {"env", required_argument, NULL, 'e'}, {"memory", required_argument, NULL, 'm'},
+    {"help", no_argument, NULL, 'h'},	   {0}};
+static const struct cli_optdef start_opts = {"+:hw:e:m:", start_longopts};
+
+/* --memory SIZE, as session create takes it ("64m"): whole MiB, the RPC's memory_mb (checked
+ * against the session's at start). */
+static int parse_memory(const char *v, int64_t *out, struct lb_err **err)
+{
+	uint64_t bytes;
+	if (lb_parse_size(v, &bytes, err) < 0)
+		return lb_err_wrap(err, "invalid --memory");
+	if (bytes >> 20 == 0)
+		return lb_err_set(err, 0, "invalid --memory '%s': at least 1m", v);
+	*out = (int64_t)(bytes >> 20);
+	return 0;
+}
 
 static int take_start_opt(struct lb_box_proc_spec *spec, int c, struct lb_err **err)
 {
@@ -78,6 +90,8 @@ static int take_start_opt(struct lb_box_proc_spec *spec, int c, struct lb_err **
 		return cli_set_string(&spec->cwd, optarg, err);
 	case 'e':
 		return set_env(&spec->env, optarg, err);
+	case 'm':
+		return parse_memory(optarg, &spec->memory_mb, err);
 	case 'h': /* the dispatcher answers help before any parsing; never here */
 		return lb_err_set(err, 0, "see lbbox proc start --help");
 	}

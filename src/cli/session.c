@@ -140,12 +140,13 @@ static void print_stream(FILE *f, const char *text, int64_t limit)
 	fflush(f);
 }
 
-/* §5.6 on the session's workspace (host_path, or its own directory). */
+/* §5.6 on the session's workspace (host_path, or its own directory); none needed where the quota
+ * is hard (its own workspace is then a tmpfs of that size in the sandbox). */
 static int quota_check(struct lb_box *box, const struct lb_box_session *s, const char *phase,
 		       struct lb_err **err)
 {
 	char ws[LB_PATH_BUF];
-	if (s->spec.workspace_quota_mb <= 0)
+	if (s->spec.workspace_quota_mb <= 0 || lb_box_workspace_quota_hard(&s->spec))
 		return 0;
 	if (s->spec.host_path)
 		snprintf(ws, sizeof(ws), "%s", s->spec.host_path);

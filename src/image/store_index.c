@@ -192,8 +192,9 @@ int lb_store_untag(struct lb_store *s, const char *name, struct lb_err **err)
 	return store_index_save(s, index, err);
 }
 
-int store_manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
-		      int depth, struct lb_manifest **out, struct lb_err **err)
+static int manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
+		       int depth, struct lb_manifest **out, char chosen[LB_DIGEST_BUF],
+		       uint64_t *size, struct lb_err **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -204,15 +205,27 @@ int store_manifest_of(struct lb_store *s, const char *digest, const struct lb_pl
 	if (lb_store_blob_read(s, digest, LB_MANIFEST_MAX, &buf, &len, err) < 0 ||
 	    lb_document_kind(buf, len, &kind, err) < 0)
 		return -1;
-	if (kind == LB_MEDIA_MANIFEST)
+	if (kind == LB_MEDIA_MANIFEST) {
+		if (chosen)
+			snprintf(chosen, LB_DIGEST_BUF, "%s", digest);
+		if (size)
+			*size = len;
 		return lb_manifest_parse(buf, len, out, err);
+	}
 	if (depth > 2)
 		return lb_err_set(err, ELOOP, "index %s: nested too deeply", digest);
 	if (lb_index_parse(buf, len, &ix, err) < 0)
 		return -1;
 	int r = lb_index_select(ix, platform, &d, err);
 	if (r == 0)
-		r = store_manifest_of(s, d->digest, platform, depth + 1, out, err);
+		r = manifest_of(s, d->digest, platform, depth + 1, out, chosen, size, err);
 	lb_index_free(ix);
 	return r;
+}
+
+int lb_store_manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
+			 struct lb_manifest **out, char chosen[LB_DIGEST_BUF], uint64_t *size,
+			 struct lb_err **err)
+{
+	return manifest_of(s, digest, platform, 0, out, chosen, size, err);
 }

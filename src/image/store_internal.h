@@ -67,9 +67,6 @@ const char *store_entry_name(json_t *e);
 /* The entry named what, or (what being a digest) the first entry with that digest. */
 json_t *store_index_find(json_t *index, const char *what);
 int store_image_from_entry(json_t *e, struct lb_store_image *img, struct lb_err **err);
-/* The image manifest behind digest (a manifest, or an index: the platform's, NULL: the host's). */
-int store_manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
-		      int depth, struct lb_manifest **out, struct lb_err **err);
 /* lb_store_lookup on an index document already loaded (store_lookup.c). */
 int store_lookup(struct lb_store *s, json_t *index, const char *ref, struct lb_store_image *out,
 		 enum lb_store_match *how, struct lb_err **err);

@@ -20,7 +20,7 @@ int lb_store_image_id(struct lb_store *s, const char *digest, char id[LB_DIGEST_
 		      struct lb_err **err)
 {
 	struct lb_manifest *m = NULL;
-	if (store_manifest_of(s, digest, NULL, 0, &m, err) < 0)
+	if (lb_store_manifest_of(s, digest, NULL, &m, NULL, NULL, err) < 0)
 		return lb_err_wrap(err, "image %s", digest);
 	snprintf(id, LB_DIGEST_BUF, "%s", m->config.digest);
 	lb_manifest_free(m);
@@ -212,7 +212,7 @@ int lb_store_image_manifest(struct lb_store *s, const char *name_or_digest,
 
 	if (lb_store_resolve(s, name_or_digest, &img, err) < 0)
 		return -1;
-	int r = store_manifest_of(s, img.digest, platform, 0, &m, err);
+	int r = lb_store_manifest_of(s, img.digest, platform, &m, NULL, NULL, err);
 	lb_store_image_clear(&img);
 	if (r < 0)
 		return lb_err_wrap(err, "image %s", name_or_digest);

@@ -20,37 +20,14 @@
 
 #define SAVE_MAX_IMAGES 64
 
-/* Follows an index to the host platform's manifest: the one image a sandbox here would run. */
+/* The host platform's manifest behind digest: the one image a sandbox here would run. */
 static int platform_manifest(struct lb_store *s, const char *digest, struct save_image *out,
-			     int depth, struct lb_err **err)
+			     struct lb_err **err)
 {
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	enum lb_media_kind kind;
-	struct lb_index *ix = NULL;
-	const struct lb_descriptor *d;
-
-	if (lb_store_blob_read(s, digest, LB_MANIFEST_MAX, &buf, &len, err) < 0 ||
-	    lb_document_kind(buf, len, &kind, err) < 0)
+	if (lb_store_manifest_of(s, digest, NULL, &out->m, out->digest, &out->size, err) < 0)
 		return -1;
-	if (kind == LB_MEDIA_MANIFEST) {
-		if (lb_manifest_parse(buf, len, &out->m, err) < 0)
-			return -1;
-		snprintf(out->digest, sizeof(out->digest), "%s", digest);
-		out->size = len;
-		out->media_type =
-		    strdup(out->m->media_type ? out->m->media_type : LB_MT_OCI_MANIFEST);
-		return out->media_type ? 0 : lb_err_set(err, ENOMEM, "save");
-	}
-	if (depth > 2)
-		return lb_err_set(err, ELOOP, "index %s: nested too deeply", digest);
-	if (lb_index_parse(buf, len, &ix, err) < 0)
-		return -1;
-	int r = lb_index_select(ix, NULL, &d, err);
-	if (r == 0)
-		r = platform_manifest(s, d->digest, out, depth + 1, err);
-	lb_index_free(ix);
-	return r;
+	out->media_type = strdup(out->m->media_type ? out->m->media_type : LB_MT_OCI_MANIFEST);
+	return out->media_type ? 0 : lb_err_set(err, ENOMEM, "save");
 }
 
 static int read_config(struct lb_store *s, struct save_image *img, struct lb_err **err)
@@ -73,7 +50,7 @@ static int resolve(struct lb_store *s, const char *arg, struct save_image *out, 
 		return lb_err_wrap(err, "save");
 	if (how == LB_STORE_MATCH_NAME && img.name)
 		out->name = strdup(img.name);
-	int r = platform_manifest(s, img.digest, out, 0, err);
+	int r = platform_manifest(s, img.digest, out, err);
 	lb_store_image_clear(&img);
 	if (r == 0)
 		r = read_config(s, out, err);

@@ -367,6 +367,25 @@ json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request
 	return lb_rpc_reply_ok(req->seq_id, out);
 }
 
+/* What workspace_quota_mb really does here, by kind of workspace (lb_box_workspace_quota_hard). */
+static json_t *hard_workspace_quota(void)
+{
+	return json_pack(
+	    "{s:b, s:b, s:s}", "own_workspace", 1, "host_path", 0, "detail",
+	    "a session without host_path gets a tmpfs of workspace_quota_mb as its "
+	    "workspace (writes past it fail with ENOSPC); a host_path workspace keeps "
+	    "the soft limit: no file may outgrow the quota (RLIMIT_FSIZE), the total is "
+	    "LangBot's own check");
+}
+
+/* What a session asking for LangBot's default image runs in, when that image is not local. */
+static json_t *default_image_json(const struct lb_box *box)
+{
+	char buf[512];
+	const char *local = lb_box_default_image(box, buf, sizeof(buf));
+	return json_pack("{s:s, s:s?}", "name", LB_BOX_DEFAULT_IMAGE, "local", local);
+}
+
 json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req)
 {
 	struct lb_err *err = NULL;
@@ -382,6 +401,8 @@ json_t *lb_rpc_inline_action(struct lb_rpc_runtime *rt, const struct lb_rpc_requ
 		json_object_set_new(info, "allowed_mount_roots",
 				    rt->box.allowed_roots ? lb_json_from_strv(rt->box.allowed_roots)
 							  : json_null());
+		json_object_set_new(info, "hard_workspace_quota", hard_workspace_quota());
+		json_object_set_new(info, "default_image", default_image_json(&rt->box));
 		return lb_rpc_reply_ok(seq_id, info);
 	}
 	if (!strcmp(action, "box_init")) {

@@ -3,7 +3,8 @@
  * payload. lbbox reads box.limits (validated and applied atomically, LangBot's messages) and
  * box.local.host_root / allowed_mount_roots (host paths must lie under one) / default_workspace
  * (created, under the rules of the box layer); and lbbox's own section, box.lbbox.network
- * (bridge, subnet, nameservers and allowed hosts of network "on" sessions).
+ * (bridge, subnet, nameservers and allowed hosts of network "on" sessions) and
+ * box.lbbox.default_image (what LangBot's default image runs as when it is not local).
  */
 #include <errno.h>
 #include <limits.h>
@@ -176,6 +177,22 @@ static int apply_network(struct lb_rpc_runtime *rt, json_t *net, struct lb_err *
 	return 0;
 }
 
+/* box.lbbox.default_image: an image name ("" = none), checked here, set by the caller once the
+ * rest of the config is applied. */
+static int check_default_image(json_t *v, struct lb_err **err)
+{
+	const char *s = json_string_value(v);
+	if (!s)
+		return lb_err_box(err, "ValueError", "box.lbbox.default_image must be a string");
+	if (strlen(s) >= sizeof(((struct lb_box *)0)->default_image))
+		return lb_err_box(err, "ValueError", "box.lbbox.default_image is too long");
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f || *p == ',')
+			return lb_err_box(err, "ValueError",
+					  "box.lbbox.default_image must be an image name");
+	return 0;
+}
+
 int lb_rpc_apply_config(struct lb_rpc_runtime *rt, json_t *update, struct lb_err **err)
 {
 	if (!json_is_object(update))
@@ -185,12 +202,17 @@ int lb_rpc_apply_config(struct lb_rpc_runtime *rt, json_t *update, struct lb_err
 	json_t *lim = json_object_get(merged, "limits");
 	json_t *local = json_object_get(merged, "local");
 	json_t *net = json_object_get(json_object_get(merged, "lbbox"), "network");
-	if ((lim && apply_limits(rt, lim, err) < 0) ||
+	json_t *image = json_object_get(json_object_get(merged, "lbbox"), "default_image");
+	if ((image && check_default_image(image, err) < 0) ||
+	    (lim && apply_limits(rt, lim, err) < 0) ||
 	    (json_is_object(local) && apply_local(rt, local, err) < 0) ||
 	    (net && apply_network(rt, net, err) < 0)) {
 		json_decref(merged);
 		return -1;
 	}
+	if (image)
+		snprintf(rt->box.default_image, sizeof(rt->box.default_image), "%s",
+			 json_string_value(image));
 	json_decref(rt->config);
 	rt->config = merged;
 	return 0;

@@ -4,7 +4,8 @@
  * stop kills exactly that command's process tree (grandchildren included) and nothing else.
  * Limits stay on the sandbox's cgroup; children need no controllers of their own, which also
  * keeps them legal on v2 next to the sandbox's pid 1 (no-internal-process applies only to
- * cgroups that enable controllers for their children).
+ * cgroups that enable controllers for their children). The exception is a child's own memory
+ * limit (a managed process's memory_mb): on v2 the sandbox's processes then move into a leaf.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,11 +67,38 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
 	return n;
 }
 
-int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, struct lb_cgroup **out,
-			   struct lb_err **err)
+/* Before the child exists: the parent must be able to give it a memory limit (v2: enabled). */
+static int cg_child_prepare(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
+			    struct lb_err **err)
 {
-	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+	if (!memory_bytes)
+		return 0;
+	for (size_t i = 0; i < parent->ndirs; i++)
+		if (parent->dirs[i].roles & CG_MEMORY)
+			return parent->version == LB_CGROUP_V2
+				   ? cg_v2_enable_controllers(parent->dirs[i].path, CG_MEMORY, err)
+				   : 0;
+	return lb_err_set(err, 0, "cannot enforce the memory limit of %s: no memory cgroup", name);
+}
+
+static int cg_child_limit(const struct lb_cgroup *cg, uint64_t memory_bytes, struct lb_err **err)
+{
+	for (size_t i = 0; memory_bytes && i < cg->ndirs; i++)
+		if (cg->dirs[i].roles & CG_MEMORY)
+			return cg->version == LB_CGROUP_V2
+				   ? cg_v2_limit_child(&cg->dirs[i], memory_bytes, err)
+				   : cg_v1_limit_child(&cg->dirs[i], memory_bytes, err);
+	return 0;
+}
+
+int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
+			   struct lb_cgroup **out, struct lb_err **err)
+{
+	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    !strcmp(name, CG_LEAF_NAME))
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", name ? name : "");
+	if (cg_child_prepare(parent, name, memory_bytes, err) < 0)
+		return -1;
 	struct lb_cgroup *cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return lb_err_set(err, ENOMEM, "cgroup");
@@ -86,11 +114,14 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, str
 		    cg_dir_make(&cg->dirs[i], err) < 0)
 			goto fail;
 	}
+	if (cg_child_limit(cg, memory_bytes, err) < 0)
+		goto fail_all;
 	cg_fill_views(cg);
 	*out = cg;
 	return 0;
 fail:
 	cg->ndirs++;
+fail_all:
 	for (size_t i = 0; i < cg->ndirs; i++)
 		cg_dir_remove(&cg->dirs[i], NULL);
 	cg_release(cg);

@@ -112,6 +112,11 @@ int cg_devices_v2(const struct cg_dir *d, struct lb_err **err);
 
 /* cgroup_v2.c; cg->dirs[0] was filled (path, not created) by cgroup.c. */
 int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* Enables the controllers of roles in the cgroup at path for its children, first moving the
+ * processes it holds into its CG_LEAF_NAME child (no-internal-process rule). */
+int cg_v2_enable_controllers(const char *path, unsigned roles, struct lb_err **err);
+/* A child's own memory limit (its parent enables the memory controller for it first). */
+int cg_v2_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err);
 int cg_v2_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
 int cg_v2_kill(struct lb_cgroup *cg, struct lb_err **err);
 bool cg_v2_is_empty(struct lb_cgroup *cg);
@@ -119,6 +124,8 @@ int cg_v2_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err 
 
 /* cgroup_v1.c; cg->dirs was filled (paths, roles, not created) by cgroup.c. */
 int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* A child's own memory limit, on its memory hierarchy's directory d. */
+int cg_v1_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err);
 int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
 int cg_v1_kill(struct lb_cgroup *cg, struct lb_err **err);
 bool cg_v1_is_empty(struct lb_cgroup *cg);

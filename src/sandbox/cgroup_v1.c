@@ -76,6 +76,11 @@ int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	return 0;
 }
 
+int cg_v1_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err)
+{
+	return cg_v1_apply_memory(d, memory_bytes, err);
+}
+
 int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)
 {
 	char buf[24];

@@ -110,8 +110,7 @@ static int cg_controllers_to_enable(const struct cg_dir *parent, unsigned roles,
 	return 0;
 }
 
-/* Enables the controllers the limits need in the parent directory of the new cgroup. */
-static int cg_enable_controllers(const char *parent_path, unsigned roles, struct lb_err **err)
+int cg_v2_enable_controllers(const char *parent_path, unsigned roles, struct lb_err **err)
 {
 	_cleanup_(cg_dir_fdclose) struct cg_dir parent = {.fd = -1};
 	char want[64];
@@ -175,11 +174,24 @@ int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	if (!parent)
 		return lb_err_set(err, ENOMEM, "cgroup %s", d->path);
 	*strrchr(parent, '/') = '\0'; /* d->path is always "<base>/<name>" */
-	if (cg_enable_controllers(parent, cg_limits_roles(lim), err) < 0)
+	if (cg_v2_enable_controllers(parent, cg_limits_roles(lim), err) < 0)
 		return -1;
 	if (cg_dir_make(d, err) < 0 || cg_v2_apply(d, lim, err) < 0)
 		return -1;
 	return geteuid() == 0 ? cg_devices_v2(d, err) : 0;
+}
+
+int cg_v2_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err)
+{
+	const struct lb_cgroup_limits lim = {.memory_bytes = memory_bytes};
+
+	if (cg_v2_apply(d, &lim, err) < 0)
+		return -1;
+	/* an OOM kill takes the command's whole tree, as its exit says it was killed */
+	if (faccessat(d->fd, "memory.oom.group", F_OK, 0) == 0 &&
+	    cg_write(d, "memory.oom.group", "1", err) < 0)
+		return -1;
+	return 0;
 }
 
 int cg_v2_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)

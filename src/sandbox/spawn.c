@@ -253,7 +253,7 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 	_cleanup_free_ char **env = merge_env(sb->spec.env, o->env);
 	if (!env)
 		return lb_err_set(err, ENOMEM, "environment");
-	if (lb_cgroup_create_child(sb->cg, o->cgroup, &p->cg, err) < 0)
+	if (lb_cgroup_create_child(sb->cg, o->cgroup, o->memory_bytes, &p->cg, err) < 0)
 		return -1;
 	int cgfd = lb_cgroup_dirfd(p->cg);
 	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(pidp, O_CLOEXEC) < 0 ||

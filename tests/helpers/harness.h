@@ -102,6 +102,11 @@ void lbt_assert_clean(void);
 // (SIGKILL it when done; it also dies with the test) and *port.
 pid_t lbt_registry_start(const char *layout, int *port);
 
+// harness_image.c: an OCI layout (in the workdir) of the busybox test rootfs as image NAME
+// running CMD (shell words, NULL: none) as USER (NULL: the default); and `lbbox load` of one.
+char *lbt_oci_layout(const char *user, const char *name, const char *cmd);
+void lbt_load_layout(const char *layout);
+
 // Small helpers.
 char *lbt_strdupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *lbt_read_file(const char *path);

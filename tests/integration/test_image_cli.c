@@ -12,28 +12,10 @@
 
 LBT_SUITE(image_cli);
 
-/* An OCI layout of the busybox test rootfs whose image runs CMD (shell words), named NAME. */
-static char *make_layout(const char *name, const char *cmd)
-{
-	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' %s", LBBOX_SOURCE_DIR,
-			       lbt_rootfs(), dir, name, cmd ? cmd : "");
-	cr_assert_eq(system(sh), 0, "%s failed", sh);
-	free(sh);
-	return dir;
-}
-
 static void run_ok(struct lb_run_out *o, const char *const *args)
 {
 	lbt_runv(o, args);
 	LBT_ASSERT_EXIT(*o, 0);
-}
-
-static void load(const char *layout)
-{
-	struct lb_run_out o;
-	run_ok(&o, (const char *[]){"load", "--oci-dir", layout, NULL});
-	lbt_out_free(&o);
 }
 
 /* What `run --image ref` prints (the images here echo who they are). */
@@ -127,9 +109,9 @@ static char *column(const char *out, const char *repo, int i)
 LBT_TEST(image_cli, short_names_are_local_first)
 {
 	struct lb_run_out o;
-	char *a = make_layout("localhost/lbt-a:1", "/bin/echo local"),
-	     *b = make_layout("localhost/lbt-b:1", "/bin/echo hub");
-	load(a), load(b);
+	char *a = lbt_oci_layout(NULL, "localhost/lbt-a:1", "/bin/echo local"),
+	     *b = lbt_oci_layout(NULL, "localhost/lbt-b:1", "/bin/echo hub");
+	lbt_load_layout(a), lbt_load_layout(b);
 	run_ok(&o, (const char *[]){"tag", "localhost/lbt-a:1", "mydemo", NULL});
 	lbt_out_free(&o);
 	run_ok(&o, (const char *[]){"images", NULL});
@@ -179,8 +161,8 @@ LBT_TEST(image_cli, oci_tag_only_ref_name_is_a_tag)
 LBT_TEST(image_cli, digest_references_and_short_ids)
 {
 	struct lb_run_out o;
-	char *a = make_layout("localhost/lbt-a:1", "/bin/echo by-ref");
-	load(a);
+	char *a = lbt_oci_layout(NULL, "localhost/lbt-a:1", "/bin/echo by-ref");
+	lbt_load_layout(a);
 	run_ok(&o, (const char *[]){"images", "--digests", NULL});
 	char *digest = column(o.out, "localhost/lbt-a", 2);
 	char *id = column(o.out, "localhost/lbt-a", 3);
@@ -224,7 +206,7 @@ LBT_TEST(image_cli, ambiguous_id_prefix_says_so)
 {
 	struct lb_run_out o;
 	char *dir = gen_layout("lbt-amb", "amb", 1);
-	load(dir);
+	lbt_load_layout(dir);
 	char *pfile = lbt_strdupf("%s/prefix", dir);
 	char *prefix = lbt_read_file(pfile);
 	lbt_run(&o, "inspect", prefix, NULL);
@@ -242,7 +224,7 @@ LBT_TEST(image_cli, images_columns_and_options)
 {
 	struct lb_run_out o;
 	char *dir = gen_layout("lbt-cols", "1", 3);
-	load(dir);
+	lbt_load_layout(dir);
 	char *rootfs = lbt_strdupf("%s/images/lbtdir/rootfs", lbt_root());
 	char *mk = lbt_strdupf("mkdir -p %s && head -c 5000 /dev/zero > %s/f", rootfs, rootfs);
 	cr_assert_eq(system(mk), 0);
@@ -283,7 +265,7 @@ LBT_TEST(image_cli, inspect_has_podman_fields)
 {
 	struct lb_run_out o;
 	char *dir = gen_layout("lbt-insp", "1", 3);
-	load(dir);
+	lbt_load_layout(dir);
 	run_ok(&o, (const char *[]){"image", "inspect", "lbt-insp:0", NULL});
 	json_t *j = lbt_json(o.out), *img = json_array_get(j, 0);
 	cr_assert_eq(json_array_size(j), 1);

@@ -12,16 +12,6 @@
 
 LBT_SUITE(image_progress);
 
-static char *make_layout(const char *name, const char *cmd)
-{
-	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' %s", LBBOX_SOURCE_DIR,
-			       lbt_rootfs(), dir, name, cmd);
-	cr_assert_eq(system(sh), 0, "%s failed", sh);
-	free(sh);
-	return dir;
-}
-
 static void run_ok(const char *const *args)
 {
 	struct lb_run_out o;
@@ -60,7 +50,7 @@ static int progress_lines(const char *err, const char *kind_want, bool skipped)
 /* A docker-archive of the busybox test image: its config and one layer. */
 static char *saved_archive(const char *name)
 {
-	char *dir = make_layout(name, "/bin/true");
+	char *dir = lbt_oci_layout(NULL, name, "/bin/true");
 	char *file = lbt_strdupf("%s/img-%d.tar", lbt_workdir(), rand());
 	run_ok((const char *[]){"load", "-q", "--oci-dir", dir, NULL});
 	run_ok((const char *[]){"save", "-o", file, name, NULL});
@@ -109,7 +99,7 @@ LBT_TEST(image_progress, pull_a_line_per_blob_or_quiet)
 {
 	struct lb_run_out o;
 	int port = 0;
-	char *layout = make_layout("latest", "/bin/true");
+	char *layout = lbt_oci_layout(NULL, "latest", "/bin/true");
 	pid_t reg = lbt_registry_start(layout, &port);
 	char *host = lbt_strdupf("127.0.0.1:%d", port);
 	char *ref = lbt_strdupf("%s/lbt/progress:latest", host);

@@ -12,17 +12,6 @@
 
 LBT_SUITE(image_save);
 
-/* An OCI layout of the busybox test rootfs whose image runs CMD (shell words), named NAME. */
-static char *make_layout(const char *name, const char *cmd)
-{
-	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' %s", LBBOX_SOURCE_DIR,
-			       lbt_rootfs(), dir, name, cmd);
-	cr_assert_eq(system(sh), 0, "%s failed", sh);
-	free(sh);
-	return dir;
-}
-
 static void run_ok(const char *const *args)
 {
 	struct lb_run_out o;
@@ -68,7 +57,7 @@ static void assert_skopeo_reads(const char *transport, const char *file)
 /* The default format to -o FILE: a docker-archive skopeo reads; it loads back and runs. */
 LBT_TEST(image_save, docker_archive_round_trip)
 {
-	char *dir = make_layout("localhost/lbt-sv:1", "/bin/echo saved");
+	char *dir = lbt_oci_layout(NULL, "localhost/lbt-sv:1", "/bin/echo saved");
 	char *file = lbt_strdupf("%s/sv.tar", lbt_workdir());
 	run_ok((const char *[]){"load", "--oci-dir", dir, NULL});
 	run_ok((const char *[]){"save", "-o", file, "lbt-sv:1", NULL});
@@ -90,7 +79,7 @@ LBT_TEST(image_save, docker_archive_round_trip)
 /* --format oci-archive to stdout (podman's `save > file`), through `image save`. */
 LBT_TEST(image_save, oci_archive_to_stdout)
 {
-	char *dir = make_layout("localhost/lbt-so:2", "/bin/echo oci-saved");
+	char *dir = lbt_oci_layout(NULL, "localhost/lbt-so:2", "/bin/echo oci-saved");
 	char *file = lbt_strdupf("%s/so.tar", lbt_workdir());
 	char *lb = lbbox_cmd(), *out = NULL;
 	run_ok((const char *[]){"load", "--oci-dir", dir, NULL});
@@ -111,8 +100,8 @@ LBT_TEST(image_save, oci_archive_to_stdout)
 /* Two images over the same layer: one archive, the layer written once, both load back. */
 LBT_TEST(image_save, several_images_share_layers)
 {
-	char *a = make_layout("localhost/lbt-m1:1", "/bin/echo one");
-	char *b = make_layout("localhost/lbt-m2:1", "/bin/echo two");
+	char *a = lbt_oci_layout(NULL, "localhost/lbt-m1:1", "/bin/echo one");
+	char *b = lbt_oci_layout(NULL, "localhost/lbt-m2:1", "/bin/echo two");
 	char *file = lbt_strdupf("%s/m.tar", lbt_workdir());
 	char *lb = lbbox_cmd(), *out = NULL;
 	run_ok((const char *[]){"load", "--oci-dir", a, NULL});
@@ -137,7 +126,7 @@ LBT_TEST(image_save, several_images_share_layers)
  * left under -o's name. */
 LBT_TEST(image_save, refusals_are_one_line)
 {
-	char *dir = make_layout("localhost/lbt-sr:1", "/bin/true");
+	char *dir = lbt_oci_layout(NULL, "localhost/lbt-sr:1", "/bin/true");
 	char *file = lbt_strdupf("%s/none.tar", lbt_workdir());
 	char *lb = lbbox_cmd(), *out = NULL;
 	struct lb_run_out o;

@@ -16,30 +16,6 @@
 
 LBT_SUITE(images);
 
-/* An OCI layout of the busybox test rootfs, named NAME, with USER and CMD (shell words). */
-static char *make_layout_user(const char *user, const char *name, const char *cmd)
-{
-	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh --user '%s' '%s' '%s' '%s' %s",
-			       LBBOX_SOURCE_DIR, user, lbt_rootfs(), dir, name, cmd ? cmd : "");
-	cr_assert_eq(system(sh), 0, "%s failed", sh);
-	free(sh);
-	return dir;
-}
-
-static char *make_layout(const char *name, const char *cmd)
-{
-	return make_layout_user("", name, cmd);
-}
-
-static void load(const char *layout)
-{
-	struct lb_run_out o;
-	lbt_run(&o, "load", "--oci-dir", layout, NULL);
-	LBT_ASSERT_EXIT(o, 0);
-	lbt_out_free(&o);
-}
-
 static int count_snapshots(void)
 {
 	char *path = lbt_strdupf("%s/snapshots", lbt_root());
@@ -57,8 +33,8 @@ static int count_snapshots(void)
 LBT_TEST(images, load_and_run_read_only)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, NULL);
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, NULL);
+	lbt_load_layout(layout);
 	lbt_run(&o, "images", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	/* podman's columns: REPOSITORY and TAG apart */
@@ -79,8 +55,8 @@ LBT_TEST(images, second_run_reuses_the_snapshot)
 {
 	struct lb_run_out o;
 	struct stat a, b;
-	char *layout = make_layout(IMG, NULL);
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, NULL);
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
@@ -104,8 +80,8 @@ LBT_TEST(images, second_run_reuses_the_snapshot)
 LBT_TEST(images, config_cmd_is_the_default_command)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, "/bin/echo from-cmd");
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, "/bin/echo from-cmd");
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", IMG, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert_str_eq(o.out, "from-cmd\n");
@@ -121,8 +97,8 @@ LBT_TEST(images, config_cmd_is_the_default_command)
 LBT_TEST(images, writable_root_leaves_the_snapshot_alone)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, NULL);
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, NULL);
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", IMG, "--read-only=false", "--", "sh", "-c",
 		"echo x > /lbt-written && cat /lbt-written", NULL);
 	LBT_ASSERT_EXIT(o, 0);
@@ -141,8 +117,8 @@ LBT_TEST(images, writable_root_leaves_the_snapshot_alone)
 LBT_TEST(images, tag_rmi_prune_inspect)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, NULL);
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, NULL);
+	lbt_load_layout(layout);
 	lbt_run(&o, "tag", IMG, "localhost/lbt-other:2", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
@@ -191,8 +167,8 @@ LBT_TEST(images, tag_rmi_prune_inspect)
 LBT_TEST(images, copy_fallback_without_overlayfs)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, NULL);
-	load(layout);
+	char *layout = lbt_oci_layout(NULL, IMG, NULL);
+	lbt_load_layout(layout);
 	setenv("LBBOX_NO_OVERLAY", "1", 1);
 	lbt_run(&o, "run", "--image", IMG, "--", "sh", "-c",
 		"grep -c ' - overlay ' /proc/self/mountinfo; touch /x 2>&1 | grep -c Read-only",
@@ -218,8 +194,8 @@ LBT_TEST(images, copy_fallback_without_overlayfs)
 LBT_TEST(images, user_name_from_the_image)
 {
 	struct lb_run_out o;
-	char *layout = make_layout_user("sandbox", IMG, "id -u");
-	load(layout);
+	char *layout = lbt_oci_layout("sandbox", IMG, "id -u");
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", IMG, NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert_str_eq(o.out, "1000\n");
@@ -230,8 +206,8 @@ LBT_TEST(images, user_name_from_the_image)
 	lbt_out_free(&o);
 	free(layout);
 
-	layout = make_layout_user("nosuchuser", IMG, "id -u");
-	load(layout);
+	layout = lbt_oci_layout("nosuchuser", IMG, "id -u");
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", IMG, NULL);
 	lbt_assert_error_line(&o, 125, "not in the image's /etc/passwd");
 	lbt_out_free(&o);
@@ -242,7 +218,7 @@ LBT_TEST(images, user_name_from_the_image)
 LBT_TEST(images, load_oci_archive)
 {
 	struct lb_run_out o;
-	char *layout = make_layout(IMG, "/bin/echo from-archive");
+	char *layout = lbt_oci_layout(NULL, IMG, "/bin/echo from-archive");
 	char *tar = lbt_strdupf("%s/image.tar", lbt_workdir());
 	char *sh = lbt_strdupf("tar -C '%s' -cf '%s' .", layout, tar);
 	cr_assert_eq(system(sh), 0);
@@ -289,7 +265,7 @@ LBT_TEST(images, python_image_from_its_oci_layout)
 	    env && *env ? strdup(env) : lbt_strdupf("%s/images/python-oci", dirname(bin));
 	char *index = lbt_strdupf("%s/index.json", layout);
 	cr_assert_eq(access(index, R_OK), 0, "no %s: run scripts/setup.sh", index);
-	load(layout);
+	lbt_load_layout(layout);
 	lbt_run(&o, "run", "--image", "localhost/python:latest", "--", "sh", "-c",
 		"python3 -c 'import ssl, venv, sys; print(sys.version_info[0])' && pip --version",
 		NULL);
@@ -305,7 +281,7 @@ LBT_TEST(images, pull_from_a_registry_then_run)
 {
 	struct lb_run_out o;
 	int port = 0;
-	char *layout = make_layout("latest", "/bin/echo pulled-and-ran");
+	char *layout = lbt_oci_layout(NULL, "latest", "/bin/echo pulled-and-ran");
 	pid_t reg = lbt_registry_start(layout, &port);
 	char *host = lbt_strdupf("127.0.0.1:%d", port);
 	char *ref = lbt_strdupf("%s/lbt/busybox:latest", host);

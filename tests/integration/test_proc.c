@@ -227,43 +227,140 @@ LBT_TEST(proc, reaper_skips_persistent_and_busy_sessions)
 	lbt_session_rm("busy");
 }
 
-LBT_TEST(proc, workspace_quota_caps_files_and_is_checked_after_exec)
+// A host_path workspace keeps the soft quota: one file cannot outgrow it (RLIMIT_FSIZE), and the
+// total is measured after each exec, as LangBot does (§5.6).
+LBT_TEST(proc, workspace_quota_on_a_host_path_caps_files_and_is_checked_after_exec)
 {
 	struct lb_run_out o;
-	create("s1", "--workspace-quota=1");
-	// one file cannot outgrow the quota (RLIMIT_FSIZE)
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+	char *vol = lbt_strdupf("%s:/workspace", lbt_mkdir_work("ws"));
+	lbt_run(&o, "session", "create", "s2", "--rootfs", lbt_rootfs(), "--workspace-quota=1",
+		"-v", vol, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "exec", "s2", "--", "sh", "-c",
 		"dd if=/dev/zero of=big bs=1024 count=2048 2>/dev/null; echo $?; wc -c < big",
 		NULL);
 	LBT_ASSERT_OUT(o, "153\n1048576\n"); // SIGXFSZ (128 + 25)
 	lbt_out_free(&o);
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", "rm big", NULL);
+	lbt_run(&o, "session", "exec", "s2", "--", "sh", "-c", "rm big", NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	// two files can, and then the session goes, as LangBot deletes it
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+	lbt_run(&o, "session", "exec", "s2", "--", "sh", "-c",
 		"dd if=/dev/zero of=a bs=1024 count=700 2>/dev/null; cp a b", NULL);
 	lbt_assert_error_line(&o, 125,
 			      "BoxValidationError: workspace quota exceeded after execution");
 	lbt_out_free(&o);
-	lbt_run(&o, "session", "inspect", "s1", NULL);
+	lbt_run(&o, "session", "inspect", "s2", NULL);
 	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError");
 	lbt_out_free(&o);
+	free(vol);
 }
 
-// A managed process writes under the same cap as an exec: it runs for long, unwatched by the
-// before/after measurement.
-LBT_TEST(proc, workspace_quota_caps_managed_processes_too)
+// A managed process on a host_path writes under the same cap as an exec: it runs for long,
+// unwatched by the before/after measurement.
+LBT_TEST(proc, workspace_quota_on_a_host_path_caps_managed_processes_too)
 {
-	create("s1", "--workspace-quota=1");
+	struct lb_run_out o;
+	char *vol = lbt_strdupf("%s:/workspace", lbt_mkdir_work("ws"));
+	lbt_run(&o, "session", "create", "s1", "--rootfs", lbt_rootfs(), "--workspace-quota=1",
+		"-v", vol, NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
 	json_decref(proc_json("start", "s1", "w1", "--", "sh", "-c",
 			      "dd if=/dev/zero of=/workspace/big bs=1024 count=3072; echo $? >&2",
 			      NULL));
 	json_t *j = wait_status("s1", "w1", "exited");
 	json_decref(j);
-	struct lb_run_out o;
 	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", "wc -c < /workspace/big", NULL);
 	LBT_ASSERT_OUT(o, "1048576\n");
+	lbt_out_free(&o);
+	lbt_session_rm("s1");
+	free(vol);
+}
+
+// The session's own workspace under a quota is a tmpfs of that size: past it, writes fail with
+// ENOSPC (no per-file cap: two files or one, the total is what counts), for execs and managed
+// processes alike, the session lives on, and nothing is mounted on the host.
+LBT_TEST(proc, workspace_quota_on_the_own_workspace_is_hard)
+{
+	struct lb_run_out o;
+	create("s1", "--workspace-quota=1");
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+		"dd if=/dev/zero of=a bs=1024 count=700 2>/dev/null; echo $?; "
+		"dd if=/dev/zero of=b bs=1024 count=700 2>&1 | grep -c 'No space left'; "
+		"cat a b | wc -c; grep -c ' /workspace .* - tmpfs ' /proc/self/mountinfo",
+		NULL);
+	LBT_ASSERT_OUT(o, "0\n1\n1048576\n1\n");
+	lbt_out_free(&o);
+	// a managed process meets the same wall, and a freed workspace takes writes again
+	json_decref(proc_json("start", "s1", "w1", "--", "sh", "-c",
+			      "rm b; dd if=/dev/zero of=/workspace/c bs=1024 count=3072", NULL));
+	json_t *j = wait_status("s1", "w1", "exited");
+	cr_assert_eq(json_integer_value(json_object_get(j, "exit_code")), 1, "dd fails");
+	cr_assert_not_null(strstr(lbt_json_str(j, "stderr_preview"), "No space left on device"),
+			   "%s", lbt_json_str(j, "stderr_preview"));
+	json_decref(j);
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", "cat a c | wc -c", NULL);
+	LBT_ASSERT_OUT(o, "1048576\n");
+	lbt_out_free(&o);
+	char *mounts = lbt_read_file("/proc/self/mountinfo");
+	cr_assert_null(strstr(mounts, lbt_runroot()), "a mount in the runtime's state: %s", mounts);
+	free(mounts);
+	lbt_session_rm("s1");
+}
+
+// memory_mb of a managed process is its own cgroup's limit (the session's stays on the sandbox):
+// beyond it only that process is OOM-killed (137), the session and its other processes live on.
+LBT_TEST(proc, memory_limit_is_the_process_own_and_an_oom_kill_spares_the_session)
+{
+	struct lb_run_out o;
+	create("s1", NULL);
+	json_decref(proc_json("start", "s1", "other", "--", "sleep", "1000", NULL));
+	json_decref(
+	    proc_json("start", "s1", "small", "--memory", "40m", "--", "sleep", "1000", NULL));
+	// the sandbox's view of its cgroups (its cgroup namespace): each managed process's own
+	// cgroup below the session's (on the host, v2 puts the sandbox beside the harness's leaf)
+	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c",
+		"cat /sys/fs/cgroup/memory/proc-*/memory.limit_in_bytes 2>/dev/null || "
+		"cat /sys/fs/cgroup/proc-*/memory.max",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_not_null(strstr(o.out, "41943040\n"), "no 40 MiB limit: %s", o.out);
+	cr_assert_eq(lbt_count_lines(o.out), 2, "%s", o.out);
+	lbt_out_free(&o);
+	// dd's 100 MiB buffer, filled from /dev/zero, is more than its 40 MiB
+	json_decref(proc_json("start", "s1", "hog", "--memory", "40m", "--", "dd", "if=/dev/zero",
+			      "of=/dev/null", "bs=100M", "count=1", NULL));
+	json_t *j = wait_status("s1", "hog", "exited");
+	cr_assert_eq(json_integer_value(json_object_get(j, "exit_code")), 137);
+	json_decref(j);
+	j = proc_json("inspect", "s1", "other", NULL);
+	cr_assert_str_eq(status(j), "running");
+	json_decref(j);
+	lbt_run(&o, "session", "exec", "s1", "--", "echo", "alive", NULL);
+	LBT_ASSERT_OUT(o, "alive\n");
+	lbt_out_free(&o);
+	lbt_session_rm("s1");
+}
+
+// Above the session's memory it is refused in one line, before a running process of the same id
+// is replaced; 0 or less is the session's (LangBot has no validator).
+LBT_TEST(proc, memory_limit_above_the_session_is_refused)
+{
+	struct lb_run_out o;
+	create("s1", "--memory=64m");
+	json_decref(proc_json("start", "s1", "p", "--", "sleep", "1000", NULL));
+	lbt_run(&o, "proc", "start", "s1", "--id", "p", "--memory", "65m", "--", "true", NULL);
+	lbt_assert_error_line(
+	    &o, 125, "BoxValidationError: memory_mb=65 exceeds the session's memory_mb=64");
+	lbt_out_free(&o);
+	json_t *j = proc_json("inspect", "s1", "p", NULL);
+	cr_assert_str_eq(status(j), "running", "the old process stays");
+	cr_assert_str_eq(lbt_json_str(j, "command"), "sleep");
+	json_decref(j);
+	lbt_run(&o, "proc", "start", "s1", "--id", "p", "--memory", "1k", "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "invalid --memory '1k': at least 1m");
 	lbt_out_free(&o);
 	lbt_session_rm("s1");
 }

@@ -21,15 +21,8 @@ LBT_SUITE(run_cli);
 /* The busybox test rootfs as IMG (CMD: echo from-cmd), loaded into the test store. */
 static void load_image(const char *name)
 {
-	struct lb_run_out o;
-	char *dir = lbt_strdupf("%s/layout-%d", lbt_workdir(), rand());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' '%s' /bin/echo from-cmd",
-			       LBBOX_SOURCE_DIR, lbt_rootfs(), dir, name);
-	cr_assert_eq(system(sh), 0, "%s failed", sh);
-	lbt_run(&o, "load", "--oci-dir", dir, NULL);
-	LBT_ASSERT_EXIT(o, 0);
-	lbt_out_free(&o);
-	free(sh);
+	char *dir = lbt_oci_layout(NULL, name, "/bin/echo from-cmd");
+	lbt_load_layout(dir);
 	free(dir);
 }
 
@@ -104,10 +97,7 @@ LBT_TEST(run_cli, user_names_come_from_the_image)
 
 LBT_TEST(run_cli, pull_missing_always_never)
 {
-	char *layout = lbt_strdupf("%s/reg-layout", lbt_workdir());
-	char *sh = lbt_strdupf("%s/rootfs-tools/oci-layout.sh '%s' '%s' latest /bin/echo pulled",
-			       LBBOX_SOURCE_DIR, lbt_rootfs(), layout);
-	cr_assert_eq(system(sh), 0);
+	char *layout = lbt_oci_layout(NULL, "latest", "/bin/echo pulled");
 	int port = 0;
 	pid_t reg = lbt_registry_start(layout, &port);
 	char *ref = lbt_strdupf("127.0.0.1:%d/lbt/cli:latest", port);
@@ -128,7 +118,6 @@ LBT_TEST(run_cli, pull_missing_always_never)
 	assert_output("pulled\n", (const char *[]){"run", "--tls-verify=false", ref, NULL});
 	assert_refused("invalid --pull", (const char *[]){"run", "--pull", "newer", ref, NULL});
 	free(ref);
-	free(sh);
 	free(layout);
 }
 

@@ -230,10 +230,11 @@ class Server:
 
     kind = None
 
-    def _setup(self, tmp, env, token, trusted, port, host=HOST):
+    def _setup(self, tmp, env, token, trusted, port, host=HOST, root=None):
+        """root: an lbbox root to use instead of a fresh one in tmp (its images kept)."""
         self.tmp = tmp
         self.runroot = os.path.join(tmp, "run")
-        self.root = os.path.join(tmp, "root")
+        self.root = root or os.path.join(tmp, "root")
         prepare_root(self.root)
         e = dict(os.environ, LBBOX_BOX_IMAGE_ALIASES=IMAGE + "=busybox", LBBOX_BOX_PULL="0")
         for k in ("LANGBOT_BOX_CONTROL_TOKEN", "LANGBOT_BOX_TRUSTED_INSTANCE_UUID",
@@ -365,8 +366,8 @@ class Box(Server, Rpc):
     kind = "stdio"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, prefix=(),
-                 host=HOST, cwd=None):
-        self._setup(tmp, env, token, trusted, port, host)
+                 host=HOST, cwd=None, root=None):
+        self._setup(tmp, env, token, trusted, port, host, root)
         self._init_rpc(self.ids)
         # prefix: e.g. setpriv, to run the runtime as another user
         self.p = subprocess.Popen(list(prefix) + [LBBOX, "--root", self.root, "--runroot", self.runroot, "box",
@@ -439,8 +440,8 @@ class WsBox(Server):
     kind = "serve"
 
     def __init__(self, tmp, env=None, token=None, trusted="inst-1", port=None, connect=True,
-                 listen_host=HOST, cwd=None):
-        self._setup(tmp, env, token, trusted, port)
+                 listen_host=HOST, cwd=None, root=None):
+        self._setup(tmp, env, token, trusted, port, root=root)
         self.p = subprocess.Popen([LBBOX, "--root", self.root, "--runroot", self.runroot, "serve",
                                    "--listen", "%s:%d" % (listen_host, self.port)],
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -489,6 +490,9 @@ def check_clean(box):
            glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*"))
     ours = [c for c in cgs if any(c.endswith(i) for i in box.ids)]
     assert not ours, "cgroups left: %s" % ours
+    with open("/proc/self/mountinfo") as f:  # a workspace's tmpfs lives in its sandbox alone
+        mounts = [ln for ln in f if box.tmp in ln]
+    assert not mounts, "mounts left: %s" % mounts
     poll(lambda: not leftover_processes(box.tmp), 2.0)  # (processes just exiting)
     procs = leftover_processes(box.tmp)
     assert not procs, "processes left: %s" % procs
@@ -672,6 +676,58 @@ def managed_processes(b):
     assert st["active_sessions"] == 1 and st["session_ttl_sec"] == 300, st
     assert st["limits"]["max_sessions"] == 64, st
     b.ok("box_delete_session", {"session_id": "m1"})
+
+
+def wait_exited(b, sid, pid):
+    d = poll(lambda: (lambda i: i if i["status"] == "exited" else None)(
+        b.ok("box_get_managed_process", {"session_id": sid, "process_id": pid})), 10.0)
+    assert d, "%s never exited" % pid
+    return d
+
+
+@test
+def managed_process_memory_mb(b):
+    """memory_mb of a managed process (§1.6) is its own cgroup's limit, at most the session's
+    (refused above it, before the running process of that id is replaced); beyond it that
+    process alone is OOM-killed (137, as any SIGKILL), the session and its others live on."""
+    b.ok("box_create_session", spec("mm1", memory_mb=256))
+    start = {"session_id": "mm1", "spec": {"process_id": "small", "command": "sleep",
+                                           "args": ["1000"], "memory_mb": 40}}
+    assert b.ok("box_start_managed_process", start)["status"] == "running"
+    b.err("box_start_managed_process", dict(start, spec=dict(start["spec"], memory_mb=257)),
+          "BoxValidationError: memory_mb=257 exceeds the session's memory_mb=256")
+    assert b.ok("box_get_managed_process", {"session_id": "mm1", "process_id": "small"})[
+        "status"] == "running"
+    # the sandbox sees its cgroups (read-only): the process's own has 40 MiB
+    r = b.ok("box_exec", spec("mm1", "cat /sys/fs/cgroup/memory/proc-*/memory.limit_in_bytes "
+                              "2>/dev/null || cat /sys/fs/cgroup/proc-*/memory.max",
+                              memory_mb=256))
+    assert r["stdout"] == "41943040", r
+    b.ok("box_start_managed_process", {"session_id": "mm1", "spec": {
+        "process_id": "hog", "command": "dd", "memory_mb": 40,
+        "args": ["if=/dev/zero", "of=/dev/null", "bs=100M", "count=1"]}})
+    d = wait_exited(b, "mm1", "hog")
+    assert d["exit_code"] == 137, d
+    assert b.ok("box_get_managed_process", {"session_id": "mm1", "process_id": "small"})[
+        "status"] == "running"
+    assert b.ok("box_exec", spec("mm1", "echo alive", memory_mb=256))["stdout"] == "alive"
+    b.ok("box_delete_session", {"session_id": "mm1"})
+
+
+@test
+def hard_workspace_quota(b):
+    """workspace_quota_mb on a session's own workspace is hard: a tmpfs of that size in the
+    sandbox, writes past it fail with ENOSPC and the session lives on; box_health says which
+    workspaces get a hard quota."""
+    h = b.ok("box_health", {}, None)["hard_workspace_quota"]
+    assert h["own_workspace"] is True and h["host_path"] is False, h
+    r = b.ok("box_exec", spec("q1", "dd if=/dev/zero of=a bs=1024 count=2048; echo rc=$?; "
+                              "wc -c < a", workspace_quota_mb=1))
+    assert r["stdout"] == "rc=1\n1048576", r
+    assert "No space left on device" in r["stderr"], r
+    r = b.ok("box_exec", spec("q1", "rm a && echo x > b && cat b", workspace_quota_mb=1))
+    assert r["stdout"] == "x", r
+    b.ok("box_delete_session", {"session_id": "q1"})
 
 
 @test
@@ -2610,10 +2666,11 @@ def cases():
     return out
 
 
-def main():
+def main(all_cases=None):
+    """Runs all_cases (label, fn(h)), by default this file's; 1 if any failed."""
     passed = failed = 0
     pattern = os.environ.get("LBBOX_RPC_FILTER")
-    for label, fn in cases():
+    for label, fn in all_cases if all_cases is not None else cases():
         if pattern and not fnmatch.fnmatch(label, pattern):
             continue
         tmp = tempfile.mkdtemp(prefix="lbbox-rpc-")

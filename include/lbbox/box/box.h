@@ -35,6 +35,9 @@ struct lb_box {
 	/* How a session's image is found: "ref=local,ref2=local2" aliases first (not owned), then
 	 * the store, then a pull when allowed. */
 	const char *image_aliases;
+	/* LB_BOX_DEFAULT_IMAGE's stand-in when no alias names it and it is not local itself
+	 * (LB_BOX_LOCAL_IMAGE unless box.lbbox.default_image says otherwise); "" = none. */
+	char default_image[256];
 	bool pull;
 	/* Network "on" sessions: the runtime's bridge, subnet, nameservers and allowed hosts. */
 	struct lb_net_opts net;
@@ -52,6 +55,9 @@ void lb_box_fini(struct lb_box *box);
  * network of "on" sessions: LBBOX_NET_BRIDGE, LBBOX_NET_SUBNET, LBBOX_NFT (as lbbox run),
  * LBBOX_BOX_NET_DNS (A.B.C.D,...) and LBBOX_BOX_NET_ALLOW_HOSTS (A.B.C.D[:PORT],...). */
 int lb_box_open_env(struct lb_box *box, const struct lb_paths *paths, struct lb_err **err);
+/* The local image a session asking for LB_BOX_DEFAULT_IMAGE is given when that image is not
+ * local itself: its alias, else box->default_image; NULL when neither (box_health shows it). */
+const char *lb_box_default_image(const struct lb_box *box, char *buf, size_t len);
 /* §3.1: the default workspace (dw under host_root hr, or hr/default; dw may be absolute) is
  * created when missing: a directory under one of roots, never a blocked directory or lbbox's
  * own state, judged by the path it will have once symlinks are resolved and created without

@@ -15,7 +15,10 @@
 #include "lbbox/base/err.h"
 #include "lbbox/sandbox/spec.h"
 
-#define LB_BOX_DEFAULT_IMAGE	  "rockchin/langbot-sandbox:latest"
+#define LB_BOX_DEFAULT_IMAGE "rockchin/langbot-sandbox:latest"
+/* What LB_BOX_DEFAULT_IMAGE runs as when it is not local itself: the image rootfs-tools/box.sh
+ * builds (python, node, git, curl), loaded by scripts/setup.sh. */
+#define LB_BOX_LOCAL_IMAGE	  "localhost/box:latest"
 #define LB_BOX_DEFAULT_MOUNT_PATH "/workspace"
 
 /* lbbox's upper bounds (LangBot has none; Python ints do not overflow): each value must survive
@@ -82,7 +85,7 @@ struct lb_box_proc_spec {
 	char **args;	   /* NULL-terminated */
 	char **env;	   /* NULL-terminated "KEY=VALUE" */
 	char *cwd;	   /* default "/workspace", must start with "/" */
-	int64_t memory_mb; /* default 0 = the session's */
+	int64_t memory_mb; /* default 0 = the session's; else its own, at most the session's */
 	/* lbbox's own, never set from a request: a detached run's `main` (lbbox run -d). */
 	bool history; /* stdout and stderr always read into a bounded history (proc logs) */
 	bool direct;  /* command and args exec'd as they are in cwd, not through `sh -lc` */
@@ -145,6 +148,10 @@ int lb_box_spec_check_compatible(const struct lb_box_spec *stored,
 /* §3.3 step 4: true when the sets of (host_path, mount_path, mode) of extra mounts with mode !=
  * none are equal (order and duplicates ignored). */
 bool lb_box_extra_mounts_equal(const struct lb_box_spec *a, const struct lb_box_spec *b);
+/* The workspace quota is hard: a quota is set and the workspace is the session's own (no
+ * host_path), a tmpfs of workspace_quota_mb inside the sandbox where writes past it fail with
+ * ENOSPC. A host_path workspace only has the per-file cap (RLIMIT_FSIZE) and LangBot's walk. */
+bool lb_box_workspace_quota_hard(const struct lb_box_spec *spec);
 
 /* JSON of the session fields, for the on-disk session record (read back by the box layer). */
 json_t *lb_box_spec_session_json(const struct lb_box_spec *spec);

@@ -84,6 +84,11 @@ int lb_store_layer_size_set(struct lb_store *s, const char *diff_id, uint64_t si
 int lb_store_tag(struct lb_store *s, const char *src, const char *dst, struct lb_err **err);
 /* Removes the name; its blobs stay until lb_store_prune. */
 int lb_store_untag(struct lb_store *s, const char *name, struct lb_err **err);
+/* The image manifest behind digest (a manifest, or an index: the platform's, NULL: the host's),
+ * and when asked, that manifest's own digest and size. */
+int lb_store_manifest_of(struct lb_store *s, const char *digest, const struct lb_platform *platform,
+			 struct lb_manifest **out, char chosen[LB_DIGEST_BUF], uint64_t *size,
+			 struct lb_err **err);
 /* Resolves name to an image manifest for the platform (NULL: host), reading through an index. */
 int lb_store_image_manifest(struct lb_store *s, const char *name_or_digest,
 			    const struct lb_platform *platform, struct lb_manifest **manifest,

@@ -72,9 +72,14 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
  */
 int lb_cgroup_open(enum lb_cgroup_version version, const struct lb_cgroup_dir_info *dirs, size_t n,
 		   bool owned, struct lb_cgroup **out, struct lb_err **err);
-/* Creates parent/NAME in every hierarchy of parent, no limits of its own (an exec's cgroup). */
-int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, struct lb_cgroup **out,
-			   struct lb_err **err);
+/*
+ * Creates parent/NAME in every hierarchy of parent (an exec's cgroup). Its only limit of its own
+ * is memory_bytes (0 = none: parent's limits apply): on v2 the parent then enables the memory
+ * controller for its children, its own processes moved into a leaf child first (the sandbox's
+ * pid 1 among them). Fails, leaving no child, when there is no memory controller to use.
+ */
+int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
+			   struct lb_cgroup **out, struct lb_err **err);
 /* Frees cg without touching the directories. */
 void lb_cgroup_forget(struct lb_cgroup *cg);
 /* rmdir of path and of every cgroup below it, children first (retries while memory is busy). */

@@ -108,7 +108,8 @@ struct lb_exec_opts {
 	int fds[3];	    /* its stdin, stdout, stderr; -1 = /dev/null */
 	const char *cgroup; /* name of its own child cgroup below the sandbox's */
 	uint64_t fsize;	    /* RLIMIT_FSIZE in bytes for this command, 0 = the sandbox's */
-	int fd3;	    /* passed to the command as its fd 3 (a script to source); 0 = none */
+	uint64_t memory_bytes; /* its own cgroup's memory limit, 0 = the sandbox's alone */
+	int fd3; /* passed to the command as its fd 3 (a script to source); 0 = none */
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
