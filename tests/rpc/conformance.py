@@ -1010,6 +1010,24 @@ def eof_and_sigterm_drop_every_session(b):
     b.ok("box_start_managed_process", {"session_id": "keep", "spec": {"command": "cat"}})
 
 
+@test
+def box_shutdown_drops_sessions_and_keeps_serving(b):
+    """box_shutdown: {} back; every session of this runtime (persistent ones, their managed
+    processes and sandboxes too) is gone, and the runtime goes on serving new ones."""
+    b.ok("box_create_session", spec("keep", persistent=True))
+    b.ok("box_create_session", spec("plain"))
+    b.ok("box_start_managed_process", {"session_id": "keep", "spec": {"command": "cat"}})
+    assert len(sandbox_dirs(b)) == 2, sandbox_dirs(b)
+    assert b.ok("box_shutdown", {}, None) == {}
+    assert b.ok("box_get_sessions", {}) == {"sessions": []}
+    assert b.ok("box_status", {})["active_sessions"] == 0
+    assert poll(lambda: not session_dirs(b) and not sandbox_dirs(b), 10), \
+        (session_dirs(b), sandbox_dirs(b))
+    b.ok("__ping", {}, None)
+    r = b.ok("box_exec", spec("again", "echo still-serving"))
+    assert r["exit_code"] == 0 and r["stdout"] == "still-serving", r
+
+
 # -- stdio-only tests (h: Harness) ---------------------------------------------------------------
 STDIO_ONLY, stdio_only = registry()
 
