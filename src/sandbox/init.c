@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,7 +26,7 @@
 #include "engine.h"
 
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
-__attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)
+__attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx, int err_fd)
 {
 	const struct lb_become b = {.spec = ctx->spec,
 				    .argv = ctx->spec->argv,
@@ -32,7 +34,7 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 				    .cwd = ctx->spec->cwd,
 				    .seccomp = ctx->seccomp,
 				    .first_private_fd = 3,
-				    .err_fd = ctx->err_fd};
+				    .err_fd = err_fd};
 	lb_become_command(&b);
 }
 
@@ -85,6 +87,61 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 		syscall(SYS_close_range, 3U, (unsigned)ctx->alive_fd - 1, 0U);
 	syscall(SYS_close_range, (unsigned)ctx->alive_fd + 1, ~0U, 0U);
 	lb_pid1_idle();
+}
+
+/* An OCI bundle's network namespace path, joined before anything is configured in it. */
+static int join_netns(const char *path, struct lb_err **err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "network namespace %s", path);
+	int r = setns(fd, CLONE_NEWNET);
+	int e = errno;
+	close(fd);
+	return r < 0 ? lb_err_set(err, e, "join network namespace %s", path) : 0;
+}
+
+/* The start gate, opened while the host's paths are still visible. Read side, non-blocking:
+ * the open needs no writer, and poll() sees nothing until `start` writes. */
+static int open_gate(const char *path, struct lb_err **err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return lb_err_set(err, errno, "start gate %s", path);
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return lb_err_set(err, EINVAL, "start gate %s is not a fifo", path);
+	}
+	return fd;
+}
+
+/*
+ * Built: report ready (EOF on the error pipe) and wait for the byte that starts the command.
+ * Every signal stays blocked from here on, so init_loop forwards each one to the command (a
+ * namespace's init would otherwise ignore the ones it has no handler for), and a status pipe
+ * whose reader is long gone gives EPIPE rather than SIGPIPE.
+ */
+static void wait_gate(const struct lb_child_ctx *ctx, int gate)
+{
+	sigset_t all;
+	char go;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	close(ctx->err_fd);
+	for (;;) {
+		struct pollfd p = {.fd = gate, .events = POLLIN};
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			_exit(LB_EXIT_SETUP);
+		ssize_t n = read(gate, &go, 1);
+		if (n == 1)
+			break;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			_exit(LB_EXIT_SETUP);
+		if (n == 0) /* a writer came and went without the byte: wait for the next */
+			usleep(10000);
+	}
+	close(gate);
 }
 
 static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
@@ -185,18 +242,29 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
 	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	if (ctx->spec->netns_path && join_netns(ctx->spec->netns_path, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
+	if (ctx->spec->start_gate && gate < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	if (setup_world(ctx, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
 	if (ctx->spec->session)
 		session_loop(ctx);
+	int err_fd = ctx->err_fd;
+	if (gate >= 0) { /* the caller is gone by now: a failure to exec is only its exit code */
+		wait_gate(ctx, gate);
+		err_fd = -1;
+	}
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		lb_err_set(&err, errno, "fork the command");
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+		lb_child_fail(err_fd, LB_EXIT_SETUP, err);
 	}
 	if (cmd == 0)
-		exec_command(ctx);
-	close(ctx->err_fd);
+		exec_command(ctx, err_fd);
+	if (err_fd >= 0)
+		close(err_fd);
 	init_loop(cmd, ctx->status_fd);
 }

@@ -62,6 +62,8 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->cgroup_parent);
 	free(spec->seccomp_profile);
 	free(spec->tag);
+	free(spec->netns_path);
+	free(spec->start_gate);
 	memset(spec, 0, sizeof(*spec));
 }
 

@@ -84,6 +84,15 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err);
 int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
 		     struct lb_err **err);
 
+/*
+ * An OCI runtime's `create`: the same start as a session, but pid 1 runs spec->argv once one
+ * byte arrives on spec->start_gate (required), and exits with the command's status (128 + signal
+ * when killed) like a run's. Returns once the sandbox is built; pid 1 (its pid in *pid, a child
+ * of the caller) outlives the caller. Nothing is left on failure.
+ */
+int lb_sandbox_create(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
+		      pid_t *pid, struct lb_err **err);
+
 struct lb_sandbox;
 /* Opens a live sandbox by id; fails when it does not exist or its pid 1 is gone. */
 int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sandbox **out,

@@ -102,6 +102,13 @@ struct lb_spec {
 
 	/* A session: pid 1 runs no command and stays up until destroyed (argv unused). */
 	bool session;
+	/* An OCI runtime's bundle: pid 1 joins this network namespace (a host path, e.g.
+	 * /run/netns/NAME) instead of keeping a new one; network "off" otherwise. */
+	char *netns_path;
+	/* An OCI runtime's create/start split: a fifo (host path) pid 1 opens before pivot_root;
+	 * once the sandbox is built it reports ready and waits for one byte there before forking
+	 * the command (lb_sandbox_create). NULL = the command starts at once. */
+	char *start_gate;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
