@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""lbbox-runc as an OCI runtime, end to end.
+
+Part 1 drives lbbox-runc itself on a bundle (the runtime-spec life cycle: created -> running ->
+stopped, state JSON, kill, delete, exec, ps, list, refusals). Part 2 runs podman (Debian 12's
+4.3, cgroupfs) with --runtime = lbbox-runc: run --rm, exit codes, -e, -v, --memory,
+--pids-limit, --cpus (read back inside), --network none, a network of the test's own (CNI
+bridge, joined by netns path), run -d + exec + stop / kill / rm -f, ps. Everything lives under a
+temporary directory and the host is checked clean afterwards: no container, process, mount,
+cgroup, netns or bridge of the test left.
+
+Usage: podman.py BUILD_DIR ROOTFS  (exit 77 = skipped: no podman on this host)
+"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD, ROOTFS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+RUNC = os.path.join(BUILD, "lbbox-runc")
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILS.append(what)
+
+
+def sh(args, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run(args, **kw)
+
+
+def subreaper():
+    """As conmon and containerd's shim: the container's pid 1 comes back to us."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def wait_exit(pid, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            got, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        if got == pid:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    return None
+
+
+def cgroup_dirs(pid):
+    """The host directories of pid's cgroups (v1 controllers and the unified one)."""
+    out = []
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            name = ctrls.split(",")[0].replace("name=", "") if ctrls else "unified"
+            base = f"/sys/fs/cgroup/{name}"
+            if os.path.isdir(base) and path != "/":
+                out.append(base + path)
+    return out
+
+
+def create(R, tmp, args):
+    """create's stdio becomes the container's (as conmon's pipes): files, not our pipes, which
+    would stay open for as long as the container runs."""
+    err = os.path.join(tmp, "create.err")
+    with open(err, "w") as e:
+        r = subprocess.run(R + ["create"] + args, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=e, timeout=60)
+    return r.returncode, open(err).read()
+
+
+def bundle(tmp, name, args, **extra):
+    b = os.path.join(tmp, name)
+    os.makedirs(b)
+    r = sh([RUNC, "spec", "--bundle", b])
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(b, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["root"] = {"path": ROOTFS, "readonly": True}
+    cfg["process"]["args"] = args
+    cfg.update(extra)
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    return b
+
+
+def part_runtime(tmp):
+    root = os.path.join(tmp, "runc-root")
+    R = [RUNC, "--root", root]
+
+    def state(cid):
+        r = sh(R + ["state", cid])
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    b = bundle(tmp, "b1", ["sh", "-c", "echo out; exit 7"])
+    pidfile = os.path.join(tmp, "b1.pid")
+    rc, err = create(R, tmp, ["--bundle", b, "--pid-file", pidfile, "c1"])
+    check(rc == 0, f"create ({err.strip()})")
+    st = state("c1")
+    pid = int(open(pidfile).read())
+    check(st and st["status"] == "created" and st["pid"] == pid and st["id"] == "c1"
+          and st["bundle"] == b and st["ociVersion"].startswith("1."), f"state created {st}")
+    cgs = cgroup_dirs(pid)
+    check(len(cgs) > 0 and all(os.path.isdir(c) for c in cgs), "the container has cgroups")
+    r = sh(R + ["create", "--bundle", b, "c1"])
+    check(r.returncode == 1 and "already exists" in r.stderr and r.stderr.count("\n") == 1,
+          "create of an existing id: one line")
+    r = sh(R + ["start", "c1"])
+    check(r.returncode == 0, "start")
+    code = wait_exit(pid)
+    check(code == 7, f"pid 1 exits with the command's status (7, got {code})")
+    st = state("c1")
+    check(st and st["status"] == "stopped" and "pid" not in st, f"state stopped {st}")
+    r = sh(R + ["start", "c1"])
+    check(r.returncode == 1 and "not created" in r.stderr, "start of a stopped container")
+    r = sh(R + ["delete", "c1"])
+    check(r.returncode == 0, f"delete ({r.stderr.strip()})")
+    check(not any(os.path.exists(c) for c in cgs), "delete removed the cgroups")
+    r = sh(R + ["state", "c1"])
+    check(r.returncode == 1 and "does not exist" in r.stderr, "state after delete")
+
+    # running: kill, exec, ps, list, delete without and with --force
+    b2 = bundle(tmp, "b2", ["sleep", "300"])
+    create(R, tmp, ["-b", b2, "--pid-file", pidfile, "c2"])
+    pid = int(open(pidfile).read())
+    sh(R + ["start", "c2"])
+    st = state("c2")
+    check(st and st["status"] == "running", "state running")
+    r = sh(R + ["exec", "--env", "X=from-exec", "c2", "sh", "-c", "echo $X; exit 5"])
+    check(r.returncode == 5 and r.stdout.strip() == "from-exec", f"exec output and status ({r})")
+    proc = os.path.join(tmp, "process.json")
+    with open(proc, "w") as f:
+        json.dump({"args": ["sh", "-c", "pwd"], "cwd": "/tmp", "env": ["PATH=/bin"],
+                   "user": {"uid": 0, "gid": 0}}, f)
+    r = sh(R + ["exec", "--process", proc, "c2"])
+    check(r.returncode == 0 and r.stdout.strip() == "/tmp", "exec --process")
+    r = sh(R + ["ps", "--format", "json", "c2"])
+    pids = json.loads(r.stdout) if r.returncode == 0 else []
+    check(pid in pids and len(pids) >= 2, f"ps --format json {pids}")
+    r = sh(R + ["list", "--format", "json"])
+    check(r.returncode == 0 and [c["id"] for c in json.loads(r.stdout)] == ["c2"], "list")
+    r = sh(R + ["delete", "c2"])
+    check(r.returncode == 1 and "running" in r.stderr, "delete of a running container refused")
+    r = sh(R + ["kill", "c2", "KILL"])
+    check(r.returncode == 0 and wait_exit(pid) == -9, "kill KILL")
+    r = sh(R + ["kill", "c2"])
+    check(r.returncode == 1 and "not running" in r.stderr, "kill of a stopped container")
+    r = sh(R + ["delete", "--force", "c2"])
+    check(r.returncode == 0, "delete --force")
+
+    # refusals: one line each, nothing left in the root
+    bad = bundle(tmp, "bad", ["true"])
+    cfg = json.load(open(os.path.join(bad, "config.json")))
+    cfg["linux"]["namespaces"].append({"type": "user"})
+    json.dump(cfg, open(os.path.join(bad, "config.json"), "w"))
+    r = sh(R + ["create", "-b", bad, "c3"])
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and "user namespaces" in r.stderr,
+          f"hostile config refused with one line ({r.stderr.strip()})")
+    log = os.path.join(tmp, "log.json")
+    r = sh([RUNC, "--root", root, "--log", log, "--log-format", "json", "create", "-b", bad, "c3"])
+    entry = json.loads(open(log).read().splitlines()[-1])
+    check(entry["level"] == "error" and "user namespaces" in entry["msg"], "--log-format json")
+    r = sh(R + ["create", "-b", b2, "../x"])
+    check(r.returncode == 1 and "invalid container id" in r.stderr, "hostile id refused")
+    r = sh([RUNC, "--systemd-cgroup", "--root", root, "list"])
+    check(r.returncode == 1 and "systemd" in r.stderr, "--systemd-cgroup refused")
+    r = sh(R + ["pause", "c2"])
+    check(r.returncode == 1 and "not supported" in r.stderr, "pause refused")
+    left = [n for n in os.listdir(root) if not n.startswith(".")]
+    check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
+          f"nothing left in the root ({left})")
+    r = sh([RUNC, "features"])
+    check(r.returncode == 0 and json.loads(r.stdout)["ociVersionMin"] == "1.0.0", "features")
+
+
+def cni_config(tmp, bridge):
+    d = os.path.join(tmp, "cni")
+    os.makedirs(d)
+    net = {"cniVersion": "0.4.0", "name": "podman", "plugins": [{
+        "type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": False,
+        "hairpinMode": True, "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
+                                      "routes": [{"dst": "0.0.0.0/0"}],
+                                      "ranges": [[{"subnet": "10.213.77.0/24",
+                                                   "gateway": "10.213.77.1"}]]}}]}
+    with open(os.path.join(d, "podman.conflist"), "w") as f:
+        json.dump(net, f)
+    return d
+
+
+def part_podman(tmp):
+    root = os.path.join(tmp, "podman-runc")
+    # conmon's cleanup (podman container cleanup) does not pass --runtime-flag on: a wrapper
+    # keeps every call of this test under its own --root
+    wrap = os.path.join(tmp, "lbbox-runc")
+    with open(wrap, "w") as f:
+        f.write(f"#!/bin/sh\nexec {RUNC} --root {root} \"$@\"\n")
+    os.chmod(wrap, 0o755)
+    bridge = f"lbt{os.getpid() % 100000}"
+    P = ["podman", "--root", os.path.join(tmp, "storage"), "--runroot", os.path.join(tmp, "run"),
+         "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file",
+         "--tmpdir", os.path.join(tmp, "ptmp"), "--network-config-dir", cni_config(tmp, bridge),
+         "--runtime", wrap]
+    U = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"]
+    tar = os.path.join(tmp, "rootfs.tar")
+    sh(["tar", "-C", ROOTFS, "-cf", tar, "."])
+    r = sh(P + ["import", tar, "localhost/lbbox-test:1"])
+    check(r.returncode == 0, f"podman import ({r.stderr.strip()[-200:]})")
+    img = "localhost/lbbox-test:1"
+    run = P + ["run", "--rm"] + U
+    try:
+        r = sh(run + ["--network", "none", img, "echo", "hi"])
+        check(r.returncode == 0 and r.stdout == "hi\n", f"podman run --rm echo hi ({r.stderr.strip()})")
+        r = sh(run + ["--network", "none", img, "sh", "-c", "exit 3"])
+        check(r.returncode == 3, f"exit code 3 ({r.returncode})")
+        r = sh(run + ["--network", "none", img, "nonexistent-cmd"])
+        check(r.returncode == 127, f"command not found: 127 ({r.returncode})")
+        vol = os.path.join(tmp, "vol")
+        os.makedirs(vol)
+        open(os.path.join(vol, "in"), "w").write("from-host\n")
+        r = sh(run + ["--network", "none", "-e", "FOO=bar", "-v", f"{vol}:/data", img, "sh", "-c",
+                      "echo $FOO; cat /data/in; echo from-box > /data/out"])
+        check(r.returncode == 0 and r.stdout == "bar\nfrom-host\n"
+              and open(os.path.join(vol, "out")).read() == "from-box\n", "-e and -v")
+        r = sh(run + ["--network", "none", "--memory", "64m", "--pids-limit", "33", "--cpus",
+                      "0.5", img, "sh", "-c",
+                      "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+                      "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us"])
+        check(r.stdout.split() == ["67108864", "33", "50000"],
+              f"--memory, --pids-limit, --cpus in the cgroup ({r.stdout.split()} {r.stderr.strip()})")
+        r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
+        check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
+        r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])
+        check(r.returncode == 0 and "10.213.77." in r.stdout,
+              f"default network (the test's CNI bridge, netns joined by path) ({r.stdout.strip()} {r.stderr.strip()})")
+
+        # detached: ps, exec, runtime state, stop
+        r = sh(P + ["run", "-d", "--name", "lbt-d1", "--network", "none"] + U + [img, "sleep", "300"])
+        check(r.returncode == 0, f"run -d ({r.stderr.strip()})")
+        cid = r.stdout.strip()
+        r = sh(P + ["ps", "--format", "{{.Names}} {{.Status}}"])
+        check(r.stdout.startswith("lbt-d1 Up"), f"podman ps ({r.stdout.strip()})")
+        st = json.loads(sh([RUNC, "--root", root, "state", cid]).stdout or "{}")
+        check(st.get("status") == "running", "the runtime's state: running")
+        r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
+        check(r.returncode == 4 and r.stdout == "exec1\n", f"podman exec ({r.returncode} {r.stdout!r} {r.stderr.strip()})")
+        t0 = time.time()
+        r = sh(P + ["stop", "-t", "5", "lbt-d1"])
+        check(r.returncode == 0 and time.time() - t0 < 4, "podman stop (SIGTERM reaches the command)")
+        r = sh(P + ["inspect", "--format", "{{.State.ExitCode}}", "lbt-d1"])
+        check(r.stdout.strip() == "143", f"stopped by SIGTERM: 143 ({r.stdout.strip()})")
+        r = sh([RUNC, "--root", root, "state", cid])
+        st = json.loads(r.stdout) if r.returncode == 0 else {}
+        # podman's cleanup may have deleted it from the runtime already
+        check(st.get("status") == "stopped" or "does not exist" in r.stderr,
+              f"the runtime's state: stopped or deleted ({st or r.stderr.strip()})")
+        check(sh(P + ["rm", "lbt-d1"]).returncode == 0, "podman rm")
+
+        r = sh(P + ["run", "-d", "--name", "lbt-d2", "--network", "none"] + U + [img, "sleep", "300"])
+        r = sh(P + ["kill", "lbt-d2"])
+        code = sh(P + ["wait", "lbt-d2"]).stdout.strip()
+        check(r.returncode == 0 and code == "137", f"podman kill: 137 ({code})")
+        check(sh(P + ["rm", "lbt-d2"]).returncode == 0, "podman rm after kill")
+        r = sh(P + ["run", "-d", "--name", "lbt-d3"] + U + [img, "sleep", "300"])
+        r = sh(P + ["rm", "-f", "lbt-d3"])
+        check(r.returncode == 0, "podman rm -f of a running container")
+        r = sh(P + ["ps", "-a", "-q"])
+        check(r.stdout.strip() == "", f"no container left ({r.stdout.strip()})")
+        left = [n for n in os.listdir(root) if not n.startswith(".")]
+        check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
+              f"the runtime's root is empty ({left})")
+    finally:
+        sh(P + ["rm", "-af", "-t", "0"])
+        sh(P + ["rmi", "-af"])
+        sh(["ip", "link", "del", bridge])
+    return bridge
+
+
+def host_clean(tmp, bridge):
+    with open("/proc/self/mountinfo") as f:
+        mounts = [l for l in f if tmp in l]
+    check(mounts == [], f"no mount left under the test directory ({mounts[:2]})")
+    procs = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            # conmon names the test's paths; a sandbox's pid 1 (its command line wiped) holds
+            # its state directory's lock open
+            if tmp.encode() in open(f"/proc/{p}/cmdline", "rb").read():
+                procs.append(p)
+                continue
+            for fd in os.listdir(f"/proc/{p}/fd"):
+                if os.readlink(f"/proc/{p}/fd/{fd}").startswith(tmp):
+                    procs.append(p)
+                    break
+        except OSError:
+            pass
+    check(procs == [], f"no process of the test left ({procs})")
+    check(not os.path.exists(f"/sys/class/net/{bridge}"), "the test's bridge is gone")
+    netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+    mine = [n for n in netns if n.startswith("cni-") and
+            sh(["ip", "netns", "pids", n]).stdout.strip() == ""]
+    check(mine == [], f"no empty cni netns left ({mine})")
+
+
+def delete_all(tmp):
+    """Whatever failed, the containers go: delete --force every one left in either root."""
+    for root in ("runc-root", "podman-runc"):
+        d = os.path.join(tmp, root)
+        for cid in os.listdir(d) if os.path.isdir(d) else []:
+            if not cid.startswith("."):
+                sh([RUNC, "--root", d, "delete", "--force", cid])
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: needs root")
+        return 77
+    subreaper()
+    tmp = tempfile.mkdtemp(prefix="lbbox-oci-")
+    bridge = "none"
+    try:
+        part_runtime(tmp)
+        if shutil.which("podman") and shutil.which("conmon"):
+            bridge = part_podman(tmp)
+        else:
+            check(False, "podman and conmon are installed (scripts/setup.sh)")
+    finally:
+        delete_all(tmp)
+        host_clean(tmp, bridge)
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(FAILS)} failed" if FAILS else "all passed")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
