@@ -249,13 +249,12 @@ int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struc
 	struct lb_oci_state st;
 	char dir[LB_PATH_BUF];
 	if (lb_oci_state_load(r, id, &st, err) < 0) {
-		/* a directory without a readable state: what a killed create left */
-		if (force && lb_oci_container_dir(r, id, dir, sizeof(dir), NULL) == 0 &&
-		    access(dir, F_OK) == 0) {
-			lb_err_free(err);
-			return lb_rm_rf(dir, err);
-		}
-		return -1;
+		/* forced: a container already gone is no error (as runc); a directory without a
+		 * readable state is what a killed create left */
+		if (!force || lb_oci_container_dir(r, id, dir, sizeof(dir), NULL) < 0)
+			return -1;
+		lb_err_free(err);
+		return access(dir, F_OK) == 0 ? lb_rm_rf(dir, err) : 0;
 	}
 	int rc = 0;
 	if (st.status == LB_OCI_RUNNING && !force) {

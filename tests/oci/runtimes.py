@@ -9,7 +9,11 @@ bridge, joined by netns path), run -d + exec + stop / kill / rm -f, ps. Everythi
 temporary directory and the host is checked clean afterwards: no container, process, mount,
 cgroup, netns or bridge of the test left.
 
-Usage: podman.py BUILD_DIR ROOTFS  (exit 77 = skipped: no podman on this host)
+Part 3 runs containerd (Debian 12's 1.6, its own root, state and socket under the test
+directory) with `ctr run --runtime io.containerd.runc.v2 --runc-binary lbbox-runc`: run --rm with
+its exit code, run -d + task exec / ps / kill / rm.
+
+Usage: runtimes.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
 import ctypes
 import json
@@ -159,6 +163,10 @@ def part_runtime(tmp):
     check(r.returncode == 1 and "not running" in r.stderr, "kill of a stopped container")
     r = sh(R + ["delete", "--force", "c2"])
     check(r.returncode == 0, "delete --force")
+    r = sh(R + ["delete", "--force", "c2"])
+    check(r.returncode == 0, "delete --force of a container already gone")
+    r = sh(R + ["delete", "c2"])
+    check(r.returncode == 1 and "does not exist" in r.stderr, "delete of an unknown container")
 
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])
@@ -287,6 +295,77 @@ def part_podman(tmp):
     return bridge
 
 
+def wait_socket(ctr, proc, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end and proc.poll() is None:
+        if sh(ctr + ["version"], timeout=10).returncode == 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def part_containerd(tmp):
+    d = os.path.join(tmp, "ctd")
+    os.makedirs(d)
+    rootfs = os.path.join(d, "rootfs")  # a copy: ctr --rootfs gives the runtime a writable root
+    sh(["cp", "-a", ROOTFS, rootfs])
+    sock = os.path.join(d, "containerd.sock")
+    disabled = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
+                "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+                "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
+                "io.containerd.tracing.processor.v1.otlp"]
+    conf = os.path.join(d, "config.toml")
+    with open(conf, "w") as f:
+        f.write(f'version = 2\nroot = "{d}/root"\nstate = "{d}/state"\n'
+                f"disabled_plugins = {json.dumps(disabled)}\n"
+                f'[grpc]\n  address = "{sock}"\n[ttrpc]\n  address = "{sock}.ttrpc"\n'
+                f'[debug]\n  address = "{d}/debug.sock"\n[metrics]\n  address = ""\n')
+    log = open(os.path.join(d, "containerd.log"), "w")
+    proc = subprocess.Popen(["containerd", "--config", conf], stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL)
+    ctr = ["ctr", "-a", sock]
+    runc_root = os.path.join(d, "runc-root")
+    rt = ["--runtime", "io.containerd.runc.v2", "--runc-binary", RUNC, "--runc-root", runc_root,
+          "--rootfs", rootfs]
+    try:
+        check(wait_socket(ctr, proc), "containerd answers on the test's socket")
+        r = sh(ctr + ["run", "--rm"] + rt + ["t1", "sh", "-c", "echo hi-from-ctr; exit 5"])
+        check(r.returncode == 5 and r.stdout == "hi-from-ctr\n",
+              f"ctr run --rm: output and exit code 5 ({r.returncode} {r.stderr.strip()[-200:]})")
+        r = sh(ctr + ["run", "-d"] + rt + ["t2", "sleep", "300"])
+        check(r.returncode == 0, f"ctr run -d ({r.stderr.strip()[-200:]})")
+        r = sh(ctr + ["task", "ls"])
+        check(any(l.split()[:1] == ["t2"] and "RUNNING" in l for l in r.stdout.splitlines()),
+              "ctr task ls: RUNNING")
+        r = sh(ctr + ["task", "exec", "--exec-id", "e1", "t2", "sh", "-c", "echo in-exec; exit 6"])
+        check(r.returncode == 6 and r.stdout == "in-exec\n", f"ctr task exec ({r.returncode})")
+        r = sh(ctr + ["task", "ps", "t2"])
+        check(len(r.stdout.splitlines()) >= 2, "ctr task ps")
+        r = sh(ctr + ["task", "kill", "t2"])
+        end = time.time() + 10
+        while time.time() < end and "STOPPED" not in sh(ctr + ["task", "ls"]).stdout:
+            time.sleep(0.1)
+        check(r.returncode == 0 and "STOPPED" in sh(ctr + ["task", "ls"]).stdout,
+              "ctr task kill: SIGTERM stops it")
+        check(sh(ctr + ["task", "rm", "t2"]).returncode == 0, "ctr task rm")
+        check(sh(ctr + ["container", "rm", "t2"]).returncode == 0, "ctr container rm")
+        left = [n for n in os.listdir(os.path.join(runc_root, "default"))
+                if not n.startswith(".")] if os.path.isdir(runc_root) else []
+        check(left == [], f"the runtime's root is empty ({left})")
+    finally:
+        for t in ("t1", "t2"):
+            sh(ctr + ["task", "kill", "-s", "KILL", t])
+            sh(ctr + ["task", "rm", "-f", t])
+            sh(ctr + ["container", "rm", t])
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 def host_clean(tmp, bridge):
     with open("/proc/self/mountinfo") as f:
         mounts = [l for l in f if tmp in l]
@@ -317,7 +396,7 @@ def host_clean(tmp, bridge):
 
 def delete_all(tmp):
     """Whatever failed, the containers go: delete --force every one left in either root."""
-    for root in ("runc-root", "podman-runc"):
+    for root in ("runc-root", "podman-runc", "ctd/runc-root/default"):
         d = os.path.join(tmp, root)
         for cid in os.listdir(d) if os.path.isdir(d) else []:
             if not cid.startswith("."):
@@ -337,6 +416,17 @@ def main():
             bridge = part_podman(tmp)
         else:
             check(False, "podman and conmon are installed (scripts/setup.sh)")
+        if shutil.which("containerd") and shutil.which("ctr"):
+            # the shim keeps sockets and fifos in /run/containerd whatever containerd's state
+            # directory: removed after when this test made it
+            had_run = os.path.exists("/run/containerd")
+            try:
+                part_containerd(tmp)
+            finally:
+                if not had_run:
+                    shutil.rmtree("/run/containerd", ignore_errors=True)
+        else:
+            check(False, "containerd and ctr are installed (scripts/setup.sh)")
     finally:
         delete_all(tmp)
         host_clean(tmp, bridge)
