@@ -57,45 +57,17 @@ static int make_gate(const char *dir, struct lb_spec *spec, struct lb_err **err)
 	return spec->start_gate ? 0 : lb_err_set(err, ENOMEM, "gate");
 }
 
-/* process.terminal: pid 1 (and so the command) gets a new pty's slave as its stdio; the
- * master goes to the console socket. Our own stdio is restored after the sandbox is built. */
-static int terminal_stdio(const struct lb_oci_create_opts *o, int saved[3], struct lb_err **err)
-{
-	int slave;
-	if (!o->console_socket)
-		return lb_err_set(err, EINVAL, "process.terminal needs --console-socket");
-	if (lb_oci_console(o->console_socket, &slave, err) < 0)
-		return -1;
-	for (int fd = 0; fd < 3; fd++) {
-		saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-		dup2(slave, fd);
-	}
-	close(slave);
-	return 0;
-}
-
-static void restore_stdio(int saved[3])
-{
-	for (int fd = 0; fd < 3; fd++)
-		if (saved[fd] >= 0) {
-			dup2(saved[fd], fd);
-			close(saved[fd]);
-			saved[fd] = -1;
-		}
-}
-
 static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_config *cfg,
 		 const struct lb_oci_create_opts *o, struct lb_oci_state *st, struct lb_err **err)
 {
-	int saved[3] = {-1, -1, -1};
+	if (cfg->terminal && !o->console_socket)
+		return lb_err_set(err, EINVAL, "process.terminal needs --console-socket");
+	/* pid 1 makes the pty on the sandbox's own devpts (src/sandbox/init.c) */
+	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
+		return lb_err_set(err, ENOMEM, "console socket");
 	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
-	    lb_spec_check(&cfg->spec, &r->paths, err) < 0)
-		return -1;
-	if (cfg->terminal && terminal_stdio(o, saved, err) < 0)
-		return -1;
-	int rc = lb_sandbox_create(&cfg->spec, &r->paths, st->sandbox, &st->pid, err);
-	restore_stdio(saved);
-	if (rc < 0)
+	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 ||
+	    lb_sandbox_create(&cfg->spec, &r->paths, st->sandbox, &st->pid, err) < 0)
 		return -1;
 	st->pid_start = lb_proc_starttime(st->pid);
 	return lb_oci_state_save(r, st, err);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../init/idle.h"
+#include "lbbox/base/console.h"
 #include "lbbox/sandbox/sandbox.h"
 #include "lbbox/base/util.h"
 #include "engine.h"
@@ -34,7 +35,8 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 				    .cwd = ctx->spec->cwd,
 				    .seccomp = ctx->seccomp,
 				    .first_private_fd = 3,
-				    .err_fd = err_fd};
+				    .err_fd = err_fd,
+				    .ctty = ctx->spec->console_socket != NULL};
 	lb_become_command(&b);
 }
 
@@ -114,6 +116,22 @@ static int open_gate(const char *path, struct lb_err **err)
 		return lb_err_set(err, EINVAL, "start gate %s is not a fifo", path);
 	}
 	return fd;
+}
+
+/* process.terminal: a pty of the sandbox's own devpts (so its name resolves inside), its master
+ * to the console socket, its slave as pid 1's stdio and so the command's. */
+static int make_console(int sock, struct lb_err **err)
+{
+	int slave = lb_console_send_pty(sock, "/dev/ptmx", err);
+	close(sock);
+	if (slave < 0)
+		return -1;
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(slave, fd) < 0)
+			return lb_err_set(err, errno, "terminal as stdio");
+	if (slave > 2)
+		close(slave);
+	return 0;
 }
 
 /*
@@ -247,7 +265,11 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
 	if (ctx->spec->start_gate && gate < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (setup_world(ctx, &err) < 0)
+	int csock =
+	    ctx->spec->console_socket ? lb_console_connect(ctx->spec->console_socket, &err) : -1;
+	if (ctx->spec->console_socket && csock < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	if (setup_world(ctx, &err) < 0 || (csock >= 0 && make_console(csock, &err) < 0))
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
 	if (ctx->spec->session)

@@ -64,6 +64,7 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->tag);
 	free(spec->netns_path);
 	free(spec->start_gate);
+	free(spec->console_socket);
 	memset(spec, 0, sizeof(*spec));
 }
 

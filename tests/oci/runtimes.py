@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -168,6 +169,43 @@ def part_runtime(tmp):
     r = sh(R + ["delete", "c2"])
     check(r.returncode == 1 and "does not exist" in r.stderr, "delete of an unknown container")
 
+    # process.terminal: the pty's master comes over the console socket (SCM_RIGHTS); the
+    # command has the slave, of the sandbox's own devpts, as stdio and controlling terminal
+    bt = bundle(tmp, "bt", ["sh", "-c", "tty; [ $(cut -d' ' -f7 /proc/$$/stat) != 0 ] && echo ctty"])
+    cfg = json.load(open(os.path.join(bt, "config.json")))
+    cfg["process"]["terminal"] = True
+    json.dump(cfg, open(os.path.join(bt, "config.json"), "w"))
+    sock_path = os.path.join(tmp, "console.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(sock_path)
+    srv.listen(1)
+    srv.settimeout(20)
+    rc, err = create(R, tmp, ["-b", bt, "--console-socket", sock_path, "--pid-file", pidfile,
+                              "ct"])
+    check(rc == 0, f"create with a terminal ({err.strip()})")
+    conn, _ = srv.accept()
+    msg, fds, _, _ = socket.recv_fds(conn, 64, 1)
+    conn.close()
+    srv.close()
+    check(len(fds) == 1 and os.isatty(fds[0]), f"the pty's master over the console socket ({msg})")
+    pid = int(open(pidfile).read())
+    sh(R + ["start", "ct"])
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fds[0], 4096)
+        except OSError:  # EIO: every slave closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fds[0])
+    check(wait_exit(pid) == 0 and b"/dev/pts/0" in out and b"ctty" in out,
+          f"the command's stdio is the pty, its controlling terminal ({out!r})")
+    sh(R + ["delete", "ct"])
+    r = sh(R + ["create", "-b", bt, "ct2"])
+    check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without a console socket")
+
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])
     cfg = json.load(open(os.path.join(bad, "config.json")))
@@ -247,6 +285,11 @@ def part_podman(tmp):
                       "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us"])
         check(r.stdout.split() == ["67108864", "33", "50000"],
               f"--memory, --pids-limit, --cpus in the cgroup ({r.stdout.split()} {r.stderr.strip()})")
+        # -t: conmon's console socket; script(1) gives podman a terminal of its own
+        cmd = " ".join(run + ["-t", "--network", "none", img, "sh", "-c", "'tty; exit 4'"])
+        r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 4 and "/dev/pts/0" in r.stdout,
+              f"podman run -t: a terminal inside, exit code ({r.returncode} {r.stdout!r})")
         r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
         check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
         r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])

@@ -109,6 +109,10 @@ struct lb_spec {
 	 * once the sandbox is built it reports ready and waits for one byte there before forking
 	 * the command (lb_sandbox_create). NULL = the command starts at once. */
 	char *start_gate;
+	/* An OCI process.terminal: pid 1 connects to this unix socket (a host path) before
+	 * pivot_root, then opens a pty on the sandbox's own devpts, sends its master there
+	 * (SCM_RIGHTS) and makes the slave the command's stdio and controlling terminal. */
+	char *console_socket;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
