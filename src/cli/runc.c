@@ -101,6 +101,7 @@ static void usage(FILE *f)
 	      "  run [-b BUNDLE] [-d] [--pid-file F] ID   create + start (+ wait, delete)\n"
 	      "  exec [-p process.json | CMD...] [-d] [-t] [--pid-file F] [--cwd D] [-e K=V] ID\n"
 	      "  list [-f table|json] [-q] | ps [-f table|json] ID | features | spec [-b BUNDLE]\n"
+	      "  pause ID | resume ID\n"
 	      "\n"
 	      "global options:\n"
 	      "  --root DIR   container state (default " RUNC_DEFAULT_ROOT ")\n"
@@ -132,7 +133,8 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 		int (*fn)(struct runc_globals *, int, char **);
 	} verbs[] = {{"start", runc_start},   {"state", runc_state}, {"kill", runc_kill},
 		     {"delete", runc_delete}, {"list", runc_list},   {"ps", runc_ps},
-		     {"exec", runc_exec},     {"spec", runc_spec}};
+		     {"exec", runc_exec},     {"spec", runc_spec},   {"pause", runc_pause},
+		     {"resume", runc_pause}};
 	if (!strcmp(verb, "features"))
 		return features();
 	if (!strcmp(verb, "create") || !strcmp(verb, "run")) {

@@ -29,6 +29,8 @@ int runc_parse_signal(const char *s);
 int runc_create(struct runc_globals *g, int argc, char **argv, bool run);
 int runc_start(struct runc_globals *g, int argc, char **argv);
 int runc_state(struct runc_globals *g, int argc, char **argv);
+/* pause and resume */
+int runc_pause(struct runc_globals *g, int argc, char **argv);
 int runc_kill(struct runc_globals *g, int argc, char **argv);
 int runc_delete(struct runc_globals *g, int argc, char **argv);
 int runc_list(struct runc_globals *g, int argc, char **argv);

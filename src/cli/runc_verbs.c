@@ -174,6 +174,17 @@ int runc_start(struct runc_globals *g, int argc, char **argv)
 	return lb_oci_start(&g->oci, id, &err) < 0 ? runc_fail_err(g, &err) : 0;
 }
 
+int runc_pause(struct runc_globals *g, int argc, char **argv)
+{
+	struct lb_err *err = NULL;
+	const char *id = plain_id(g, argc, argv);
+	if (!id)
+		return 1;
+	return lb_oci_pause(&g->oci, id, !strcmp(argv[0], "pause"), &err) < 0
+		   ? runc_fail_err(g, &err)
+		   : 0;
+}
+
 int runc_state(struct runc_globals *g, int argc, char **argv)
 {
 	struct lb_err *err = NULL;

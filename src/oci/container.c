@@ -89,7 +89,7 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	}
 	if (mkdir(dir, 0700) < 0) {
 		lb_oci_config_free(&cfg);
-		return errno == EEXIST ? lb_err_set(err, EEXIST, "container %s already exists", id)
+		return errno == EEXIST ? lb_err_set(err, 0, "container %s already exists", id)
 				       : lb_err_set(err, errno, "create %s", dir);
 	}
 	now_rfc3339(created, sizeof(created));
@@ -126,7 +126,7 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 	if (lb_oci_state_load(r, id, &st, err) < 0)
 		return -1;
 	if (st.status != LB_OCI_CREATED) {
-		lb_err_set(err, EINVAL, "container %s is %s, not created", id,
+		lb_err_set(err, 0, "container %s is %s, not created", id,
 			   lb_oci_status_name(st.status));
 		lb_oci_state_free(&st);
 		return -1;
@@ -196,11 +196,11 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 	pid_t pid = st.pid;
 	lb_oci_state_free(&st);
 	if (status == LB_OCI_STOPPED)
-		return lb_err_set(err, ESRCH, "container %s is not running", id);
+		return lb_err_set(err, 0, "container %s is not running", id);
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	/* the start time was checked on load; the pidfd pins that process from here */
 	if (pidfd < 0 || lb_proc_starttime(pid) == 0)
-		return lb_err_set(err, ESRCH, "container %s is not running", id);
+		return lb_err_set(err, 0, "container %s is not running", id);
 	/* pid 1 forwards every signal to the command; SIGKILL ends the whole pid namespace */
 	int rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 	int e = errno;
@@ -216,6 +216,21 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 	return rc < 0 ? lb_err_set(err, e, "kill container %s", id) : 0;
 }
 
+int lb_oci_pause(const struct lb_oci_root *r, const char *id, bool pause, struct lb_err **err)
+{
+	struct lb_oci_state st;
+	if (lb_oci_state_load(r, id, &st, err) < 0)
+		return -1;
+	enum lb_oci_status want = pause ? LB_OCI_RUNNING : LB_OCI_PAUSED, status = st.status;
+	char sbid[13];
+	memcpy(sbid, st.sandbox, sizeof(sbid));
+	lb_oci_state_free(&st);
+	if (status != want)
+		return lb_err_set(err, 0, "container %s is %s, not %s", id,
+				  lb_oci_status_name(status), lb_oci_status_name(want));
+	return lb_sandbox_freeze(&r->paths, sbid, pause, err);
+}
+
 int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struct lb_err **err)
 {
 	struct lb_oci_state st;
@@ -229,8 +244,9 @@ int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struc
 		return access(dir, F_OK) == 0 ? lb_rm_rf(dir, err) : 0;
 	}
 	int rc = 0;
-	if (st.status == LB_OCI_RUNNING && !force) {
-		rc = lb_err_set(err, EBUSY, "container %s is running (delete --force)", id);
+	if ((st.status == LB_OCI_RUNNING || st.status == LB_OCI_PAUSED) && !force) {
+		rc = lb_err_set(err, 0, "container %s is %s (delete --force)", id,
+				lb_oci_status_name(st.status));
 		goto out;
 	}
 	/* created, or forced: the sandbox goes (destroy waits for pid 1 to be gone) */

@@ -83,7 +83,7 @@ int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci
 	memcpy(sbid, st.sandbox, sizeof(sbid));
 	lb_oci_state_free(&st);
 	if (status != LB_OCI_RUNNING)
-		return lb_err_set(err, EINVAL, "container %s is %s, not running", id,
+		return lb_err_set(err, 0, "container %s is %s, not running", id,
 				  lb_oci_status_name(status));
 	if (lb_sandbox_open(&r->paths, sbid, &sb, err) < 0)
 		return -1;

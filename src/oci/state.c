@@ -30,7 +30,8 @@ int lb_oci_check_id(const char *id, struct lb_err **err)
 
 const char *lb_oci_status_name(enum lb_oci_status s)
 {
-	return s == LB_OCI_CREATED ? "created" : s == LB_OCI_RUNNING ? "running" : "stopped";
+	static const char *const names[] = {"created", "running", "paused", "stopped"};
+	return names[s];
 }
 
 /* The engine's store (seccomp cache) and runtime directory live inside the root, under names
@@ -69,13 +70,16 @@ void lb_oci_state_free(struct lb_oci_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static enum lb_oci_status derive_status(const struct lb_oci_state *st, const char *dir)
+static enum lb_oci_status derive_status(const struct lb_oci_root *r, const struct lb_oci_state *st,
+					const char *dir)
 {
 	char gate[LB_PATH_BUF];
 	if (st->pid <= 0 || lb_proc_starttime(st->pid) != st->pid_start || !st->pid_start)
 		return LB_OCI_STOPPED;
 	snprintf(gate, sizeof(gate), "%s/gate", dir);
-	return access(gate, F_OK) == 0 ? LB_OCI_CREATED : LB_OCI_RUNNING;
+	if (access(gate, F_OK) == 0)
+		return LB_OCI_CREATED;
+	return lb_sandbox_frozen(&r->paths, st->sandbox) ? LB_OCI_PAUSED : LB_OCI_RUNNING;
 }
 
 static int parse_state(json_t *j, struct lb_oci_state *st, struct lb_err **err)
@@ -113,13 +117,13 @@ int lb_oci_state_load(const struct lb_oci_root *r, const char *id, struct lb_oci
 	snprintf(st->id, sizeof(st->id), "%s", id);
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	if (lb_read_file(path, LB_OCI_CONFIG_MAX, &text, &len, NULL) < 0)
-		return lb_err_set(err, ENOENT, "container %s does not exist", id);
+		return lb_err_set(err, 0, "container %s does not exist", id);
 	_cleanup_json_ json_t *j = json_loadb(text, len, 0, &je);
 	if (!j || parse_state(j, st, err) < 0) {
 		lb_oci_state_free(st);
 		return j ? -1 : lb_err_set(err, EINVAL, "container state of %s is damaged", id);
 	}
-	st->status = derive_status(st, dir);
+	st->status = derive_status(r, st, dir);
 	return 0;
 }
 

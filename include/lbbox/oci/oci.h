@@ -51,7 +51,7 @@ int lb_oci_check_id(const char *id, struct lb_err **err);
 
 /* ---- containers ------------------------------------------------------------------------- */
 
-enum lb_oci_status { LB_OCI_CREATED, LB_OCI_RUNNING, LB_OCI_STOPPED };
+enum lb_oci_status { LB_OCI_CREATED, LB_OCI_RUNNING, LB_OCI_PAUSED, LB_OCI_STOPPED };
 const char *lb_oci_status_name(enum lb_oci_status s);
 
 /* One container's record, <root>/<id>/state.json. */
@@ -91,6 +91,8 @@ int lb_oci_state_load(const struct lb_oci_root *r, const char *id, struct lb_oci
 json_t *lb_oci_state_json(const struct lb_oci_state *st);
 int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all,
 		struct lb_err **err);
+/* pause / resume: the container's whole cgroup frozen or thawed (runc's "paused" state). */
+int lb_oci_pause(const struct lb_oci_root *r, const char *id, bool pause, struct lb_err **err);
 int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struct lb_err **err);
 /* Ids of every container under the root, NULL-terminated (empty when the root is absent). */
 int lb_oci_list(const struct lb_oci_root *r, char ***ids, struct lb_err **err);

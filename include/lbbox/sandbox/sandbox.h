@@ -109,6 +109,13 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
  * noting its sandbox's id left. Scans the runtime directory: for recovery, not hot paths. */
 int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, struct lb_err **err);
 
+/* Freezes (or thaws) every task of the live sandbox id with the cgroup freezer and waits until
+ * the kernel says it is done (bounded); ENOTSUP where it has no freezer. */
+int lb_sandbox_freeze(const struct lb_paths *paths, const char *id, bool freeze,
+		      struct lb_err **err);
+/* True while the live sandbox id is frozen. */
+bool lb_sandbox_frozen(const struct lb_paths *paths, const char *id);
+
 /* A command to run inside a live sandbox. */
 struct lb_exec_opts {
 	char *const *argv;
