@@ -179,6 +179,45 @@ def part_runtime(tmp):
     r = sh(R + ["delete", "c2"])
     check(r.returncode == 1 and "does not exist" in r.stderr, "delete of an unknown container")
 
+    # what config.json says, seen from inside: user, hostname, env, cwd, rlimits, capabilities,
+    # a read-only root, a tmpfs and a read-only bind; hooks run with the state on stdin
+    data = os.path.join(tmp, "data")
+    os.makedirs(data)
+    open(os.path.join(data, "f"), "w").write("bound\n")
+    hook_out = os.path.join(tmp, "hooks.log")
+    hook = os.path.join(tmp, "hook.sh")
+    with open(hook, "w") as f:
+        f.write(f"#!/bin/sh\n{{ echo \"$1\"; cat; echo; }} >> {hook_out}\n")
+    os.chmod(hook, 0o755)
+    probe = ("id -u; id -g; hostname; echo $GREETING; pwd; ulimit -n; "
+             "grep CapEff /proc/self/status; touch /x 2>/dev/null || echo ro-root; "
+             "echo t > /scratch/t && cat /scratch/t; cat /data/f; "
+             "touch /data/g 2>/dev/null || echo ro-bind")
+    bc = bundle(tmp, "bc", ["sh", "-c", probe])
+    cfg = json.load(open(os.path.join(bc, "config.json")))
+    cfg["process"].update({"user": {"uid": 1000, "gid": 1001}, "cwd": "/tmp",
+                           "env": ["PATH=/bin:/usr/bin", "GREETING=hello"],
+                           "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 512, "soft": 256}]})
+    cfg["hostname"] = "oci-box"
+    cfg["mounts"] += [{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs",
+                       "options": ["size=1m", "mode=1777"]},
+                      {"destination": "/data", "type": "bind", "source": data,
+                       "options": ["rbind", "ro"]}]
+    cfg["hooks"] = {k: [{"path": hook, "args": ["hook.sh", k]}]
+                    for k in ("createRuntime", "prestart", "poststart", "poststop")}
+    json.dump(cfg, open(os.path.join(bc, "config.json"), "w"))
+    r = sh(R + ["run", "-b", bc, "cc"], stdin=subprocess.DEVNULL)
+    want = ["1000", "1001", "oci-box", "hello", "/tmp", "256", "CapEff:\t0000000000000000",
+            "ro-root", "t", "bound", "ro-bind"]
+    check(r.returncode == 0 and r.stdout.splitlines() == want,
+          f"config.json seen from inside ({r.stdout.splitlines()} {r.stderr.strip()})")
+    logged = open(hook_out).read().split("\n") if os.path.exists(hook_out) else []
+    kinds = logged[0::2]
+    states = [json.loads(x) for x in logged[1::2] if x]
+    check(kinds[:4] == ["createRuntime", "prestart", "poststart", "poststop"]
+          and [x["status"] for x in states] == ["created", "created", "running", "stopped"]
+          and all(x["id"] == "cc" for x in states), f"hooks, with the state on stdin ({kinds})")
+
     # process.terminal: the pty's master comes over the console socket (SCM_RIGHTS); the
     # command has the slave, of the sandbox's own devpts, as stdio and controlling terminal
     bt = bundle(tmp, "bt", ["sh", "-c", "tty; [ $(cut -d' ' -f7 /proc/$$/stat) != 0 ] && echo ctty"])
