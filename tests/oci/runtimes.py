@@ -284,11 +284,11 @@ def cni_config(tmp, bridge):
     d = os.path.join(tmp, "cni")
     os.makedirs(d)
     net = {"cniVersion": "0.4.0", "name": "podman", "plugins": [{
-        "type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": False,
-        "hairpinMode": True, "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
-                                      "routes": [{"dst": "0.0.0.0/0"}],
-                                      "ranges": [[{"subnet": "10.213.77.0/24",
-                                                   "gateway": "10.213.77.1"}]]}}]}
+        # no gateway and no masquerade: the plugin then leaves the host's forwarding and
+        # firewall alone; an address on eth0 is all this test needs to see
+        "type": "bridge", "bridge": bridge, "isGateway": False, "ipMasq": False,
+        "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
+                 "ranges": [[{"subnet": "10.213.77.0/24"}]]}}]}
     with open(os.path.join(d, "podman.conflist"), "w") as f:
         json.dump(net, f)
     return d
@@ -314,6 +314,7 @@ def part_podman(tmp):
     check(r.returncode == 0, f"podman import ({r.stderr.strip()[-200:]})")
     img = "localhost/lbbox-test:1"
     run = P + ["run", "--rm"] + U
+    had_cni = os.path.exists("/var/lib/cni")  # libcni's cache, made on first use
     try:
         r = sh(run + ["--network", "none", img, "echo", "hi"])
         check(r.returncode == 0 and r.stdout == "hi\n", f"podman run --rm echo hi ({r.stderr.strip()})")
@@ -390,6 +391,12 @@ def part_podman(tmp):
         sh(P + ["rm", "-af", "-t", "0"])
         sh(P + ["rmi", "-af"])
         sh(["ip", "link", "del", bridge])
+        if not had_cni:
+            for sub in ("results", "networks", ""):
+                try:
+                    os.rmdir(os.path.join("/var/lib/cni", sub))
+                except OSError:
+                    pass
     return bridge
 
 
