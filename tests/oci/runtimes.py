@@ -315,6 +315,9 @@ def part_podman(tmp):
     img = "localhost/lbbox-test:1"
     run = P + ["run", "--rm"] + U
     had_cni = os.path.exists("/var/lib/cni")  # libcni's cache, made on first use
+    # podman (cgroupfs) puts conmon in /libpod_parent/conmon of every hierarchy
+    import glob
+    had_libpod = set(glob.glob("/sys/fs/cgroup/*/libpod_parent"))
     try:
         r = sh(run + ["--network", "none", img, "echo", "hi"])
         check(r.returncode == 0 and r.stdout == "hi\n", f"podman run --rm echo hi ({r.stderr.strip()})")
@@ -391,6 +394,14 @@ def part_podman(tmp):
         sh(P + ["rm", "-af", "-t", "0"])
         sh(P + ["rmi", "-af"])
         sh(["ip", "link", "del", bridge])
+        for d in set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod:
+            for sub in ("conmon", ""):
+                try:
+                    os.rmdir(os.path.join(d, sub))
+                except OSError:
+                    pass
+        left = set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod
+        check(not left, f"podman's cgroups removed ({sorted(left)[:2]})")
         if not had_cni:
             for sub in ("results", "networks", ""):
                 try:
