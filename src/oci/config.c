@@ -386,5 +386,6 @@ void lb_oci_config_free(struct lb_oci_config *cfg)
 	json_decref(cfg->hooks);
 	json_decref(cfg->annotations);
 	free(cfg->seccomp_json);
+	free(cfg->cgroups_path);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -187,6 +187,26 @@ static int check_paths(json_t *lx, const char *key, struct lb_err **err)
 	return 0;
 }
 
+/* cgroupsPath: "/parent/.../name" (cgroupfs); a systemd "slice:prefix:name" is refused. */
+static int parse_cgroups_path(json_t *lx, struct lb_oci_config *cfg, struct lb_err **err)
+{
+	const char *p;
+	if (lb_oci_get_string(lx, "cgroupsPath", false, &p, err) < 0)
+		return -1;
+	if (!p || !*p)
+		return 0;
+	if (strchr(p, ':'))
+		return lb_err_set(err, ENOTSUP,
+				  "config: cgroupsPath %.64s is a systemd slice; lbbox-runc uses "
+				  "cgroupfs",
+				  p);
+	if (strlen(p) >= 1024 || strstr(p, "/../") || !strncmp(p, "../", 3) ||
+	    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")) || !strcmp(p, ".."))
+		return lb_err_set(err, EINVAL, "config: cgroupsPath %.64s is not usable", p);
+	cfg->cgroups_path = strdup(p);
+	return cfg->cgroups_path ? 0 : lb_err_set(err, ENOMEM, "config: cgroupsPath");
+}
+
 /* Present and non-empty: refused. */
 static int refuse_nonempty(json_t *lx, const char *key, struct lb_err **err)
 {
@@ -223,8 +243,7 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	/* maskedPaths / readonlyPaths: the engine masks Docker's list itself */
 	if (parse_namespaces(lx, &cfg->spec, err) < 0 || parse_resources(lx, &cfg->spec, err) < 0 ||
 	    parse_seccomp(lx, cfg, err) < 0 || check_paths(lx, "maskedPaths", err) < 0 ||
-	    check_paths(lx, "readonlyPaths", err) < 0 ||
-	    lb_oci_get_string(lx, "cgroupsPath", false, &s, err) < 0 ||
+	    check_paths(lx, "readonlyPaths", err) < 0 || parse_cgroups_path(lx, cfg, err) < 0 ||
 	    lb_oci_get_string(lx, "rootfsPropagation", false, &s, err) < 0 ||
 	    lb_oci_get_string(lx, "mountLabel", false, &s, err) < 0)
 		return -1;

@@ -57,6 +57,52 @@ static int make_gate(const char *dir, struct lb_spec *spec, struct lb_err **err)
 	return spec->start_gate ? 0 : lb_err_set(err, ENOMEM, "gate");
 }
 
+/* cgroupsPath "/a/b/name": the sandbox's cgroup is exactly there (engines read its stats).
+ * Relative or single-component paths go below the caller's cgroup. false when not usable. */
+static bool place_cgroup(const char *path, struct lb_spec *spec)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	if (slash && path[0] != '/')
+		return false;
+	spec->cgroup_name = strdup(name);
+	if (slash && slash != path)
+		spec->cgroup_parent = strndup(path, (size_t)(slash - path));
+	else if (slash)
+		spec->cgroup_parent = strdup("/");
+	return spec->cgroup_name && (!slash || spec->cgroup_parent);
+}
+
+static void unplace_cgroup(struct lb_spec *spec)
+{
+	free(spec->cgroup_name);
+	free(spec->cgroup_parent);
+	spec->cgroup_name = spec->cgroup_parent = NULL;
+}
+
+/* At cgroupsPath first; where its parent does not exist (ctr's "/default/ID"), where lbbox
+ * puts a sandbox's cgroup: below the caller's, named lbbox-ID. */
+static int create_sandbox(const struct lb_oci_root *r, struct lb_oci_config *cfg,
+			  struct lb_oci_state *st, struct lb_err **err)
+{
+	struct lb_spec *spec = &cfg->spec;
+	if (cfg->cgroups_path && place_cgroup(cfg->cgroups_path, spec)) {
+		struct lb_err *first = NULL;
+		if (lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, &first) == 0)
+			return 0;
+		bool parent_missing = spec->cgroup_parent && first && first->errnum == ENOENT;
+		if (!parent_missing) {
+			*err = first;
+			return -1;
+		}
+		lb_err_free(&first);
+	}
+	unplace_cgroup(spec);
+	return lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, err);
+}
+
 static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_config *cfg,
 		 const struct lb_oci_create_opts *o, struct lb_oci_state *st, struct lb_err **err)
 {
@@ -66,8 +112,7 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
 		return lb_err_set(err, ENOMEM, "console socket");
 	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
-	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 ||
-	    lb_sandbox_create(&cfg->spec, &r->paths, st->sandbox, &st->pid, err) < 0)
+	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)
 		return -1;
 	st->pid_start = lb_proc_starttime(st->pid);
 	return lb_oci_state_save(r, st, err);

@@ -441,14 +441,17 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 		     struct lb_err **err)
 {
 	const struct lb_spec *spec = r->spec;
-	char cgname[32];
+	char cgname[256];
 	if (r->userns && lb_rootless_check(spec, err) < 0)
 		return -1;
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(r, spec, paths, err) < 0 || make_statedir(r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(r, spec, err) < 0))
 		return -1;
-	snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
+	if (spec->cgroup_name)
+		snprintf(cgname, sizeof(cgname), "%s", spec->cgroup_name);
+	else
+		snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
 	if (create_cgroup(r, cgname, err) < 0 || block_signals(r, err) < 0 ||
 	    (spec->die_with_parent && watch_parent(r, err) < 0))
 		return -1;

@@ -109,7 +109,11 @@ def part_runtime(tmp):
         r = sh(R + ["state", cid])
         return json.loads(r.stdout) if r.returncode == 0 else None
 
+    cg_name = f"lbbox-oci-test-{os.getpid()}"
     b = bundle(tmp, "b1", ["sh", "-c", "echo out; exit 7"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["cgroupsPath"] = "/" + cg_name
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
     pidfile = os.path.join(tmp, "b1.pid")
     rc, err = create(R, tmp, ["--bundle", b, "--pid-file", pidfile, "c1"])
     check(rc == 0, f"create ({err.strip()})")
@@ -118,7 +122,8 @@ def part_runtime(tmp):
     check(st and st["status"] == "created" and st["pid"] == pid and st["id"] == "c1"
           and st["bundle"] == b and st["ociVersion"].startswith("1."), f"state created {st}")
     cgs = cgroup_dirs(pid)
-    check(len(cgs) > 0 and all(os.path.isdir(c) for c in cgs), "the container has cgroups")
+    check(len(cgs) > 0 and all(os.path.isdir(c) and c.endswith("/" + cg_name) for c in cgs),
+          f"the container's cgroups are at its cgroupsPath ({cgs[:1]})")
     r = sh(R + ["create", "--bundle", b, "c1"])
     check(r.returncode == 1 and "already exists" in r.stderr and r.stderr.count("\n") == 1,
           "create of an existing id: one line")
@@ -355,6 +360,12 @@ def part_podman(tmp):
         cid = r.stdout.strip()
         r = sh(P + ["ps", "--format", "{{.Names}} {{.Status}}"])
         check(r.stdout.startswith("lbt-d1 Up"), f"podman ps ({r.stdout.strip()})")
+        cpid = sh(P + ["inspect", "--format", "{{.State.Pid}}", "lbt-d1"]).stdout.strip()
+        # the hierarchies lbbox uses (the others keep conmon's cgroup)
+        cgs = [c for c in (cgroup_dirs(int(cpid)) if cpid.isdigit() else [])
+               if c.split("/")[4] in ("memory", "pids", "cpu,cpuacct", "cpu")]
+        check(cgs and all(c.endswith(f"/libpod_parent/libpod-{cid}") for c in cgs),
+              f"the container's cgroup is podman's cgroupsPath ({cgs[:1]})")
         st = json.loads(sh([RUNC, "--root", root, "state", cid]).stdout or "{}")
         check(st.get("status") == "running", "the runtime's state: running")
         r = sh(P + ["pause", "lbt-d1"])

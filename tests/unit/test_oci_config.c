@@ -93,6 +93,7 @@ Test(oci_config, podman_like)
 	cr_assert_eq(cfg.spec.mounts[2].tmpfs_mode, 0700);
 	cr_assert_not_null(cfg.seccomp_json);
 	cr_assert_not_null(cfg.annotations);
+	cr_assert_str_eq(cfg.cgroups_path, "/libpod_parent/libpod-x");
 	lb_oci_config_free(&cfg);
 	free(text);
 }
@@ -148,6 +149,9 @@ Test(oci_config, hostile)
 	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "linux.devices"},
 	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
 	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:x\"", "", "", "systemd slice"},
+	    {",\"cgroupsPath\":\"/a/../../x\"", "", "", "not usable"},
+	    {",\"cgroupsPath\":\"/a/..\"", "", "", "not usable"},
 	    {"", ",\"cwd\":\"relative\"", "", "duplicate"}, /* JSON_REJECT_DUPLICATES */
 	    {"", ",\"args\":[]", "", "duplicate"},
 	    {"", ",\"capabilities\":{\"bounding\":[\"CAP_BOGUS\"]}", "", "unknown capability"},

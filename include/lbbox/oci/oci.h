@@ -26,6 +26,7 @@ struct lb_oci_config {
 	json_t *hooks;	     /* "hooks", or NULL */
 	json_t *annotations; /* "annotations", or NULL */
 	char *seccomp_json;  /* linux.seccomp, serialised (the engine reads it from a file) */
+	char *cgroups_path;  /* linux.cgroupsPath, or NULL */
 };
 
 /* Parses config.json's text; bundle (absolute) anchors a relative root.path. Refuses, with one

@@ -92,6 +92,9 @@ struct lb_spec {
 
 	struct lb_cgroup_limits limits;
 	char *cgroup_parent; /* NULL = lbbox's own cgroup */
+	/* The sandbox's cgroup's own name below cgroup_parent (an OCI bundle's cgroupsPath, which
+	 * engines read stats from); NULL = "lbbox-ID". One path component. */
+	char *cgroup_name;
 	struct lb_rlimit rlimits[LB_MAX_RLIMITS];
 	size_t n_rlimits;
 
