@@ -16,7 +16,28 @@ struct exec_args {
 	char **env; /* borrowed from argv */
 	size_t n_env;
 	bool detach, tty;
+	bool set_user;
+	uint32_t uid, gid;
 };
+
+/* --user UID[:GID], numeric (names would need the container's /etc/passwd) */
+static int parse_user(const char *s, struct exec_args *a)
+{
+	char uid[32];
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+	if (n == 0 || n >= sizeof(uid))
+		return -1;
+	memcpy(uid, s, n);
+	uid[n] = '\0';
+	if (lb_parse_id(uid, &a->uid, NULL) < 0 ||
+	    (colon && lb_parse_id(colon + 1, &a->gid, NULL) < 0))
+		return -1;
+	if (!colon)
+		a->gid = a->uid;
+	a->set_user = true;
+	return 0;
+}
 
 static char **strv_dup(char *const *v)
 {
@@ -41,6 +62,9 @@ static int from_flags(const struct exec_args *a, char **cmd, struct lb_oci_proce
 	p->env = strv_dup(a->n_env ? a->env : (char **)path);
 	p->cwd = strdup(a->cwd ? a->cwd : "/");
 	p->terminal = a->tty;
+	p->set_user = a->set_user;
+	p->uid = a->uid;
+	p->gid = a->gid;
 	return p->argv && p->env && p->cwd ? 0 : -1;
 }
 
@@ -60,6 +84,11 @@ static int load_process(struct runc_globals *g, const struct exec_args *a, char 
 		return runc_fail_err(g, &err);
 	if (a->tty)
 		p->terminal = true;
+	if (a->set_user) {
+		p->set_user = true;
+		p->uid = a->uid;
+		p->gid = a->gid;
+	}
 	return 0;
 }
 
@@ -119,15 +148,16 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 			a.env[a.n_env++] = optarg;
 			break;
 		case 'u':
+			if (parse_user(optarg, &a) < 0)
+				return runc_fail(g, "exec: --user %s is not UID[:GID]", optarg);
+			break;
 		case 'c':
 		case 'g':
-			/* the engine gives an exec the container's own identity and capabilities */
+			/* the engine gives an exec the container's own capabilities */
 			return runc_fail(g,
-					 "exec: --%s is not supported (execs run as the "
-					 "container's user with its capabilities)",
-					 c == 'u'   ? "user"
-					 : c == 'c' ? "cap"
-						    : "additional-gids");
+					 "exec: --%s is not supported (execs get the "
+					 "container's capabilities)",
+					 c == 'c' ? "cap" : "additional-gids");
 		case O_PRESERVE:
 			if (strcmp(optarg, "0"))
 				return runc_fail(g, "exec: --preserve-fds is not supported");

@@ -181,7 +181,7 @@ static int parse_rlimits(json_t *process, struct lb_spec *spec, struct lb_err **
 	return 0;
 }
 
-static int parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err)
+int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err)
 {
 	json_t *user = lb_oci_get_typed(process, "user", JSON_OBJECT, err);
 	int64_t v = 0;
@@ -253,7 +253,8 @@ static int parse_process(json_t *root, struct lb_oci_config *cfg, struct lb_err 
 		return *err ? -1 : lb_err_set(err, EINVAL, "config: process is required");
 	/* noNewPrivileges false is stricter here: the engine always sets no_new_privs */
 	if (lb_oci_parse_process(process, &cfg->spec, &cfg->terminal, err) < 0 ||
-	    parse_user(process, &cfg->spec, err) < 0 || parse_caps(process, &cfg->spec, err) < 0 ||
+	    lb_oci_parse_user(process, &cfg->spec, err) < 0 ||
+	    parse_caps(process, &cfg->spec, err) < 0 ||
 	    parse_rlimits(process, &cfg->spec, err) < 0 ||
 	    lb_oci_get_bool(process, "noNewPrivileges", &nnp, err) < 0)
 		return -1;

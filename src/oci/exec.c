@@ -30,6 +30,13 @@ int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 		return lb_err_set(err, EINVAL, "process.json: %s (line %d)", je.text, je.line);
 	lb_spec_init(&spec);
 	int rc = lb_oci_parse_process(j, &spec, &p->terminal, err);
+	/* process.user: optional here (runc's exec takes it from the container otherwise) */
+	if (rc == 0 && json_object_get(j, "user")) {
+		rc = lb_oci_parse_user(j, &spec, err);
+		p->set_user = true;
+		p->uid = spec.uid;
+		p->gid = spec.gid;
+	}
 	if (rc == 0) {
 		p->argv = LB_TAKE_PTR(spec.argv);
 		p->env = LB_TAKE_PTR(spec.env);
@@ -65,7 +72,10 @@ static int spawn_in(struct lb_sandbox *sb, const struct lb_oci_exec_opts *o, str
 	    .env = o->proc->env,
 	    .cwd = o->proc->cwd,
 	    .fds = {slave >= 0 ? slave : 0, slave >= 0 ? slave : 1, slave >= 0 ? slave : 2},
-	    .cgroup = cgname};
+	    .cgroup = cgname,
+	    .set_user = o->proc->set_user,
+	    .uid = o->proc->uid,
+	    .gid = o->proc->gid};
 	return lb_sandbox_spawn(sb, &eo, proc, setup_exit, err);
 }
 

@@ -23,6 +23,9 @@ int lb_oci_get_strv(json_t *obj, const char *key, size_t max, char ***out, struc
 int lb_oci_parse_process(json_t *process, struct lb_spec *spec, bool *terminal,
 			 struct lb_err **err);
 
+/* process.user: uid, gid (required), additionalGids checked. */
+int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err);
+
 /* config_mounts.c */
 int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
 			struct lb_err **err);

@@ -88,7 +88,15 @@ static void fail(int fd, int code, struct lb_err *e)
 /* The command, inside every namespace of the sandbox: what every sandbox command does last. */
 __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
-	const struct lb_become b = {.spec = &s->sb->spec,
+	struct lb_spec as_user;
+	const struct lb_spec *spec = &s->sb->spec;
+	if (s->o->set_user) { /* a shallow copy: only the identity differs */
+		as_user = *spec;
+		as_user.uid = s->o->uid;
+		as_user.gid = s->o->gid;
+		spec = &as_user;
+	}
+	const struct lb_become b = {.spec = spec,
 				    .argv = s->o->argv,
 				    .env = s->env,
 				    .cwd = s->o->cwd,

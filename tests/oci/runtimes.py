@@ -156,6 +156,10 @@ def part_runtime(tmp):
                    "user": {"uid": 0, "gid": 0}}, f)
     r = sh(R + ["exec", "--process", proc, "c2"])
     check(r.returncode == 0 and r.stdout.strip() == "/tmp", "exec --process")
+    r = sh(R + ["exec", "--user", "1000:1001", "c2", "sh", "-c",
+                "id -u; id -g; grep CapEff /proc/self/status"])
+    check(r.stdout.split() == ["1000", "1001", "CapEff:", "0000000000000000"],
+          f"exec --user: that identity, no capabilities ({r.stdout.split()})")
     r = sh(R + ["ps", "--format", "json", "c2"])
     pids = json.loads(r.stdout) if r.returncode == 0 else []
     check(pid in pids and len(pids) >= 2, f"ps --format json {pids}")
@@ -374,6 +378,8 @@ def part_podman(tmp):
         r = sh(P + ["unpause", "lbt-d1"])
         st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
         check(r.returncode == 0 and st == "running", f"podman unpause ({st})")
+        r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
+        check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
         r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
         check(r.returncode == 4 and r.stdout == "exec1\n", f"podman exec ({r.returncode} {r.stdout!r} {r.stderr.strip()})")
         t0 = time.time()

@@ -42,6 +42,9 @@ struct lb_oci_process {
 	char **argv, **env;
 	char *cwd;
 	bool terminal;
+	bool set_user; /* process.user given (process.json) */
+	uid_t uid;
+	gid_t gid;
 };
 int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 			 struct lb_err **err);

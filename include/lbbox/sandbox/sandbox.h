@@ -125,6 +125,11 @@ struct lb_exec_opts {
 	const char *cgroup; /* name of its own child cgroup below the sandbox's */
 	uint64_t fsize;	    /* RLIMIT_FSIZE in bytes for this command, 0 = the sandbox's */
 	int fd3;	    /* passed to the command as its fd 3 (a script to source); 0 = none */
+	/* another identity than the sandbox's command has (an OCI exec's process.user); the
+	 * capabilities still follow lbbox's rule: kept for uid 0 only */
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
