@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/console.h"
 #include "lbbox/base/json_util.h"
 #include "lbbox/base/process.h"
 #include "lbbox/base/util.h"
@@ -58,24 +59,25 @@ static int spawn_in(struct lb_sandbox *sb, const struct lb_oci_exec_opts *o, str
 		    int *setup_exit, struct lb_err **err)
 {
 	char cgname[32] = "oci-exec-";
-	_cleanup_close_ int slave = -1;
+	_cleanup_close_ int sock = -1;
 	if (lb_random_hex(cgname + 9, 12, err) < 0)
 		return -1;
 	if (o->proc->terminal) {
 		if (!o->console_socket)
 			return lb_err_set(err, EINVAL, "--tty needs --console-socket");
-		if (lb_oci_console(o->console_socket, &slave, err) < 0)
+		/* connected here, where the path resolves; the pty is made inside (spawn.c) */
+		if ((sock = lb_console_connect(o->console_socket, err)) < 0)
 			return -1;
 	}
-	struct lb_exec_opts eo = {
-	    .argv = o->proc->argv,
-	    .env = o->proc->env,
-	    .cwd = o->proc->cwd,
-	    .fds = {slave >= 0 ? slave : 0, slave >= 0 ? slave : 1, slave >= 0 ? slave : 2},
-	    .cgroup = cgname,
-	    .set_user = o->proc->set_user,
-	    .uid = o->proc->uid,
-	    .gid = o->proc->gid};
+	struct lb_exec_opts eo = {.argv = o->proc->argv,
+				  .env = o->proc->env,
+				  .cwd = o->proc->cwd,
+				  .fds = {0, 1, 2},
+				  .cgroup = cgname,
+				  .set_user = o->proc->set_user,
+				  .uid = o->proc->uid,
+				  .gid = o->proc->gid,
+				  .console_sock = sock > 0 ? sock : 0};
 	return lb_sandbox_spawn(sb, &eo, proc, setup_exit, err);
 }
 

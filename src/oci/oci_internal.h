@@ -45,7 +45,4 @@ int lb_oci_state_save(const struct lb_oci_root *r, const struct lb_oci_state *st
 int lb_oci_container_dir(const struct lb_oci_root *r, const char *id, char *out, size_t len,
 			 struct lb_err **err);
 
-/* console.c: a pty whose master goes to the console socket; returns the slave. */
-int lb_oci_console(const char *socket_path, int *slave, struct lb_err **err);
-
 #endif

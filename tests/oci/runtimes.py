@@ -378,6 +378,11 @@ def part_podman(tmp):
         r = sh(P + ["unpause", "lbt-d1"])
         st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
         check(r.returncode == 0 and st == "running", f"podman unpause ({st})")
+        cmd = " ".join(P + ["exec", "-t", "lbt-d1", "sh", "-c",
+                            "'tty; [ $(cut -d\\  -f7 /proc/$$/stat) != 0 ] && echo ctty; exit 2'"])
+        r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
+              f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
         r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
         check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
         r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])

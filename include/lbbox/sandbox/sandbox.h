@@ -130,6 +130,10 @@ struct lb_exec_opts {
 	bool set_user;
 	uid_t uid;
 	gid_t gid;
+	/* a connected console socket (OCI exec --tty): the command opens a pty on the sandbox's
+	 * devpts, sends its master there and takes the slave as stdio and controlling terminal
+	 * (fds are then unused); 0 = none */
+	int console_sock;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
