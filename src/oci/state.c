@@ -47,7 +47,8 @@ int lb_oci_root_init(struct lb_oci_root *r, const char *dir, struct lb_err **err
 	snprintf(r->store, sizeof(r->store), "%s/.store", dir);
 	snprintf(r->runroot, sizeof(r->runroot), "%s/.sandboxes", dir);
 	r->paths = (struct lb_paths){.root = r->store, .runroot = r->runroot};
-	if (lb_mkdir_p(dir, 0700, err) < 0)
+	/* private: a record planted by someone else could name any process to signal */
+	if (lb_private_dir(dir, "runtime root", NULL, err) < 0)
 		return -1;
 	return lb_paths_secure(&r->paths, err);
 }

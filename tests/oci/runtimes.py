@@ -280,6 +280,13 @@ def part_runtime(tmp):
     check(r.returncode == 1 and "invalid container id" in r.stderr, "hostile id refused")
     r = sh([RUNC, "--systemd-cgroup", "--root", root, "list"])
     check(r.returncode == 1 and "systemd" in r.stderr, "--systemd-cgroup refused")
+    open_root = os.path.join(tmp, "open-root")
+    os.makedirs(open_root)
+    os.chmod(open_root, 0o777)
+    open(os.path.join(open_root, "planted"), "w").close()
+    r = sh([RUNC, "--root", open_root, "list"])
+    check(r.returncode == 1 and "open to other users" in r.stderr,
+          "a --root others may write to is refused")
     r = sh(R + ["update", "--resources", "-", "c2"])
     check(r.returncode == 1 and "not supported" in r.stderr, "update refused")
     left = [n for n in os.listdir(root) if not n.startswith(".")]
