@@ -91,10 +91,11 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	lb_pid1_idle();
 }
 
-/* An OCI bundle's network namespace path, joined before anything is configured in it. */
+/* An OCI bundle's network namespace path, joined before anything is configured in it. Whoever
+ * wrote the bundle chose it (as with runc); non-blocking, so a fifo there cannot hang pid 1. */
 static int join_netns(const char *path, struct lb_err **err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return lb_err_set(err, errno, "network namespace %s", path);
 	int r = setns(fd, CLONE_NEWNET);
