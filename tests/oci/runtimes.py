@@ -272,6 +272,17 @@ def part_runtime(tmp):
     r = sh(R + ["create", "-b", bad, "c3"])
     check(r.returncode == 1 and r.stderr.count("\n") == 1 and "user namespaces" in r.stderr,
           f"hostile config refused with one line ({r.stderr.strip()})")
+    fifo = os.path.join(tmp, "not-a-netns")
+    os.mkfifo(fifo)
+    badns = bundle(tmp, "badns", ["true"])
+    cfg = json.load(open(os.path.join(badns, "config.json")))
+    cfg["linux"]["namespaces"] = [n for n in cfg["linux"]["namespaces"]
+                                  if n["type"] != "network"]
+    cfg["linux"]["namespaces"].append({"type": "network", "path": fifo})
+    json.dump(cfg, open(os.path.join(badns, "config.json"), "w"))
+    rc, err = create(R, tmp, ["-b", badns, "c4"])
+    check(rc == 1 and err.count("\n") == 1 and "network namespace" in err,
+          f"a network namespace path that is a fifo: refused, no hang ({err.strip()})")
     log = os.path.join(tmp, "log.json")
     r = sh([RUNC, "--root", root, "--log", log, "--log-format", "json", "create", "-b", bad, "c3"])
     entry = json.loads(open(log).read().splitlines()[-1])
