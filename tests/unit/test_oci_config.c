@@ -168,12 +168,14 @@ Test(oci_config, hostile)
 	    {"", "", ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"nfs\",\"source\":\"h:/\"}]",
 	     "not supported"},
 	    {"", "", ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"bind\"}]", "no source"},
-	    {"", "", ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"tmpfs\",\"options\":["
+	    {"", "",
+	     ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"tmpfs\",\"options\":["
 	     "\"size=-1\"]}]",
 	     "tmpfs option"},
 	    {"", "", ",\"mounts\":{}", "must be an array"},
 	    {"", "", ",\"hostname\":7", "must be a string"},
-	    {"", "", ",\"hooks\":{\"createContainer\":[{\"path\":\"/bin/true\"}]}", "not supported"},
+	    {"", "", ",\"hooks\":{\"createContainer\":[{\"path\":\"/bin/true\"}]}",
+	     "not supported"},
 	    {"", "", ",\"hooks\":{\"prestart\":[{\"path\":\"true\"}]}", "not absolute"},
 	    {"", "", ",\"hooks\":{\"bogus\":[]}", "unknown hook"},
 	    {"", "", ",\"annotations\":{\"a\":1}", "not a string"},
@@ -185,12 +187,13 @@ Test(oci_config, hostile)
 		/* a namespaces entry replaces the default list (duplicate keys are refused) */
 		char *text = NULL;
 		if (!strncmp(bad[i].lx, ",\"namespaces\"", 13)) {
-			cr_assert_gt(asprintf(&text,
-					      "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
-					      "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
-					      "{\"uid\":0,\"gid\":0}},\"linux\":{%s}}",
-					      bad[i].lx + 1),
-				     0);
+			cr_assert_gt(
+			    asprintf(&text,
+				     "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+				     "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
+				     "{\"uid\":0,\"gid\":0}},\"linux\":{%s}}",
+				     bad[i].lx + 1),
+			    0);
 		} else {
 			text = config(bad[i].lx, bad[i].proc, bad[i].top);
 		}
@@ -208,8 +211,14 @@ Test(oci_config, hostile)
 Test(oci_config, malformed_documents)
 {
 	static const char *const docs[] = {
-	    "", "[]", "{", "null", "{\"ociVersion\":\"2.0.0\"}", "{\"ociVersion\":1}",
-	    "{\"ociVersion\":\"1.0.0\"}", "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"\"}}",
+	    "",
+	    "[]",
+	    "{",
+	    "null",
+	    "{\"ociVersion\":\"2.0.0\"}",
+	    "{\"ociVersion\":1}",
+	    "{\"ociVersion\":\"1.0.0\"}",
+	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"\"}}",
 	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"}}",
 	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],"
 	    "\"cwd\":\"/\",\"user\":{\"uid\":-1}}}",
@@ -275,8 +284,7 @@ Test(oci_config, exec_process)
 	struct lb_err *err = NULL;
 	const char *ok = "{\"args\":[\"ls\",\"-l\"],\"env\":[\"A=1\"],\"cwd\":\"/tmp\","
 			 "\"terminal\":true,\"user\":{\"uid\":0,\"gid\":0}}";
-	cr_assert_eq(lb_oci_process_parse(ok, strlen(ok), &p, &err), 0, "%s",
-		     err ? err->msg : "");
+	cr_assert_eq(lb_oci_process_parse(ok, strlen(ok), &p, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_str_eq(p.argv[1], "-l");
 	cr_assert_str_eq(p.cwd, "/tmp");
 	cr_assert(p.terminal);
