@@ -13,10 +13,65 @@
 #include "oci_internal.h"
 
 /* Every sandbox gets new mount, pid, ipc and uts namespaces (and a cgroup one): a bundle that
- * asks to share the host's, or to join another's, asks for what the engine does not do. */
+ * asks to share the host's asks for what the engine does not do. Joined by path: the network
+ * namespace, and a pod's ipc and uts (its containers join its sandbox's, as with Kubernetes). */
+static const char *const always[] = {"mount", "pid", "ipc", "uts"};
+
+/* Where a joined namespace's path goes in the spec; NULL for the types never joined. */
+static char **join_slot(struct lb_spec *spec, const char *type)
+{
+	return !strcmp(type, "network") ? &spec->netns_path
+	       : !strcmp(type, "ipc")	? &spec->ipcns_path
+	       : !strcmp(type, "uts")	? &spec->utsns_path
+					: NULL;
+}
+
+/* One entry of linux.namespaces; seen[] marks the ones of always[], *net the network one. */
+static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool *net,
+			   struct lb_err **err)
+{
+	const char *type, *path;
+	if (!json_is_object(ns))
+		return lb_err_set(err, EINVAL, "config: namespaces entries must be objects");
+	if (lb_oci_get_string(ns, "type", true, &type, err) < 0 ||
+	    lb_oci_get_string(ns, "path", false, &path, err) < 0)
+		return -1;
+	if (path && !*path)
+		path = NULL;
+	if (!strcmp(type, "user"))
+		return lb_err_set(err, ENOTSUP,
+				  "config: user namespaces are not supported by lbbox-runc");
+	bool known = !strcmp(type, "network") || !strcmp(type, "cgroup");
+	for (size_t k = 0; k < 4; k++)
+		if (!strcmp(type, always[k])) {
+			if (seen[k])
+				return lb_err_set(err, EINVAL, "config: %s namespace twice", type);
+			known = seen[k] = true;
+		}
+	if (!strcmp(type, "network")) {
+		if (*net)
+			return lb_err_set(err, EINVAL, "config: network namespace twice");
+		*net = true;
+	}
+	if (!known)
+		return lb_err_set(err, strcmp(type, "time") ? EINVAL : ENOTSUP,
+				  "config: %s namespace type %.32s",
+				  strcmp(type, "time") ? "unknown" : "unsupported", type);
+	if (!path)
+		return 0;
+	char **slot = join_slot(spec, type);
+	if (!slot)
+		return lb_err_set(err, ENOTSUP,
+				  "config: joining a %.32s namespace is not supported", type);
+	if (path[0] != '/')
+		return lb_err_set(err, EINVAL, "config: namespace path %.64s is not absolute",
+				  path);
+	*slot = strdup(path);
+	return *slot ? 0 : lb_err_set(err, ENOMEM, "config: namespaces");
+}
+
 static int parse_namespaces(json_t *lx, struct lb_spec *spec, struct lb_err **err)
 {
-	static const char *const always[] = {"mount", "pid", "ipc", "uts"};
 	json_t *a = lb_oci_get_typed(lx, "namespaces", JSON_ARRAY, err), *ns;
 	bool seen[4] = {false}, net = false;
 	size_t i;
@@ -26,46 +81,8 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, struct lb_err **er
 		return lb_err_set(err, E2BIG, "config: too many namespaces");
 	json_array_foreach(a, i, ns)
 	{
-		const char *type, *path;
-		if (!json_is_object(ns))
-			return lb_err_set(err, EINVAL,
-					  "config: namespaces entries must be objects");
-		if (lb_oci_get_string(ns, "type", true, &type, err) < 0 ||
-		    lb_oci_get_string(ns, "path", false, &path, err) < 0)
+		if (parse_namespace(ns, spec, seen, &net, err) < 0)
 			return -1;
-		if (path && !*path)
-			path = NULL;
-		if (!strcmp(type, "network")) {
-			if (net)
-				return lb_err_set(err, EINVAL, "config: network namespace twice");
-			net = true;
-			if (path && path[0] != '/')
-				return lb_err_set(err, EINVAL,
-						  "config: namespace path %.64s is not absolute",
-						  path);
-			if (path && !(spec->netns_path = strdup(path)))
-				return lb_err_set(err, ENOMEM, "config: namespaces");
-			continue;
-		}
-		if (!strcmp(type, "user"))
-			return lb_err_set(
-			    err, ENOTSUP,
-			    "config: user namespaces are not supported by lbbox-runc");
-		if (!strcmp(type, "cgroup") && !path)
-			continue;
-		bool known = false;
-		for (size_t k = 0; k < 4; k++)
-			if (!strcmp(type, always[k])) {
-				known = true;
-				seen[k] = true;
-			}
-		if (!known && strcmp(type, "cgroup") && strcmp(type, "time"))
-			return lb_err_set(err, EINVAL, "config: unknown namespace type %.32s",
-					  type);
-		if (path || !known)
-			return lb_err_set(err, ENOTSUP,
-					  "config: joining a %.32s namespace is not supported",
-					  type);
 	}
 	for (size_t k = 0; k < 4; k++)
 		if (!seen[k])
@@ -75,6 +92,9 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, struct lb_err **er
 					  always[k]);
 	/* no network namespace asked: the host's, as runc does */
 	spec->net = net ? LB_NET_OFF : LB_NET_HOST;
+	if (spec->utsns_path && spec->hostname)
+		return lb_err_set(err, EINVAL,
+				  "config: a hostname needs a new uts namespace, not a joined one");
 	return 0;
 }
 

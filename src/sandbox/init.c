@@ -91,17 +91,24 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	lb_pid1_idle();
 }
 
-/* An OCI bundle's network namespace path, joined before anything is configured in it. Whoever
- * wrote the bundle chose it (as with runc); non-blocking, so a fifo there cannot hang pid 1. */
-static int join_netns(const char *path, struct lb_err **err)
+/* An OCI bundle's namespace path, joined before anything is configured in it. Whoever wrote the
+ * bundle chose it (as with runc); non-blocking, so a fifo there cannot hang pid 1. */
+static int join_ns(const char *path, int type, struct lb_err **err)
 {
+	if (!path)
+		return 0;
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return lb_err_set(err, errno, "network namespace %s", path);
-	int r = setns(fd, CLONE_NEWNET);
+		return lb_err_set(err, errno, "namespace %s", path);
+	int r = setns(fd, type);
 	int e = errno;
 	close(fd);
-	return r < 0 ? lb_err_set(err, e, "join network namespace %s", path) : 0;
+	return r < 0 ? lb_err_set(err, e, "join %s namespace %s",
+				  type == CLONE_NEWNET	 ? "network"
+				  : type == CLONE_NEWIPC ? "ipc"
+							 : "uts",
+				  path)
+		     : 0;
 }
 
 /* The start gate, opened while the host's paths are still visible. Read side, non-blocking:
@@ -175,7 +182,7 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0 ||
 	    lb_pivot_root(newroot, spec->readonly_root, err) < 0)
 		return -1;
-	if (sethostname(hostname, strlen(hostname)) < 0)
+	if (!spec->utsns_path && sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
 	if (spec->net != LB_NET_HOST && lb_net_loopback_up(err) < 0)
 		return -1;
@@ -261,7 +268,9 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
 	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (ctx->spec->netns_path && join_netns(ctx->spec->netns_path, &err) < 0)
+	if (join_ns(ctx->spec->netns_path, CLONE_NEWNET, &err) < 0 ||
+	    join_ns(ctx->spec->ipcns_path, CLONE_NEWIPC, &err) < 0 ||
+	    join_ns(ctx->spec->utsns_path, CLONE_NEWUTS, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
 	if (ctx->spec->start_gate && gate < 0)

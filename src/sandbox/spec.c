@@ -64,6 +64,8 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->seccomp_profile);
 	free(spec->tag);
 	free(spec->netns_path);
+	free(spec->ipcns_path);
+	free(spec->utsns_path);
 	free(spec->start_gate);
 	free(spec->console_socket);
 	memset(spec, 0, sizeof(*spec));

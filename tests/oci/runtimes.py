@@ -227,6 +227,34 @@ def part_runtime(tmp):
           and [x["status"] for x in states] == ["created", "created", "running", "stopped"]
           and all(x["id"] == "cc" for x in states), f"hooks, with the state on stdin ({kinds})")
 
+    # a pod: B joins A's network, ipc and uts namespaces by path (Kubernetes' sandbox pattern)
+    ba = bundle(tmp, "pod-a", ["sleep", "300"], hostname="pod-a")
+    create(R, tmp, ["-b", ba, "--pid-file", pidfile, "pa"])
+    pa = int(open(pidfile).read())
+    sh(R + ["start", "pa"])
+    bb = bundle(tmp, "pod-b", ["sh", "-c", "hostname; sleep 300"])
+    cfg = json.load(open(os.path.join(bb, "config.json")))
+    cfg.pop("hostname", None)
+    cfg["linux"]["namespaces"] = [{"type": t} for t in ("pid", "mount")] + [
+        {"type": t, "path": f"/proc/{pa}/ns/{n}"}
+        for t, n in (("ipc", "ipc"), ("uts", "uts"), ("network", "net"))]
+    json.dump(cfg, open(os.path.join(bb, "config.json"), "w"))
+    out = os.path.join(tmp, "pod-b.out")
+    with open(out, "w") as o:
+        r = subprocess.run(R + ["create", "-b", bb, "--pid-file", pidfile, "pb"],
+                           stdin=subprocess.DEVNULL, stdout=o, stderr=o, timeout=60)
+    pb = int(open(pidfile).read()) if r.returncode == 0 else 0
+    sh(R + ["start", "pb"])
+    time.sleep(0.3)
+    same = pb and all(os.readlink(f"/proc/{pa}/ns/{n}") == os.readlink(f"/proc/{pb}/ns/{n}")
+                      for n in ("ipc", "uts", "net"))
+    other = pb and os.readlink(f"/proc/{pa}/ns/pid") != os.readlink(f"/proc/{pb}/ns/pid")
+    check(r.returncode == 0 and same and other and open(out).read() == "pod-a\n",
+          f"a pod: ipc, uts and network joined by path, its own pid namespace "
+          f"({open(out).read()!r})")
+    for c in ("pb", "pa"):
+        sh(R + ["delete", "--force", c])
+
     # process.terminal: the pty's master comes over the console socket (SCM_RIGHTS); the
     # command has the slave, of the sandbox's own devpts, as stdio and controlling terminal
     bt = bundle(tmp, "bt", ["sh", "-c", "tty; [ $(cut -d' ' -f7 /proc/$$/stat) != 0 ] && echo ctty"])

@@ -119,6 +119,17 @@ Test(oci_config, network_namespaces)
 	cr_assert_eq(cfg.spec.net, LB_NET_OFF);
 	cr_assert_str_eq(cfg.spec.netns_path, "/run/netns/cni-1");
 	lb_oci_config_free(&cfg);
+	/* a pod's container: the sandbox's ipc and uts joined too */
+	const char *pod =
+	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\",\"path\":\"/proc/7/ns/ipc\"},"
+	    "{\"type\":\"uts\",\"path\":\"/proc/7/ns/uts\"},"
+	    "{\"type\":\"network\",\"path\":\"/proc/7/ns/net\"}]}}";
+	cr_assert_eq(parse(pod, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.ipcns_path, "/proc/7/ns/ipc");
+	cr_assert_str_eq(cfg.spec.utsns_path, "/proc/7/ns/uts");
+	lb_oci_config_free(&cfg);
 }
 
 struct bad {
@@ -135,6 +146,10 @@ Test(oci_config, hostile)
 	    {",\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/1/ns/pid\"}]", "", "",
 	     "joining a pid"},
 	    {",\"namespaces\":[{\"type\":\"pid\"}]", "", "", "sharing the host"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}]", "", "", "twice"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	     "{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}],\"x\":1},\"hostname\":\"h\",\"y\":{",
+	     "", "", "hostname needs a new uts"},
 	    {",\"namespaces\":[{\"type\":\"bogus\"}]", "", "", "unknown namespace"},
 	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
 	     "{\"type\":\"uts\"},{\"type\":\"network\",\"path\":\"netns\"}]",

@@ -108,6 +108,10 @@ struct lb_spec {
 	/* An OCI runtime's bundle: pid 1 joins this network namespace (a host path, e.g.
 	 * /run/netns/NAME) instead of keeping a new one; network "off" otherwise. */
 	char *netns_path;
+	/* The same for the IPC and UTS namespaces (a Kubernetes pod's containers join its
+	 * sandbox's); with a joined UTS namespace the hostname is left as it is. */
+	char *ipcns_path;
+	char *utsns_path;
 	/* An OCI runtime's create/start split: a fifo (host path) pid 1 opens before pivot_root;
 	 * once the sandbox is built it reports ready and waits for one byte there before forking
 	 * the command (lb_sandbox_create). NULL = the command starts at once. */
