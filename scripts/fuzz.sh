@@ -19,7 +19,8 @@ BUILD=build-fuzz
 # Longest input per target: room for the seeds and more, small enough to keep the runs fast
 # (references a little over their 1024-byte limit, RPC input over 16 KiB so replies get chunked).
 declare -A MAX_LEN=([rpc]=32768 [box_spec]=8192 [seccomp]=24576 [ref]=1100 [manifest]=8192
-	[load_docker]=4096 [unpack]=16384 [skill_meta]=4096 [skill_zip]=16384)
+	[load_docker]=4096 [unpack]=16384 [skill_meta]=4096 [skill_zip]=16384
+	[oci_config]=8192)
 # Stack traces for UBSan's reports (the build already aborts on the first one).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 

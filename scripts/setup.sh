@@ -27,6 +27,9 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       scdoc
       # style check, and the peers scripts/bench.sh compares against
       clang-format crun bubblewrap jq
+      # lbbox-runc's acceptance: podman (with conmon and the CNI plugins of its default
+      # network) and containerd (ctr, the runc shim) run containers with lbbox as their runtime
+      podman conmon containernetworking-plugins containerd
       # scripts/fuzz.sh: clang and its libFuzzer + sanitizer runtimes
       clang libclang-rt-14-dev)
 

@@ -99,6 +99,8 @@ int cli_print_help(const char *group, const char *verb);
 int cli_check_name(const char *what, const char *name, struct lb_err **err);
 /* lbbox --version / lbbox version (version.c). */
 int cli_version(void);
+/* "VERSION (COMMIT)" */
+const char *cli_version_string(void);
 /* load, images, inspect, tag, rmi, image prune (images.c). */
 int cli_images(struct cli_globals *g, int argc, char **argv);
 

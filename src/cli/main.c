@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "runc.h"
 #include "runs_cli.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 	    "  network ls|inspect|prune          the networks of --network on\n"
 	    "  info [--json]                     what this host really gives a sandbox\n"
 	    "  version                           lbbox's version and commit, libseccomp, kernel\n"
+	    "  runc COMMAND ...                  the OCI runtime (as lbbox-runc; runc --help)\n"
 	    "  pull [--insecure-registry HOST] REF   pull an image from a registry\n"
 	    "  load [-i FILE|-] | --oci-dir DIR[:TAG] [--name NAME]   import a docker-save/OCI\n"
 	    "                                    archive (stdin when not a terminal) or layout\n"
@@ -61,6 +63,10 @@ int main(int argc, char **argv)
 	struct lb_err *err = NULL;
 	int c;
 
+	/* lbbox-runc: the OCI runtime, runc's command line (a link to this program) */
+	const char *self = strrchr(argv[0], '/');
+	if (strcmp(self ? self + 1 : argv[0], "lbbox-runc") == 0)
+		return cli_runc(argc, argv);
 	lb_paths_defaults(&defaults);
 	g.paths = (struct lb_paths){.root = defaults.root, .runroot = defaults.runroot};
 	opterr = 0;
@@ -91,6 +97,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[optind], "version") == 0) /* touches no directory */
 		return cli_version();
+	if (strcmp(argv[optind], "runc") == 0) /* its own --root, apart from lbbox's */
+		return cli_runc(argc - optind, argv + optind);
 	/* before any verb touches them, whichever runs first on this host */
 	if (lb_paths_check_runroot(g.paths.runroot, &err) < 0 ||
 	    lb_paths_secure(&g.paths, &err) < 0) {

@@ -13,6 +13,11 @@
 #define LBBOX_COMMIT "unknown"
 #endif
 
+const char *cli_version_string(void)
+{
+	return LBBOX_VERSION " (" LBBOX_COMMIT ")";
+}
+
 int cli_version(void)
 {
 	const struct scmp_version *sv = seccomp_version();

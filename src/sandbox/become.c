@@ -9,6 +9,7 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -41,6 +42,10 @@ void lb_become_command(const struct lb_become *b)
 	sigset_t none;
 	/* its own session and process group: `kill 0` or a tty must never reach lbbox's */
 	setsid();
+	if (b->ctty && ioctl(0, TIOCSCTTY, 0) < 0) {
+		lb_err_set(&err, errno, "take the terminal");
+		failed(b, err);
+	}
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);

@@ -81,6 +81,7 @@ struct lb_become {
 	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
 	unsigned first_private_fd;	       /* descriptors from here are closed on exec */
 	int err_fd;
+	bool ctty; /* stdin is a terminal to take as the new session's controlling one */
 };
 __attribute__((noreturn)) void lb_become_command(const struct lb_become *b);
 

@@ -13,18 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../init/idle.h"
+#include "lbbox/base/console.h"
 #include "lbbox/sandbox/sandbox.h"
 #include "lbbox/base/util.h"
 #include "engine.h"
 
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
-__attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx)
+__attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx, int err_fd)
 {
 	const struct lb_become b = {.spec = ctx->spec,
 				    .argv = ctx->spec->argv,
@@ -32,7 +35,8 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 				    .cwd = ctx->spec->cwd,
 				    .seccomp = ctx->seccomp,
 				    .first_private_fd = 3,
-				    .err_fd = ctx->err_fd};
+				    .err_fd = err_fd,
+				    .ctty = ctx->spec->console_socket != NULL};
 	lb_become_command(&b);
 }
 
@@ -87,6 +91,85 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	lb_pid1_idle();
 }
 
+/* An OCI bundle's namespace path, joined before anything is configured in it. Whoever wrote the
+ * bundle chose it (as with runc); non-blocking, so a fifo there cannot hang pid 1. */
+static int join_ns(const char *path, int type, struct lb_err **err)
+{
+	if (!path)
+		return 0;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "namespace %s", path);
+	int r = setns(fd, type);
+	int e = errno;
+	close(fd);
+	return r < 0 ? lb_err_set(err, e, "join %s namespace %s",
+				  type == CLONE_NEWNET	 ? "network"
+				  : type == CLONE_NEWIPC ? "ipc"
+							 : "uts",
+				  path)
+		     : 0;
+}
+
+/* The start gate, opened while the host's paths are still visible. Read side, non-blocking:
+ * the open needs no writer, and poll() sees nothing until `start` writes. */
+static int open_gate(const char *path, struct lb_err **err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return lb_err_set(err, errno, "start gate %s", path);
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return lb_err_set(err, EINVAL, "start gate %s is not a fifo", path);
+	}
+	return fd;
+}
+
+/* process.terminal: a pty of the sandbox's own devpts (so its name resolves inside), its master
+ * to the console socket, its slave as pid 1's stdio and so the command's. */
+static int make_console(int sock, struct lb_err **err)
+{
+	int slave = lb_console_send_pty(sock, "/dev/ptmx", err);
+	close(sock);
+	if (slave < 0)
+		return -1;
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(slave, fd) < 0)
+			return lb_err_set(err, errno, "terminal as stdio");
+	if (slave > 2)
+		close(slave);
+	return 0;
+}
+
+/*
+ * Built: report ready (EOF on the error pipe) and wait for the byte that starts the command.
+ * Every signal stays blocked from here on, so init_loop forwards each one to the command (a
+ * namespace's init would otherwise ignore the ones it has no handler for), and a status pipe
+ * whose reader is long gone gives EPIPE rather than SIGPIPE.
+ */
+static void wait_gate(const struct lb_child_ctx *ctx, int gate)
+{
+	sigset_t all;
+	char go;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	close(ctx->err_fd);
+	for (;;) {
+		struct pollfd p = {.fd = gate, .events = POLLIN};
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			_exit(LB_EXIT_SETUP);
+		ssize_t n = read(gate, &go, 1);
+		if (n == 1)
+			break;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			_exit(LB_EXIT_SETUP);
+		if (n == 0) /* a writer came and went without the byte: wait for the next */
+			usleep(10000);
+	}
+	close(gate);
+}
+
 static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
@@ -99,7 +182,7 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0 ||
 	    lb_pivot_root(newroot, spec->readonly_root, err) < 0)
 		return -1;
-	if (sethostname(hostname, strlen(hostname)) < 0)
+	if (!spec->utsns_path && sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
 	if (spec->net != LB_NET_HOST && lb_net_loopback_up(err) < 0)
 		return -1;
@@ -185,18 +268,35 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
 	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (setup_world(ctx, &err) < 0)
+	if (join_ns(ctx->spec->netns_path, CLONE_NEWNET, &err) < 0 ||
+	    join_ns(ctx->spec->ipcns_path, CLONE_NEWIPC, &err) < 0 ||
+	    join_ns(ctx->spec->utsns_path, CLONE_NEWUTS, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
+	if (ctx->spec->start_gate && gate < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	int csock =
+	    ctx->spec->console_socket ? lb_console_connect(ctx->spec->console_socket, &err) : -1;
+	if (ctx->spec->console_socket && csock < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	if (setup_world(ctx, &err) < 0 || (csock >= 0 && make_console(csock, &err) < 0))
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
 	if (ctx->spec->session)
 		session_loop(ctx);
+	int err_fd = ctx->err_fd;
+	if (gate >= 0) { /* the caller is gone by now: a failure to exec is only its exit code */
+		wait_gate(ctx, gate);
+		err_fd = -1;
+	}
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		lb_err_set(&err, errno, "fork the command");
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+		lb_child_fail(err_fd, LB_EXIT_SETUP, err);
 	}
 	if (cmd == 0)
-		exec_command(ctx);
-	close(ctx->err_fd);
+		exec_command(ctx, err_fd);
+	if (err_fd >= 0)
+		close(err_fd);
 	init_loop(cmd, ctx->status_fd);
 }

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/console.h"
 #include "lbbox/sandbox/sandbox.h"
 #include "lbbox/base/util.h"
 #include "engine.h"
@@ -88,14 +89,34 @@ static void fail(int fd, int code, struct lb_err *e)
 /* The command, inside every namespace of the sandbox: what every sandbox command does last. */
 __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
-	const struct lb_become b = {.spec = &s->sb->spec,
+	struct lb_spec as_user;
+	const struct lb_spec *spec = &s->sb->spec;
+	if (s->o->set_user) { /* a shallow copy: only the identity differs */
+		as_user = *spec;
+		as_user.uid = s->o->uid;
+		as_user.gid = s->o->gid;
+		spec = &as_user;
+	}
+	if (s->o->console_sock > 0) {
+		struct lb_err *err = NULL;
+		int slave = lb_console_send_pty(s->o->console_sock, "/dev/ptmx", &err);
+		if (slave < 0)
+			fail(s->err_w, LB_EXIT_SETUP, err);
+		for (int fd = 0; fd < 3; fd++)
+			dup2(slave, fd);
+		if (slave > 2)
+			close(slave);
+		close(s->o->console_sock);
+	}
+	const struct lb_become b = {.spec = spec,
 				    .argv = s->o->argv,
 				    .env = s->env,
 				    .cwd = s->o->cwd,
 				    .fsize = s->o->fsize,
 				    .seccomp = s->sb->seccomp,
 				    .first_private_fd = s->o->fd3 > 0 ? 4U : 3U,
-				    .err_fd = s->err_w};
+				    .err_fd = s->err_w,
+				    .ctty = s->o->console_sock > 0};
 	lb_become_command(&b);
 }
 
@@ -181,8 +202,8 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		lb_err_set(&err, errno, "join sandbox %s", s->sb->id);
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	}
-	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0};
-	close_others(keep, 3);
+	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0, s->o->console_sock};
+	close_others(keep, 4);
 	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
 	struct clone_args args = {.flags = CLONE_PARENT};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));

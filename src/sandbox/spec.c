@@ -60,8 +60,14 @@ void lb_spec_free(struct lb_spec *spec)
 		free(spec->mounts[i].target);
 	}
 	free(spec->cgroup_parent);
+	free(spec->cgroup_name);
 	free(spec->seccomp_profile);
 	free(spec->tag);
+	free(spec->netns_path);
+	free(spec->ipcns_path);
+	free(spec->utsns_path);
+	free(spec->start_gate);
+	free(spec->console_socket);
 	memset(spec, 0, sizeof(*spec));
 }
 
@@ -131,6 +137,9 @@ static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct 
 
 static int check_limits(const struct lb_spec *spec, struct lb_err **err)
 {
+	const char *n = spec->cgroup_name;
+	if (n && (!*n || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, "..") || strlen(n) > 255))
+		return lb_err_set(err, 0, "invalid cgroup name '%.64s'", n);
 	const struct lb_cgroup_limits *l = &spec->limits;
 	if (l->memory_bytes && l->memory_bytes < LB_MIN_MEMORY)
 		return lb_err_set(err, 0, "memory limit must be at least 32 MiB");

@@ -441,14 +441,17 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 		     struct lb_err **err)
 {
 	const struct lb_spec *spec = r->spec;
-	char cgname[32];
+	char cgname[256];
 	if (r->userns && lb_rootless_check(spec, err) < 0)
 		return -1;
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(r, spec, paths, err) < 0 || make_statedir(r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(r, spec, err) < 0))
 		return -1;
-	snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
+	if (spec->cgroup_name)
+		snprintf(cgname, sizeof(cgname), "%s", spec->cgroup_name);
+	else
+		snprintf(cgname, sizeof(cgname), "lbbox-%s", r->id);
 	if (create_cgroup(r, cgname, err) < 0 || block_signals(r, err) < 0 ||
 	    (spec->die_with_parent && watch_parent(r, err) < 0))
 		return -1;
@@ -488,29 +491,47 @@ fail:
  * leaves it running with its cgroup and state; lb_sandbox_destroy (or the GC, once pid 1 died)
  * removes them.
  */
+/* Returns once pid 1 is ready and hands the sandbox over to it: nothing is undone below. */
+static int start_detached(struct run *r, const struct lb_paths *paths, char id[13], pid_t *pid,
+			  struct lb_err **err)
+{
+	int setup_exit;
+	if (run_start(r, paths, &setup_exit, err) < 0) {
+		run_release(r);
+		return -1;
+	}
+	memcpy(id, r->id, sizeof(r->id));
+	if (pid)
+		*pid = r->pid;
+	r->pid = 0;
+	lb_net_pasta_detach(&r->net);
+	r->net = (struct lb_net_handle){.pasta_pidfd = -1, .pasta_err = -1};
+	lb_cgroup_forget(r->cg);
+	r->cg = NULL;
+	r->statedir_made = false;
+	run_release(r);
+	return 0;
+}
+
 int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
 		     struct lb_err **err)
 {
 	struct run r;
-	int setup_exit;
 
 	if (!spec->session)
 		return lb_err_set(err, EINVAL, "lb_sandbox_start needs a session spec");
 	run_init(&r, spec, paths, lb_now_ns());
 	r.init_fd = open_init();
-	if (run_start(&r, paths, &setup_exit, err) < 0)
-		goto fail;
-	memcpy(id, r.id, sizeof(r.id));
-	/* hand everything over to the sandbox: nothing of it is undone below */
-	r.pid = 0;
-	lb_net_pasta_detach(&r.net);
-	r.net = (struct lb_net_handle){.pasta_pidfd = -1, .pasta_err = -1};
-	lb_cgroup_forget(r.cg);
-	r.cg = NULL;
-	r.statedir_made = false;
-	run_release(&r);
-	return 0;
-fail:
-	run_release(&r);
-	return -1;
+	return start_detached(&r, paths, id, NULL, err);
+}
+
+int lb_sandbox_create(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
+		      pid_t *pid, struct lb_err **err)
+{
+	struct run r;
+
+	if (spec->session || !spec->start_gate)
+		return lb_err_set(err, EINVAL, "lb_sandbox_create needs a gated command spec");
+	run_init(&r, spec, paths, lb_now_ns());
+	return start_detached(&r, paths, id, pid, err);
 }

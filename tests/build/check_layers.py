@@ -25,7 +25,8 @@ ALLOWED = {
     "box": BASE | {"sandbox", "image", "spec", "box"},
     "rpc": BASE | {"sandbox", "image", "spec", "box", "rpc"},
     "server": BASE | {"sandbox", "image", "spec", "box", "rpc"},
-    "cli": BASE | {"sandbox", "image", "spec", "box", "rpc"},
+    "oci": BASE | {"sandbox", "oci"},
+    "cli": BASE | {"sandbox", "image", "spec", "box", "rpc", "oci"},
     "init": set(),
 }
 

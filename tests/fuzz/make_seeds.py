@@ -404,6 +404,37 @@ def skills():
     put("skill_zip", "zeros.zip", zipped([("z", b"\0" * 65536, 0o100644)]))
 
 
+def oci_config():
+    """A podman-like config.json, a minimal one, and an exec process.json."""
+    ns = [{"type": t} for t in ("pid", "mount", "ipc", "uts")]
+    base = {"ociVersion": "1.0.2", "root": {"path": "rootfs", "readonly": True},
+            "process": {"args": ["sh"], "cwd": "/", "user": {"uid": 0, "gid": 0}},
+            "linux": {"namespaces": ns + [{"type": "network"}]}}
+    put("oci_config", "minimal", json.dumps(base))
+    full = json.loads(json.dumps(base))
+    full["process"].update({
+        "env": ["PATH=/bin", "TERM=xterm"], "terminal": True,
+        "capabilities": {k: ["CAP_CHOWN", "CAP_KILL"] for k in ("bounding", "effective")},
+        "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}],
+        "noNewPrivileges": True})
+    full["hostname"] = "c1"
+    full["mounts"] = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/data", "type": "bind", "source": "/srv", "options": ["rbind", "ro"]},
+        {"destination": "/t", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]}]
+    full["linux"].update({
+        "namespaces": ns + [{"type": "network", "path": "/run/netns/x"}],
+        "resources": {"memory": {"limit": 67108864}, "pids": {"limit": 10},
+                      "cpu": {"quota": 50000, "period": 100000}},
+        "seccomp": {"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+            {"names": ["read"], "action": "SCMP_ACT_ALLOW"}]},
+        "maskedPaths": ["/proc/kcore"], "cgroupsPath": "/x/y"})
+    full["hooks"] = {"prestart": [{"path": "/bin/true", "args": ["true"], "timeout": 5}]}
+    full["annotations"] = {"a": "b"}
+    put("oci_config", "podman_like", json.dumps(full))
+    put("oci_config", "process", json.dumps({"args": ["ls"], "cwd": "/tmp", "env": ["A=1"]}))
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -415,6 +446,7 @@ def main():
     load_docker()
     layers()
     skills()
+    oci_config()
 
 
 if __name__ == "__main__":

@@ -84,6 +84,15 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err);
 int lb_sandbox_start(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
 		     struct lb_err **err);
 
+/*
+ * An OCI runtime's `create`: the same start as a session, but pid 1 runs spec->argv once one
+ * byte arrives on spec->start_gate (required), and exits with the command's status (128 + signal
+ * when killed) like a run's. Returns once the sandbox is built; pid 1 (its pid in *pid, a child
+ * of the caller) outlives the caller. Nothing is left on failure.
+ */
+int lb_sandbox_create(const struct lb_spec *spec, const struct lb_paths *paths, char id[13],
+		      pid_t *pid, struct lb_err **err);
+
 struct lb_sandbox;
 /* Opens a live sandbox by id; fails when it does not exist or its pid 1 is gone. */
 int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sandbox **out,
@@ -100,6 +109,13 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
  * noting its sandbox's id left. Scans the runtime directory: for recovery, not hot paths. */
 int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, struct lb_err **err);
 
+/* Freezes (or thaws) every task of the live sandbox id with the cgroup freezer and waits until
+ * the kernel says it is done (bounded); ENOTSUP where it has no freezer. */
+int lb_sandbox_freeze(const struct lb_paths *paths, const char *id, bool freeze,
+		      struct lb_err **err);
+/* True while the live sandbox id is frozen. */
+bool lb_sandbox_frozen(const struct lb_paths *paths, const char *id);
+
 /* A command to run inside a live sandbox. */
 struct lb_exec_opts {
 	char *const *argv;
@@ -110,6 +126,15 @@ struct lb_exec_opts {
 	uint64_t fsize;	    /* RLIMIT_FSIZE in bytes for this command, 0 = the sandbox's */
 	uint64_t memory_bytes; /* its own cgroup's memory limit, 0 = the sandbox's alone */
 	int fd3; /* passed to the command as its fd 3 (a script to source); 0 = none */
+	/* another identity than the sandbox's command has (an OCI exec's process.user); the
+	 * capabilities still follow lbbox's rule: kept for uid 0 only */
+	bool set_user;
+	uid_t uid;
+	gid_t gid;
+	/* a connected console socket (OCI exec --tty): the command opens a pty on the sandbox's
+	 * devpts, sends its master there and takes the slave as stdio and controlling terminal
+	 * (fds are then unused); 0 = none */
+	int console_sock;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */

@@ -92,6 +92,9 @@ struct lb_spec {
 
 	struct lb_cgroup_limits limits;
 	char *cgroup_parent; /* NULL = lbbox's own cgroup */
+	/* The sandbox's cgroup's own name below cgroup_parent (an OCI bundle's cgroupsPath, which
+	 * engines read stats from); NULL = "lbbox-ID". One path component. */
+	char *cgroup_name;
 	struct lb_rlimit rlimits[LB_MAX_RLIMITS];
 	size_t n_rlimits;
 
@@ -102,6 +105,21 @@ struct lb_spec {
 
 	/* A session: pid 1 runs no command and stays up until destroyed (argv unused). */
 	bool session;
+	/* An OCI runtime's bundle: pid 1 joins this network namespace (a host path, e.g.
+	 * /run/netns/NAME) instead of keeping a new one; network "off" otherwise. */
+	char *netns_path;
+	/* The same for the IPC and UTS namespaces (a Kubernetes pod's containers join its
+	 * sandbox's); with a joined UTS namespace the hostname is left as it is. */
+	char *ipcns_path;
+	char *utsns_path;
+	/* An OCI runtime's create/start split: a fifo (host path) pid 1 opens before pivot_root;
+	 * once the sandbox is built it reports ready and waits for one byte there before forking
+	 * the command (lb_sandbox_create). NULL = the command starts at once. */
+	char *start_gate;
+	/* An OCI process.terminal: pid 1 connects to this unix socket (a host path) before
+	 * pivot_root, then opens a pty on the sandbox's own devpts, sends its master there
+	 * (SCM_RIGHTS) and makes the slave the command's stdio and controlling terminal. */
+	char *console_socket;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;

@@ -1,0 +1,16 @@
+/* A terminal handed to another process, as OCI runtimes do with --console-socket. */
+#ifndef LBBOX_CONSOLE_H
+#define LBBOX_CONSOLE_H
+
+#include "lbbox/base/err.h"
+
+/* Connects to the unix socket at path (a stream socket); returns its fd. */
+int lb_console_connect(const char *path, struct lb_err **err);
+/*
+ * Opens a new pty through ptmx (a path: "/dev/ptmx", or the sandbox's own after pivot_root),
+ * sends its master over sock with SCM_RIGHTS (runc's protocol: the fd, and the name
+ * "/dev/ptmx" as the message) and returns the slave, opened with O_NOCTTY.
+ */
+int lb_console_send_pty(int sock, const char *ptmx, struct lb_err **err);
+
+#endif

@@ -1,0 +1,316 @@
+/*
+ * A container's life cycle on the engine. create builds the sandbox with its command held at a
+ * start gate (a fifo in the container's directory, as runc's exec.fifo); start writes the byte
+ * that releases it and removes the fifo, so "created" is "pid 1 lives and the gate exists".
+ * pid 1 exits with the command's status, which the caller's subreaper (conmon, the shim) reads.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/json_util.h"
+#include "lbbox/base/process.h"
+#include "lbbox/base/util.h"
+#include "lbbox/oci/oci.h"
+#include "oci_internal.h"
+
+static void now_rfc3339(char *out, size_t len)
+{
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	size_t n = strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, len - n, ".%09ldZ", ts.tv_nsec);
+}
+
+/* linux.seccomp, written where the engine reads profiles from: a file. */
+static int write_seccomp(const char *dir, struct lb_oci_config *cfg, struct lb_err **err)
+{
+	char path[LB_PATH_BUF + 16];
+	if (!cfg->seccomp_json)
+		return 0;
+	snprintf(path, sizeof(path), "%s/seccomp.json", dir);
+	if (lb_write_file_atomic(path, cfg->seccomp_json, strlen(cfg->seccomp_json), 0600, err) < 0)
+		return -1;
+	free(cfg->spec.seccomp_profile);
+	cfg->spec.seccomp_profile = strdup(path);
+	return cfg->spec.seccomp_profile ? 0 : lb_err_set(err, ENOMEM, "seccomp");
+}
+
+static int make_gate(const char *dir, struct lb_spec *spec, struct lb_err **err)
+{
+	char path[LB_PATH_BUF + 16];
+	snprintf(path, sizeof(path), "%s/gate", dir);
+	if (mkfifo(path, 0600) < 0)
+		return lb_err_set(err, errno, "mkfifo %s", path);
+	spec->start_gate = strdup(path);
+	return spec->start_gate ? 0 : lb_err_set(err, ENOMEM, "gate");
+}
+
+/* cgroupsPath "/a/b/name": the sandbox's cgroup is exactly there (engines read its stats).
+ * Relative or single-component paths go below the caller's cgroup. false when not usable. */
+static bool place_cgroup(const char *path, struct lb_spec *spec)
+{
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	if (slash && path[0] != '/')
+		return false;
+	spec->cgroup_name = strdup(name);
+	if (slash && slash != path)
+		spec->cgroup_parent = strndup(path, (size_t)(slash - path));
+	else if (slash)
+		spec->cgroup_parent = strdup("/");
+	return spec->cgroup_name && (!slash || spec->cgroup_parent);
+}
+
+static void unplace_cgroup(struct lb_spec *spec)
+{
+	free(spec->cgroup_name);
+	free(spec->cgroup_parent);
+	spec->cgroup_name = spec->cgroup_parent = NULL;
+}
+
+/* At cgroupsPath first; where its parent does not exist (ctr's "/default/ID"), where lbbox
+ * puts a sandbox's cgroup: below the caller's, named lbbox-ID. */
+static int create_sandbox(const struct lb_oci_root *r, struct lb_oci_config *cfg,
+			  struct lb_oci_state *st, struct lb_err **err)
+{
+	struct lb_spec *spec = &cfg->spec;
+	if (cfg->cgroups_path && place_cgroup(cfg->cgroups_path, spec)) {
+		struct lb_err *first = NULL;
+		if (lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, &first) == 0)
+			return 0;
+		bool parent_missing = spec->cgroup_parent && first && first->errnum == ENOENT;
+		if (!parent_missing) {
+			*err = first;
+			return -1;
+		}
+		lb_err_free(&first);
+	}
+	unplace_cgroup(spec);
+	return lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, err);
+}
+
+static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_config *cfg,
+		 const struct lb_oci_create_opts *o, struct lb_oci_state *st, struct lb_err **err)
+{
+	if (cfg->terminal && !o->console_socket)
+		return lb_err_set(err, EINVAL, "process.terminal needs --console-socket");
+	/* pid 1 makes the pty on the sandbox's own devpts (src/sandbox/init.c) */
+	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
+		return lb_err_set(err, ENOMEM, "console socket");
+	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
+	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)
+		return -1;
+	st->pid_start = lb_proc_starttime(st->pid);
+	return lb_oci_state_save(r, st, err);
+}
+
+int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_oci_create_opts *o,
+		  pid_t *pid, struct lb_err **err)
+{
+	char dir[LB_PATH_BUF], created[64];
+	struct lb_oci_config cfg;
+	struct lb_oci_state st = {0};
+	if (o->preserve_fds)
+		return lb_err_set(err, ENOTSUP, "--preserve-fds is not supported by lbbox-runc");
+	if (lb_oci_container_dir(r, id, dir, sizeof(dir), err) < 0)
+		return -1;
+	if (lb_oci_config_load(o->bundle, &cfg, err) < 0) {
+		lb_oci_config_free(&cfg);
+		return -1;
+	}
+	if (mkdir(dir, 0700) < 0) {
+		lb_oci_config_free(&cfg);
+		return errno == EEXIST ? lb_err_set(err, 0, "container %s already exists", id)
+				       : lb_err_set(err, errno, "create %s", dir);
+	}
+	now_rfc3339(created, sizeof(created));
+	snprintf(st.id, sizeof(st.id), "%s", id);
+	st.bundle = strdup(o->bundle);
+	st.created = strdup(created);
+	st.annotations = json_incref(cfg.annotations);
+	st.hooks = json_incref(cfg.hooks);
+	st.status = LB_OCI_CREATED;
+	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, err)
+					 : lb_err_set(err, ENOMEM, "create");
+	if (rc == 0 && st.hooks) {
+		_cleanup_json_ json_t *state = lb_oci_state_json(&st);
+		if (lb_oci_hooks_run(st.hooks, "createRuntime", state, err) < 0 ||
+		    lb_oci_hooks_run(st.hooks, "prestart", state, err) < 0)
+			rc = -1;
+	}
+	if (rc < 0) {
+		if (st.sandbox[0])
+			lb_sandbox_destroy(&r->paths, st.sandbox, NULL);
+		lb_rm_rf(dir, NULL);
+	} else {
+		*pid = st.pid;
+	}
+	lb_oci_state_free(&st);
+	lb_oci_config_free(&cfg);
+	return rc;
+}
+
+int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **err)
+{
+	struct lb_oci_state st;
+	char gate[LB_PATH_BUF + 16];
+	if (lb_oci_state_load(r, id, &st, err) < 0)
+		return -1;
+	if (st.status != LB_OCI_CREATED) {
+		lb_err_set(err, 0, "container %s is %s, not created", id,
+			   lb_oci_status_name(st.status));
+		lb_oci_state_free(&st);
+		return -1;
+	}
+	snprintf(gate, sizeof(gate), "%s/%s/gate", r->dir, id);
+	/* non-blocking: pid 1 holds the read side open from before create returned */
+	int fd = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	int rc = fd < 0 || write(fd, "1", 1) != 1
+		     ? lb_err_set(err, errno, "start container %s (its pid 1 is not waiting)", id)
+		     : 0;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0) {
+		unlink(gate);
+		st.status = LB_OCI_RUNNING;
+		_cleanup_json_ json_t *state = lb_oci_state_json(&st);
+		/* a failed poststart hook is only reported: the container runs */
+		rc = lb_oci_hooks_run(st.hooks, "poststart", state, err);
+	}
+	lb_oci_state_free(&st);
+	return rc;
+}
+
+/* Processes whose pid namespace is pid 1's: the container's own and its execs'. */
+int lb_oci_pids(const struct lb_oci_root *r, const char *id, pid_t **pids, size_t *n,
+		struct lb_err **err)
+{
+	struct lb_oci_state st;
+	char path[64], want[64] = "", got[64];
+	*pids = NULL;
+	*n = 0;
+	if (lb_oci_state_load(r, id, &st, err) < 0)
+		return -1;
+	enum lb_oci_status status = st.status;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", st.pid);
+	ssize_t wl = status == LB_OCI_STOPPED ? -1 : readlink(path, want, sizeof(want) - 1);
+	lb_oci_state_free(&st);
+	if (wl <= 0)
+		return 0;
+	_cleanup_closedir_ DIR *d = opendir("/proc");
+	size_t cap = 0;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		pid_t p = atoi(de->d_name);
+		if (p <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", p);
+		ssize_t l = readlink(path, got, sizeof(got) - 1);
+		if (l != wl || memcmp(got, want, (size_t)wl))
+			continue;
+		if (*n == cap) {
+			pid_t *more = realloc(*pids, (cap = cap ? 2 * cap : 16) * sizeof(pid_t));
+			if (!more)
+				return lb_err_set(err, ENOMEM, "ps");
+			*pids = more;
+		}
+		(*pids)[(*n)++] = p;
+	}
+	return 0;
+}
+
+int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, struct lb_err **err)
+{
+	struct lb_oci_state st;
+	if (lb_oci_state_load(r, id, &st, err) < 0)
+		return -1;
+	enum lb_oci_status status = st.status;
+	pid_t pid = st.pid;
+	uint64_t start = st.pid_start;
+	lb_oci_state_free(&st);
+	if (status == LB_OCI_STOPPED)
+		return lb_err_set(err, 0, "container %s is not running", id);
+	/* the pidfd pins a process; its start time says it is still this container's pid 1 */
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 || lb_proc_starttime(pid) != start) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return lb_err_set(err, 0, "container %s is not running", id);
+	}
+	/* pid 1 forwards every signal to the command; SIGKILL ends the whole pid namespace */
+	int rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+	int e = errno;
+	close(pidfd);
+	if (all && sig != SIGKILL) {
+		_cleanup_free_ pid_t *pids = NULL;
+		size_t n = 0;
+		if (lb_oci_pids(r, id, &pids, &n, NULL) == 0)
+			for (size_t i = 0; i < n; i++)
+				if (pids[i] != pid)
+					kill(pids[i], sig);
+	}
+	return rc < 0 ? lb_err_set(err, e, "kill container %s", id) : 0;
+}
+
+int lb_oci_pause(const struct lb_oci_root *r, const char *id, bool pause, struct lb_err **err)
+{
+	struct lb_oci_state st;
+	if (lb_oci_state_load(r, id, &st, err) < 0)
+		return -1;
+	enum lb_oci_status want = pause ? LB_OCI_RUNNING : LB_OCI_PAUSED, status = st.status;
+	char sbid[13];
+	memcpy(sbid, st.sandbox, sizeof(sbid));
+	lb_oci_state_free(&st);
+	if (status != want)
+		return lb_err_set(err, 0, "container %s is %s, not %s", id,
+				  lb_oci_status_name(status), lb_oci_status_name(want));
+	return lb_sandbox_freeze(&r->paths, sbid, pause, err);
+}
+
+int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struct lb_err **err)
+{
+	struct lb_oci_state st;
+	char dir[LB_PATH_BUF];
+	if (lb_oci_state_load(r, id, &st, err) < 0) {
+		/* forced: a container already gone is no error (as runc); a directory without a
+		 * readable state is what a killed create left */
+		if (!force || lb_oci_container_dir(r, id, dir, sizeof(dir), NULL) < 0)
+			return -1;
+		lb_err_free(err);
+		return access(dir, F_OK) == 0 ? lb_rm_rf(dir, err) : 0;
+	}
+	int rc = 0;
+	if ((st.status == LB_OCI_RUNNING || st.status == LB_OCI_PAUSED) && !force) {
+		rc = lb_err_set(err, 0, "container %s is %s (delete --force)", id,
+				lb_oci_status_name(st.status));
+		goto out;
+	}
+	/* created, or forced: the sandbox goes (destroy waits for pid 1 to be gone) */
+	if (lb_sandbox_destroy(&r->paths, st.sandbox, err) < 0) {
+		rc = -1;
+		goto out;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", r->dir, id);
+	st.status = LB_OCI_STOPPED;
+	if (st.hooks) {
+		_cleanup_json_ json_t *state = lb_oci_state_json(&st);
+		lb_oci_hooks_run(st.hooks, "poststop", state, NULL); /* runc: warnings only */
+	}
+	rc = lb_rm_rf(dir, err);
+out:
+	lb_oci_state_free(&st);
+	return rc;
+}

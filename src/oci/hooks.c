@@ -1,0 +1,147 @@
+/*
+ * OCI hooks: programs the runtime runs at points of the life cycle with the container's state on
+ * their stdin. prestart / createRuntime (after create), poststart (after start) and poststop
+ * (at delete) run in the runtime's namespaces; createContainer and startContainer, which run
+ * inside the container, are refused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
+#include "lbbox/oci/oci.h"
+#include "oci_internal.h"
+
+#define HOOK_MAX     64
+#define HOOK_TIMEOUT 60 /* s, when the hook gives none */
+
+static const char *const kinds[] = {"prestart", "createRuntime",   "poststart",
+				    "poststop", "createContainer", "startContainer"};
+
+static int check_hook(const char *kind, json_t *h, struct lb_err **err)
+{
+	const char *path;
+	_cleanup_strv_ char **args = NULL, **env = NULL;
+	int64_t t;
+	bool set;
+	if (!json_is_object(h))
+		return lb_err_set(err, EINVAL, "config: hooks.%s entries must be objects", kind);
+	if (lb_oci_get_string(h, "path", true, &path, err) < 0 ||
+	    lb_oci_get_strv(h, "args", 1024, &args, err) < 0 ||
+	    lb_oci_get_strv(h, "env", 1024, &env, err) < 0 ||
+	    lb_oci_get_int(h, "timeout", 1, 3600, &set, &t, err) < 0)
+		return -1;
+	if (path[0] != '/')
+		return lb_err_set(err, EINVAL, "config: hook path %.64s is not absolute", path);
+	return 0;
+}
+
+int lb_oci_hooks_check(json_t *hooks, struct lb_err **err)
+{
+	const char *k;
+	json_t *list, *h;
+	json_object_foreach(hooks, k, list)
+	{
+		size_t n = sizeof(kinds) / sizeof(kinds[0]), i;
+		for (i = 0; i < n && strcmp(k, kinds[i]); i++)
+			;
+		if (i == n)
+			return lb_err_set(err, EINVAL, "config: unknown hook kind %.32s", k);
+		if (json_is_null(list))
+			continue;
+		if (!json_is_array(list) || json_array_size(list) > HOOK_MAX)
+			return lb_err_set(err, EINVAL, "config: hooks.%s must be an array (<= %d)",
+					  k, HOOK_MAX);
+		if (i >= 4 && json_array_size(list))
+			return lb_err_set(err, ENOTSUP, "config: %s hooks are not supported", k);
+		json_array_foreach(list, i, h)
+		{
+			if (check_hook(k, h, err) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Waits for pid until timeout_s; kills it past that. Its exit status, or -1 on timeout. */
+static int wait_hook(pid_t pid, int pidfd, int timeout_s)
+{
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	int status = 0, n;
+	while ((n = poll(&p, 1, timeout_s * 1000)) < 0 && errno == EINTR)
+		;
+	if (n == 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return n == 0 ? -1 : status;
+}
+
+static int run_hook(const char *kind, json_t *h, const char *state, struct lb_err **err)
+{
+	const char *path;
+	_cleanup_strv_ char **args = NULL, **env = NULL;
+	int64_t timeout = HOOK_TIMEOUT;
+	bool set;
+	int in[2];
+	lb_oci_get_string(h, "path", true, &path, NULL);
+	if (lb_oci_get_strv(h, "args", 1024, &args, err) < 0 ||
+	    lb_oci_get_strv(h, "env", 1024, &env, err) < 0)
+		return -1;
+	lb_oci_get_int(h, "timeout", 1, 3600, &set, &timeout, NULL);
+	if (pipe2(in, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		static char *none[] = {NULL};
+		char *argv0[] = {(char *)path, NULL};
+		dup2(in[0], 0);
+		execve(path, args && args[0] ? args : argv0, env ? env : none);
+		_exit(127);
+	}
+	close(in[0]);
+	if (pid < 0) {
+		close(in[1]);
+		return lb_err_set(err, errno, "fork hook");
+	}
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	signal(SIGPIPE, SIG_IGN);
+	(void)!lb_write_all(in[1], state, strlen(state));
+	close(in[1]);
+	int status = pidfd >= 0 ? wait_hook(pid, pidfd, (int)timeout) : 0;
+	if (pidfd < 0)
+		waitpid(pid, &status, 0);
+	else
+		close(pidfd);
+	if (status == -1)
+		return lb_err_set(err, ETIMEDOUT, "%s hook %s timed out", kind, path);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return lb_err_set(err, 0, "%s hook %s failed (status %d)", kind, path,
+				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return 0;
+}
+
+int lb_oci_hooks_run(json_t *hooks, const char *kind, json_t *state, struct lb_err **err)
+{
+	json_t *list = json_object_get(hooks, kind), *h;
+	size_t i;
+	if (!json_array_size(list))
+		return 0;
+	_cleanup_free_ char *text = json_dumps(state, JSON_COMPACT);
+	if (!text)
+		return lb_err_set(err, ENOMEM, "hook state");
+	json_array_foreach(list, i, h)
+	{
+		if (run_hook(kind, h, text, err) < 0)
+			return -1;
+	}
+	return 0;
+}

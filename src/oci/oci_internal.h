@@ -1,0 +1,48 @@
+/* Private interfaces between the files of src/oci/. */
+#ifndef LBBOX_OCI_INTERNAL_H
+#define LBBOX_OCI_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lbbox/base/err.h"
+#include "lbbox/oci/oci.h"
+
+/* config.c: typed getters; a missing or null key is "not set", a wrong type is an error. */
+int lb_oci_get_string(json_t *obj, const char *key, bool required, const char **out,
+		      struct lb_err **err);
+int lb_oci_get_bool(json_t *obj, const char *key, bool *out, struct lb_err **err);
+int lb_oci_get_int(json_t *obj, const char *key, int64_t min, int64_t max, bool *set, int64_t *out,
+		   struct lb_err **err);
+/* NULL (and *err untouched) when absent; NULL with *err set on a wrong type. */
+json_t *lb_oci_get_typed(json_t *obj, const char *key, json_type type, struct lb_err **err);
+int lb_oci_get_strv(json_t *obj, const char *key, size_t max, char ***out, struct lb_err **err);
+/* process.args, env, cwd, terminal (shared by config.json and exec's process.json). */
+int lb_oci_parse_process(json_t *process, struct lb_spec *spec, bool *terminal,
+			 struct lb_err **err);
+
+/* process.user: uid, gid (required), additionalGids checked. */
+int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err);
+
+/* config_mounts.c */
+int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
+			struct lb_err **err);
+/* config_linux.c: namespaces, resources, seccomp, the paths lbbox masks itself. */
+int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **err);
+
+/* hooks.c */
+int lb_oci_hooks_check(json_t *hooks, struct lb_err **err);
+/* Runs the hooks of one kind ("prestart", "poststop" ...) with the state on their stdin. */
+int lb_oci_hooks_run(json_t *hooks, const char *kind, json_t *state, struct lb_err **err);
+
+/* state.c */
+int lb_oci_state_save(const struct lb_oci_root *r, const struct lb_oci_state *st,
+		      struct lb_err **err);
+
+/* container.c: paths of one container's directory. */
+int lb_oci_container_dir(const struct lb_oci_root *r, const char *id, char *out, size_t len,
+			 struct lb_err **err);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * Fuzz target: an OCI bundle's config.json (src/oci/config*.c, hooks.c) as lbbox-runc create
+ * reads it, and the same bytes as exec's process.json. Nothing is built.
+ *
+ * Properties checked besides the sanitizers: a config that parses has a command, an absolute
+ * cwd and root under the bundle or absolute, every mount target absolute and at most the
+ * engine's mount count; a refusal always carries one line of error.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_common.h"
+#include "lbbox/oci/oci.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	return 0;
+}
+
+static void check_config(const struct lb_oci_config *cfg)
+{
+	const struct lb_spec *s = &cfg->spec;
+	FUZZ_CHECK(s->argv && s->argv[0] && s->argv[0][0], "a config without a command");
+	FUZZ_CHECK(s->cwd && s->cwd[0] == '/', "a relative cwd");
+	FUZZ_CHECK(s->rootfs && s->rootfs[0] == '/', "a relative root");
+	FUZZ_CHECK(s->n_mounts <= LB_MAX_MOUNTS, "too many mounts");
+	for (size_t i = 0; i < s->n_mounts; i++)
+		FUZZ_CHECK(s->mounts[i].target && s->mounts[i].target[0] == '/',
+			   "a relative mount target");
+	FUZZ_CHECK(!s->netns_path || s->netns_path[0] == '/', "a relative netns path");
+	FUZZ_CHECK(!s->limits.memory_bytes || s->limits.memory_bytes >= LB_MIN_MEMORY,
+		   "a memory limit under the floor");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct lb_oci_config cfg;
+	struct lb_oci_process p;
+	struct lb_err *err = NULL;
+	if (lb_oci_config_parse("/bundle", (const char *)data, size, &cfg, &err) == 0) {
+		check_config(&cfg);
+	} else {
+		FUZZ_CHECK(err && err->msg && !strchr(err->msg, '\n'),
+			   "a refusal without one line");
+		lb_err_free(&err);
+	}
+	lb_oci_config_free(&cfg);
+	if (lb_oci_process_parse((const char *)data, size, &p, &err) == 0)
+		FUZZ_CHECK(p.argv && p.argv[0] && p.cwd && p.cwd[0] == '/', "a bad process");
+	else
+		lb_err_free(&err);
+	lb_oci_process_free(&p);
+	return 0;
+}

@@ -1,0 +1,311 @@
+/* Unit tests for lbbox-runc's config.json parser: what podman writes becomes the engine's spec;
+ * malformed and hostile configs are refused with one line and leak nothing (ASan). */
+#include <criterion/criterion.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lbbox/oci/oci.h"
+
+#define BUNDLE "/bundle"
+
+/* A minimal valid config with PATCH spliced in as extra top-level members (or ""). */
+static char *config(const char *linux_extra, const char *process_extra, const char *top_extra)
+{
+	char *s = NULL;
+	int n = asprintf(
+	    &s,
+	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":true},"
+	    "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}%s},"
+	    "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	    "{\"type\":\"uts\"},{\"type\":\"network\"}]%s}%s}",
+	    process_extra, linux_extra, top_extra);
+	cr_assert_gt(n, 0);
+	return s;
+}
+
+static int parse(const char *text, struct lb_oci_config *cfg, struct lb_err **err)
+{
+	return lb_oci_config_parse(BUNDLE, text, strlen(text), cfg, err);
+}
+
+Test(oci_config, minimal)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	char *text = config("", "", "");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.rootfs, BUNDLE "/rootfs");
+	cr_assert(cfg.spec.readonly_root);
+	cr_assert_str_eq(cfg.spec.argv[0], "sh");
+	cr_assert_eq(cfg.spec.net, LB_NET_OFF);
+	cr_assert_null(cfg.spec.netns_path);
+	cr_assert_eq(cfg.spec.caps, 0);
+	cr_assert_eq(cfg.spec.tmp_size, 0);
+	lb_oci_config_free(&cfg);
+	free(text);
+}
+
+/* What podman 4.3 writes, in short: limits, caps, rlimits, a joined netns, binds, seccomp. */
+Test(oci_config, podman_like)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	const char *lx =
+	    ",\"resources\":{\"memory\":{\"limit\":67108864,\"swap\":134217728},"
+	    "\"pids\":{\"limit\":33},\"cpu\":{\"quota\":50000,\"period\":100000,\"shares\":1024},"
+	    "\"devices\":[{\"allow\":false,\"access\":\"rwm\"}]},"
+	    "\"cgroupsPath\":\"/libpod_parent/libpod-x\",\"sysctl\":{\"net.ipv4.ping_group_range\":"
+	    "\"0 0\"},\"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"],"
+	    "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[]}";
+	const char *proc = ",\"env\":[\"PATH=/bin\",\"FOO=bar\"],\"terminal\":false,"
+			   "\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\"],"
+			   "\"effective\":[\"CAP_CHOWN\",\"CAP_KILL\",\"CAP_NET_RAW\"]},"
+			   "\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":2048,\"soft\":1024}],"
+			   "\"noNewPrivileges\":true";
+	const char *top =
+	    ",\"hostname\":\"box1\",\"annotations\":{\"a\":\"b\"},\"mounts\":["
+	    "{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+	    "{\"destination\":\"/dev\",\"type\":\"tmpfs\",\"source\":\"tmpfs\"},"
+	    "{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\"},"
+	    "{\"destination\":\"/data\",\"type\":\"bind\",\"source\":\"/srv/data\","
+	    "\"options\":[\"rbind\",\"ro\"]},"
+	    "{\"destination\":\"/etc/hosts\",\"type\":\"bind\",\"source\":\"hosts\","
+	    "\"options\":[\"bind\"]},"
+	    "{\"destination\":\"/scratch\",\"type\":\"tmpfs\",\"source\":\"tmpfs\","
+	    "\"options\":[\"size=1m\",\"mode=700\",\"nosuid\"]}]";
+	char *text = config(lx, proc, top);
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.limits.memory_bytes, 64ULL << 20);
+	cr_assert_eq(cfg.spec.limits.pids, 33);
+	cr_assert_eq(cfg.spec.limits.cpu_quota_us, 50000);
+	cr_assert_eq(cfg.spec.caps, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
+	cr_assert_eq(cfg.spec.n_rlimits, 1);
+	cr_assert_eq(cfg.spec.rlimits[0].hard, 2048);
+	cr_assert_str_eq(cfg.spec.hostname, "box1");
+	cr_assert_str_eq(cfg.spec.env[1], "FOO=bar");
+	cr_assert_eq(cfg.spec.n_mounts, 3);
+	cr_assert_str_eq(cfg.spec.mounts[0].source, "/srv/data");
+	cr_assert(cfg.spec.mounts[0].readonly);
+	cr_assert_str_eq(cfg.spec.mounts[1].source, BUNDLE "/hosts");
+	cr_assert_eq(cfg.spec.mounts[2].tmpfs_size, 1 << 20);
+	cr_assert_eq(cfg.spec.mounts[2].tmpfs_mode, 0700);
+	cr_assert_not_null(cfg.seccomp_json);
+	cr_assert_not_null(cfg.annotations);
+	cr_assert_str_eq(cfg.cgroups_path, "/libpod_parent/libpod-x");
+	lb_oci_config_free(&cfg);
+	free(text);
+}
+
+Test(oci_config, network_namespaces)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	const char *host =
+	    "{\"ociVersion\":\"1.1.0\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":1000,\"gid\":1000}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},{\"type\":\"uts\"}]}}";
+	cr_assert_eq(parse(host, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.net, LB_NET_HOST);
+	cr_assert_eq(cfg.spec.uid, 1000);
+	lb_oci_config_free(&cfg);
+	const char *join =
+	    "{\"ociVersion\":\"1.2.0\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+	    "{\"type\":\"network\",\"path\":\"/run/netns/cni-1\"},{\"type\":\"cgroup\"}]}}";
+	cr_assert_eq(parse(join, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.net, LB_NET_OFF);
+	cr_assert_str_eq(cfg.spec.netns_path, "/run/netns/cni-1");
+	lb_oci_config_free(&cfg);
+	/* a pod's container: the sandbox's ipc and uts joined too */
+	const char *pod =
+	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\",\"path\":\"/proc/7/ns/ipc\"},"
+	    "{\"type\":\"uts\",\"path\":\"/proc/7/ns/uts\"},"
+	    "{\"type\":\"network\",\"path\":\"/proc/7/ns/net\"}]}}";
+	cr_assert_eq(parse(pod, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.ipcns_path, "/proc/7/ns/ipc");
+	cr_assert_str_eq(cfg.spec.utsns_path, "/proc/7/ns/uts");
+	lb_oci_config_free(&cfg);
+}
+
+struct bad {
+	const char *lx, *proc, *top, *want;
+};
+
+/* Each is refused with one line naming the problem, and nothing is leaked. */
+Test(oci_config, hostile)
+{
+	static const struct bad bad[] = {
+	    {",\"namespaces\":[{\"type\":\"user\"}]", "", "", "user namespaces"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]", "", "",
+	     "uidMappings"},
+	    {",\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/1/ns/pid\"}]", "", "",
+	     "joining a pid"},
+	    {",\"namespaces\":[{\"type\":\"pid\"}]", "", "", "sharing the host"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}]", "", "", "twice"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	     "{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}],\"x\":1},\"hostname\":\"h\",\"y\":{",
+	     "", "", "hostname needs a new uts"},
+	    {",\"namespaces\":[{\"type\":\"bogus\"}]", "", "", "unknown namespace"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	     "{\"type\":\"uts\"},{\"type\":\"network\",\"path\":\"netns\"}]",
+	     "", "", "not absolute"},
+	    {",\"namespaces\":\"pid\"", "", "", "must be an array"},
+	    {",\"resources\":{\"memory\":{\"limit\":\"1g\"}}", "", "", "must be an integer"},
+	    {",\"resources\":{\"memory\":{\"limit\":1024}}", "", "", "below lbbox's 32 MiB"},
+	    {",\"resources\":{\"pids\":{\"limit\":1.5}}", "", "", "must be an integer"},
+	    {",\"resources\":{\"cpu\":{\"quota\":10}}", "", "", "cpu quota"},
+	    {",\"resources\":{\"unified\":{\"memory.max\":\"1\"}}", "", "", "unified"},
+	    {",\"sysctl\":{\"kernel.core_pattern\":\"|/x\"}", "", "", "sysctl kernel.core_pattern"},
+	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "linux.devices"},
+	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
+	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:x\"", "", "", "systemd slice"},
+	    {",\"cgroupsPath\":\"/a/../../x\"", "", "", "not usable"},
+	    {",\"cgroupsPath\":\"/a/..\"", "", "", "not usable"},
+	    {"", ",\"cwd\":\"relative\"", "", "duplicate"}, /* JSON_REJECT_DUPLICATES */
+	    {"", ",\"args\":[]", "", "duplicate"},
+	    {"", ",\"capabilities\":{\"bounding\":[\"CAP_BOGUS\"]}", "", "unknown capability"},
+	    {"", ",\"capabilities\":{\"bounding\":[1]}", "", "must be a string"},
+	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_X\",\"hard\":1,\"soft\":1}]", "",
+	     "unknown rlimit"},
+	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1,\"soft\":2}]", "",
+	     "soft above hard"},
+	    {"", ",\"env\":[\"NOEQUALS\"]", "", "KEY=VALUE"},
+	    {"", ",\"env\":\"A=1\"", "", "must be an array"},
+	    {"", ",\"terminal\":\"yes\"", "", "must be a boolean"},
+	    {"", "", ",\"mounts\":[{\"destination\":\"data\",\"type\":\"bind\",\"source\":\"/x\"}]",
+	     "not absolute"},
+	    {"", "", ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"nfs\",\"source\":\"h:/\"}]",
+	     "not supported"},
+	    {"", "", ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"bind\"}]", "no source"},
+	    {"", "",
+	     ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"tmpfs\",\"options\":["
+	     "\"size=-1\"]}]",
+	     "tmpfs option"},
+	    {"", "", ",\"mounts\":{}", "must be an array"},
+	    {"", "", ",\"hostname\":7", "must be a string"},
+	    {"", "", ",\"hooks\":{\"createContainer\":[{\"path\":\"/bin/true\"}]}",
+	     "not supported"},
+	    {"", "", ",\"hooks\":{\"prestart\":[{\"path\":\"true\"}]}", "not absolute"},
+	    {"", "", ",\"hooks\":{\"bogus\":[]}", "unknown hook"},
+	    {"", "", ",\"annotations\":{\"a\":1}", "not a string"},
+	    {"", "", ",\"windows\":{}", "only Linux"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct lb_oci_config cfg;
+		struct lb_err *err = NULL;
+		/* a namespaces entry replaces the default list (duplicate keys are refused) */
+		char *text = NULL;
+		if (!strncmp(bad[i].lx, ",\"namespaces\"", 13)) {
+			cr_assert_gt(
+			    asprintf(&text,
+				     "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+				     "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
+				     "{\"uid\":0,\"gid\":0}},\"linux\":{%s}}",
+				     bad[i].lx + 1),
+			    0);
+		} else {
+			text = config(bad[i].lx, bad[i].proc, bad[i].top);
+		}
+		cr_assert_lt(parse(text, &cfg, &err), 0, "accepted: %s", text);
+		cr_assert_not_null(err);
+		cr_assert_not_null(strstr(err->msg, bad[i].want), "'%s' lacks '%s'", err->msg,
+				   bad[i].want);
+		cr_assert_null(strchr(err->msg, '\n'), "one line: %s", err->msg);
+		lb_err_free(&err);
+		lb_oci_config_free(&cfg);
+		free(text);
+	}
+}
+
+Test(oci_config, malformed_documents)
+{
+	static const char *const docs[] = {
+	    "",
+	    "[]",
+	    "{",
+	    "null",
+	    "{\"ociVersion\":\"2.0.0\"}",
+	    "{\"ociVersion\":1}",
+	    "{\"ociVersion\":\"1.0.0\"}",
+	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"\"}}",
+	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"}}",
+	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":-1}}}",
+	    "{\"ociVersion\":\"1.0.0\",\"root\":{\"path\":\"r\\u0000x\"}}",
+	};
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct lb_oci_config cfg;
+		struct lb_err *err = NULL;
+		cr_assert_lt(parse(docs[i], &cfg, &err), 0, "accepted: %s", docs[i]);
+		cr_assert_null(strchr(err->msg, '\n'));
+		lb_err_free(&err);
+		lb_oci_config_free(&cfg);
+	}
+}
+
+/* Huge arrays are refused by count before anything is copied; an oversized document by size. */
+Test(oci_config, huge)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	size_t n = 70000, len = 0;
+	char *args = malloc(n * 4 + 64), *text;
+	len += (size_t)sprintf(args, ",\"env\":[");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(args + len, "%s\"a\"", i ? "," : "");
+	strcpy(args + len, "]");
+	text = config("", args, "");
+	cr_assert_lt(parse(text, &cfg, &err), 0);
+	cr_assert_not_null(strstr(err->msg, "more than"), "%s", err->msg);
+	lb_err_free(&err);
+	lb_oci_config_free(&cfg);
+	free(text);
+	free(args);
+
+	size_t big = LB_OCI_CONFIG_MAX + 1;
+	char *doc = malloc(big + 1);
+	memset(doc, ' ', big);
+	doc[big] = '\0';
+	cr_assert_lt(lb_oci_config_parse(BUNDLE, doc, big, &cfg, &err), 0);
+	cr_assert_not_null(strstr(err->msg, "larger than"));
+	lb_err_free(&err);
+	lb_oci_config_free(&cfg);
+	free(doc);
+}
+
+Test(oci_config, ids)
+{
+	static const char *const ok[] = {"a", "abc-DEF_1.2+3", "0123456789abcdef"};
+	static const char *const bad[] = {"", ".", "..", ".hidden", "a/b", "a b", "-x", "a\n"};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		cr_assert_eq(lb_oci_check_id(ok[i], NULL), 0, "%s", ok[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_lt(lb_oci_check_id(bad[i], NULL), 0, "%s", bad[i]);
+	char longid[LB_OCI_ID_MAX + 2];
+	memset(longid, 'a', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = '\0';
+	cr_assert_lt(lb_oci_check_id(longid, NULL), 0);
+}
+
+Test(oci_config, exec_process)
+{
+	struct lb_oci_process p;
+	struct lb_err *err = NULL;
+	const char *ok = "{\"args\":[\"ls\",\"-l\"],\"env\":[\"A=1\"],\"cwd\":\"/tmp\","
+			 "\"terminal\":true,\"user\":{\"uid\":0,\"gid\":0}}";
+	cr_assert_eq(lb_oci_process_parse(ok, strlen(ok), &p, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(p.argv[1], "-l");
+	cr_assert_str_eq(p.cwd, "/tmp");
+	cr_assert(p.terminal);
+	lb_oci_process_free(&p);
+	const char *bad = "{\"args\":[],\"cwd\":\"/\"}";
+	cr_assert_lt(lb_oci_process_parse(bad, strlen(bad), &p, &err), 0);
+	lb_err_free(&err);
+	lb_oci_process_free(&p);
+}
