@@ -72,12 +72,13 @@ static int as_validation(struct lb_err **err)
 
 /*
  * §5.3 step 4, for every host path here (LangBot checks only host_path), and lbbox's own rules
- * (blocked paths, never lbbox's state), all on the canonical path the host path has, or will
- * have once created: nothing is created before every rule passed.
+ * (blocked paths, never lbbox's state, never the skill store), all on the canonical path the
+ * host path has, or will have once created: nothing is created before every rule passed.
  */
-static int check_host_path(const struct lb_paths *own, char *const *roots, const char *path,
+static int check_host_path(const struct lb_box *box, char *const *roots, const char *path,
 			   char **canonical, struct lb_err **err)
 {
+	const char *store = box->skills_root;
 	if (roots && !*roots)
 		return lb_err_box(
 		    err, LB_BOX_EVALIDATION,
@@ -93,15 +94,35 @@ static int check_host_path(const struct lb_paths *own, char *const *roots, const
 	if (!ok)
 		return lb_err_box(err, LB_BOX_EVALIDATION,
 				  "host_path is outside allowed_mount_roots: %s", *canonical);
+	/* a sandbox that could write the store could plant links there, or rewrite another
+	 * Workspace's skills */
+	if (*store && (under(*canonical, store) || under(store, *canonical)))
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "host_path %s overlaps the skill store %s", *canonical, store);
 	if (lb_check_host_path(*canonical, path, err) < 0 ||
-	    lb_paths_check_mount(own, *canonical, path, err) < 0)
+	    lb_paths_check_mount(&box->paths, *canonical, path, err) < 0)
 		return as_validation(err);
 	return 0;
 }
 
-static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *own,
-			   char *const *roots, const char *workspace, struct lb_spec *spec,
-			   struct lb_err **err)
+/* A skill package the store found (canonical, inside it): mounted only while still so, not
+ * wherever a link that replaced one of its components points now. */
+static int check_skill_mount(const struct lb_box *box, const char *path, char **canonical,
+			     struct lb_err **err)
+{
+	if (lb_path_resolve_missing(path, canonical, err) < 0)
+		return as_validation(err);
+	if (strcmp(*canonical, path) || !*box->skills_root || !under(path, box->skills_root))
+		return lb_err_box(err, LB_BOX_EVALIDATION,
+				  "skill package %s changed while being mounted", path);
+	if (lb_check_host_path(*canonical, path, err) < 0 ||
+	    lb_paths_check_mount(&box->paths, *canonical, path, err) < 0)
+		return as_validation(err);
+	return 0;
+}
+
+static int workspace_mount(const struct lb_box_spec *bs, const struct lb_box *box,
+			   const char *workspace, struct lb_spec *spec, struct lb_err **err)
 {
 	/* the session's own workspace, in lbbox's state: not a host path of the user's */
 	if (lb_box_workspace_quota_hard(bs))
@@ -111,7 +132,7 @@ static int workspace_mount(const struct lb_box_spec *bs, const struct lb_paths *
 	if (bs->host_path_mode == LB_BOX_MOUNT_NONE)
 		return 0;
 	_cleanup_free_ char *canonical = NULL;
-	if (check_host_path(own, roots, bs->host_path, &canonical, err) < 0)
+	if (check_host_path(box, box->allowed_roots, bs->host_path, &canonical, err) < 0)
 		return -1;
 	/* LangBot creates a missing host workspace before mounting it */
 	if (bs->host_path_mode == LB_BOX_MOUNT_RW && lb_mkdir_nofollow(canonical, 0755, err) < 0) {
@@ -147,17 +168,16 @@ int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, cons
 		    struct lb_spec *spec, struct lb_err **err)
 {
 	const struct lb_paths *own = &box->paths;
-	char *const *roots = box->allowed_roots;
-	if (check_cpus(bs->cpus, err) < 0 ||
-	    workspace_mount(bs, own, roots, workspace, spec, err) < 0)
+	if (check_cpus(bs->cpus, err) < 0 || workspace_mount(bs, box, workspace, spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < bs->n_extra_mounts; i++) {
 		const struct lb_box_mount *m = &bs->extra_mounts[i];
 		if (m->mode == LB_BOX_MOUNT_NONE)
 			continue;
 		_cleanup_free_ char *canonical = NULL;
-		if (check_host_path(own, m->runtime_owned ? NULL : roots, m->host_path, &canonical,
-				    err) < 0 ||
+		if ((m->runtime_owned ? check_skill_mount(box, m->host_path, &canonical, err)
+				      : check_host_path(box, box->allowed_roots, m->host_path,
+							&canonical, err)) < 0 ||
 		    add_mount(spec, canonical, m->mount_path, m->mode == LB_BOX_MOUNT_RO, false,
 			      err) < 0)
 			return -1;

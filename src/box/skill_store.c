@@ -31,8 +31,8 @@ static int joined(const char *base, const char *path, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static int store_path(const char *host_root, const char *skills_root, const char *ns, char *out,
-		      size_t len, struct lb_err **err)
+int lb_skill_store_path(const char *host_root, const char *skills_root, const char *ns, char *out,
+			size_t len, struct lb_err **err)
 {
 	char cwd[LB_PATH_BUF], hr[LB_PATH_BUF], sr[LB_PATH_BUF];
 	_cleanup_free_ char *h =
@@ -61,7 +61,7 @@ int lb_skill_store_open(const char *host_root, const char *skills_root, const ch
 			struct lb_skill_store *st, struct lb_err **err)
 {
 	*st = (struct lb_skill_store){.fd = -1, .lock = -1, .legacy = !ns};
-	if (store_path(host_root, skills_root, ns, st->root, sizeof(st->root), err) < 0 ||
+	if (lb_skill_store_path(host_root, skills_root, ns, st->root, sizeof(st->root), err) < 0 ||
 	    lb_mkdir_nofollow(st->root, 0755, err) < 0)
 		return -1;
 	st->fd = open(st->root, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -59,7 +59,7 @@ static int parse_spec_skill(struct lb_rpc_runtime *rt, json_t *data,
 			    const struct lb_rpc_context *ctx, struct lb_box_spec *bs,
 			    struct lb_err **err)
 {
-	if (parse_spec(data, ctx, bs, err) < 0)
+	if (parse_spec(data, ctx, bs, err) < 0 || rpc_skill_fence(rt, err) < 0)
 		return -1;
 	return rpc_skill_mount(rt, ctx, bs, err);
 }

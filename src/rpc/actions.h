@@ -18,6 +18,8 @@ struct lb_skill_store;
 bool rpc_is_skill_action(const char *action);
 int rpc_skill_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req, json_t **out,
 		     struct lb_err **err);
+/* rt->box.skills_root from the config: the store no host path may overlap. */
+int rpc_skill_fence(struct lb_rpc_runtime *rt, struct lb_err **err);
 /* skill_name's package as a read-only extra mount of bs (§6.11). */
 int rpc_skill_mount(struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
 		    struct lb_box_spec *bs, struct lb_err **err);

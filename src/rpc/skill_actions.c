@@ -31,6 +31,12 @@ int rpc_skill_store(const struct lb_rpc_runtime *rt, const struct lb_rpc_context
 				   ctx ? ns : NULL, st, err);
 }
 
+int rpc_skill_fence(struct lb_rpc_runtime *rt, struct lb_err **err)
+{
+	return lb_skill_store_path(local_str(rt, "host_root"), local_str(rt, "skills_root"), NULL,
+				   rt->box.skills_root, sizeof(rt->box.skills_root), err);
+}
+
 /* data[key] as text ('key' when missing: Python's KeyError text). */
 static int field(json_t *data, const char *key, char **out, struct lb_err **err)
 {

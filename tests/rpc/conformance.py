@@ -2601,6 +2601,70 @@ def skill_name_mounts_the_package_read_only(b):
           "is unavailable in this Workspace", other)
 
 
+@skill_test
+def skill_store_is_no_host_path(b):
+    """No host path (host_path or an extra mount, directly or through a link) may lie in the
+    skill store or contain it: a sandbox that could write there could rewrite another
+    Workspace's skills or plant links for the runtime's own skill mounts."""
+    b.ok("box_create_skill", {"skill": {"name": "tool", "instructions": "A's secret"}})
+    other = dict(CTX, workspace_uuid="ws-2")
+    os.symlink(b.store, os.path.join(b.hr, "alias"))
+    for path in (b.store, os.path.join(b.store, "tool"), os.path.join(b.hr, "skills"), b.hr,
+                 os.path.join(b.hr, "alias")):
+        b.err("box_exec", spec("h1", "cat /workspace/tool/SKILL.md", host_path=path),
+              "BoxValidationError: host_path %s overlaps the skill store" % (
+                  os.path.realpath(path)), other)
+        mount = {"host_path": path, "mount_path": "/mnt/x", "mode": "rw"}
+        b.err("box_exec", spec("h2", "true", extra_mounts=[mount]),
+              "BoxValidationError: host_path %s overlaps the skill store" % (
+                  os.path.realpath(path)), other)
+    work = os.path.join(b.hr, "work")
+    r = b.ok("box_exec", spec("h3", "echo ok", host_path=work), other)
+    assert r["stdout"] == "ok", r
+    with open(os.path.join(b.store, "tool", "SKILL.md")) as f:
+        assert "A's secret" in f.read()
+
+
+@skill_test
+def skill_mount_never_follows_a_swapped_link(b):
+    """skill_name's package swapped for a link to another directory while execs mount it: the
+    mount is the package or refused, never the link's target."""
+    b.ok("box_create_skill", {"skill": {"name": "evil", "instructions": "real package"}})
+    outside = os.path.join(b.tmp, "outside")
+    write_file(os.path.join(outside, "MARK"), "OUTSIDE\n")
+    pkg, parked = os.path.join(b.store, "evil"), os.path.join(b.store, "e2")
+    stop = threading.Event()
+
+    def swap():
+        while not stop.is_set():
+            os.rename(pkg, parked)
+            os.symlink(outside, pkg)
+            time.sleep(0.003)
+            os.unlink(pkg)
+            os.rename(parked, pkg)
+            time.sleep(0.003)
+    t = threading.Thread(target=swap)
+    t.start()
+    mounted = 0
+    try:
+        deadline = time.time() + 4
+        i = 0
+        while time.time() < deadline:
+            i += 1
+            r = b.call("box_exec", spec("race%d" % i, "cat /workspace/.skills/evil/MARK "
+                                        "/workspace/.skills/evil/SKILL.md 2>/dev/null",
+                                        skill_name="evil"))
+            if r["code"] == 0:
+                assert "OUTSIDE" not in r["data"]["stdout"], r
+                mounted += 1
+            else:  # found mid-swap, or gone or a link when mounted: refused, one line
+                assert r["message"].split(":")[0] in ("BoxValidationError", "BoxError"), r
+    finally:
+        stop.set()
+        t.join()
+    assert mounted > 0, "no exec of %d got the package mounted" % i
+
+
 def run_skill(fn, kind, h):
     fn(skill_server(h, kind))
 

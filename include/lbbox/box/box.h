@@ -32,6 +32,10 @@ struct lb_box {
 	/* The operator set them (LBBOX_BOX_ALLOWED_ROOTS): a peer's config does not replace them.
 	 */
 	bool roots_fixed;
+	/* The skill store, every Workspace's (canonical; "" = none): writable by no sandbox, so no
+	 * host path may lie in it or contain it; only the runtime's read-only skill mounts reach
+	 * it, each one package found by the store itself. */
+	char skills_root[LB_PATH_BUF];
 	/* How a session's image is found: "ref=local,ref2=local2" aliases first (not owned), then
 	 * the store, then a pull when allowed. */
 	const char *image_aliases;

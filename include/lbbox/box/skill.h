@@ -29,6 +29,9 @@ struct lb_skill_store {
 	bool legacy;
 };
 
+/* The canonical path of that store (created or not). */
+int lb_skill_store_path(const char *host_root, const char *skills_root, const char *ns, char *out,
+			size_t len, struct lb_err **err);
 /* The store of host_root (default "./data/box") / skills_root (default "skills"), relative ones
  * against the working directory; ns (may be NULL: the legacy protocol) adds tenants/<ns>. The
  * directory is created when missing and locked until lb_skill_store_close. */
