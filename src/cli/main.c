@@ -49,6 +49,22 @@ static void usage(FILE *f)
 	    f);
 }
 
+/*
+ * The OCI runtime runs from a sealed copy of itself, whatever the verb (CVE-2019-5736): a
+ * container's pid 1 is this process forked, and an exec runs lbbox until its execve, so an
+ * image's "#!/proc/self/exe" entrypoint would otherwise reach the host binary on disk.
+ */
+static int runc_sealed(int argc, char **argv, char **all)
+{
+	struct lb_err *err = NULL;
+	if (lb_reexec_sealed(all, &err) < 0) {
+		cli_error("lbbox-runc: %s", err->msg);
+		lb_err_free(&err);
+		return 1;
+	}
+	return cli_runc(argc, argv);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -66,7 +82,7 @@ int main(int argc, char **argv)
 	/* lbbox-runc: the OCI runtime, runc's command line (a link to this program) */
 	const char *self = strrchr(argv[0], '/');
 	if (strcmp(self ? self + 1 : argv[0], "lbbox-runc") == 0)
-		return cli_runc(argc, argv);
+		return runc_sealed(argc, argv, argv);
 	lb_paths_defaults(&defaults);
 	g.paths = (struct lb_paths){.root = defaults.root, .runroot = defaults.runroot};
 	opterr = 0;
@@ -98,7 +114,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[optind], "version") == 0) /* touches no directory */
 		return cli_version();
 	if (strcmp(argv[optind], "runc") == 0) /* its own --root, apart from lbbox's */
-		return cli_runc(argc - optind, argv + optind);
+		return runc_sealed(argc - optind, argv + optind, argv);
 	/* before any verb touches them, whichever runs first on this host */
 	if (lb_paths_check_runroot(g.paths.runroot, &err) < 0 ||
 	    lb_paths_secure(&g.paths, &err) < 0) {

@@ -121,6 +121,9 @@ def part_runtime(tmp):
     pid = int(open(pidfile).read())
     check(st and st["status"] == "created" and st["pid"] == pid and st["id"] == "c1"
           and st["bundle"] == b and st["ociVersion"].startswith("1."), f"state created {st}")
+    exe = os.readlink(f"/proc/{pid}/exe")
+    check(exe.startswith("/memfd:lbbox-sealed"),
+          f"pid 1 runs from a sealed copy, not the host binary an image could reach ({exe})")
     cgs = cgroup_dirs(pid)
     check(len(cgs) > 0 and all(os.path.isdir(c) and c.endswith("/" + cg_name) for c in cgs),
           f"the container's cgroups are at its cgroupsPath ({cgs[:1]})")
