@@ -171,7 +171,8 @@ def run_podman(tmp, runtimes, logs, bridge, a, times, ids, rootfs):
             loop("podman", list(runtimes), a, times, ids, lambda rt, name: (
                 P + ["--runtime", wraps[rt], "run", "--rm", "--name", name, "--network", "none"]
                 + ULIMITS + [IMG, "/bin/true"]))
-    check(not cleaned["left"], f"podman's cgroups removed ({cleaned['left'][:2]})")
+    check(not cleaned["left"],
+          f"podman's cgroups and /var/lib/cni removed ({cleaned['left'][:2]})")
 
 
 def run_ctr(tmp, runtimes, logs, a, times, ids, rootfs):

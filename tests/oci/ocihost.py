@@ -64,7 +64,7 @@ def podman_import(P, tmp, rootfs, img):
 def podman_host(P, bridge):
     """Yields a dict; on the way out every container and image goes, the bridge, the
     libpod_parent cgroups and /var/lib/cni that were not there before, and dict["left"] lists
-    the libpod_parent cgroups that could not be removed."""
+    the libpod_parent cgroups (and /var/lib/cni) that could not be removed."""
     had_cni = os.path.exists("/var/lib/cni")  # libcni's cache, made on first use
     # podman (cgroupfs) puts conmon in /libpod_parent/conmon of every hierarchy
     had_libpod = set(glob.glob("/sys/fs/cgroup/*/libpod_parent"))
@@ -75,19 +75,27 @@ def podman_host(P, bridge):
         sh(P + ["rm", "-af", "-t", "0"])
         sh(P + ["rmi", "-af"])
         sh(["ip", "link", "del", bridge])
-        for d in set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod:
-            for sub in ("conmon", ""):
-                try:
-                    os.rmdir(os.path.join(d, sub))
-                except OSError:
-                    pass
-        out["left"] = sorted(set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod)
-        if not had_cni:
-            for sub in ("results", "networks", ""):
-                try:
-                    os.rmdir(os.path.join("/var/lib/cni", sub))
-                except OSError:
-                    pass
+        # a conmon still exiting keeps its cgroup busy for a moment: retried for up to 10 s
+        end = time.time() + 10
+        while True:
+            for d in set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod:
+                for sub in ("conmon", ""):
+                    try:
+                        os.rmdir(os.path.join(d, sub))
+                    except OSError:
+                        pass
+            if not had_cni:  # a cleanup still tearing a network down may hold a result
+                for sub in ("results", "networks", ""):
+                    try:
+                        os.rmdir(os.path.join("/var/lib/cni", sub))
+                    except OSError:
+                        pass
+            out["left"] = sorted(set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod)
+            if not had_cni and os.path.exists("/var/lib/cni"):
+                out["left"].append("/var/lib/cni")
+            if not out["left"] or time.time() > end:
+                break
+            time.sleep(0.2)
 
 
 def wait_socket(ctr, proc, timeout=20):

@@ -342,7 +342,8 @@ def part_podman(tmp):
         r = podman_import(P, tmp, ROOTFS, img)
         check(r.returncode == 0, f"podman import ({r.stderr.strip()[-200:]})")
         podman_checks(P, U, img, run, tmp, root)
-    check(not cleaned["left"], f"podman's cgroups removed ({cleaned['left'][:2]})")
+    check(not cleaned["left"],
+          f"podman's cgroups and /var/lib/cni removed ({cleaned['left'][:2]})")
     return bridge
 
 
