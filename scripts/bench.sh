@@ -21,6 +21,9 @@
 # as nobody, off and on (pasta), in a network namespace of the benchmark's own
 # (lbbench-rl, a veth to lbbench-up as its uplink; /bin/true sends nothing),
 # with a /dev/net/tun that nobody may open bound in a private mount namespace.
+# BENCH_OCI (default on when podman and ctr are installed; BENCH_OCI=0 skips)
+# runs scripts/bench_oci.py: lbbox-runc vs runc under podman and containerd
+# (BENCH_OCI_N runs, default 30), its figures in --json as oci_*.
 #
 # Each run is timed in this bash process with $EPOCHREALTIME around the
 # command: one fork+exec per run, the same for every tool, and no `date`
@@ -481,6 +484,19 @@ rpc_bench() {
 }
 [ "${BENCH_RPC:-1}" = 0 ] || rpc_bench || warn "rpc benchmark failed"
 
+# lbbox-runc vs runc under podman and containerd (scripts/bench_oci.py; BENCH_OCI_N runs, default
+# 30). On by default when podman and ctr are installed; BENCH_OCI=0 skips it.
+oci_bench() {
+	local rc=0
+	BENCH_OCI_JSON=$tmp/oci.json python3 "$repo/scripts/bench_oci.py" \
+		"$(dirname -- "$lbbox")" "$rootfs" || rc=$?
+	[ "$rc" = 77 ] && { warn "oci benchmark skipped"; return 0; }
+	return "$rc"
+}
+if [ "${BENCH_OCI:-1}" != 0 ] && command -v podman >/dev/null && command -v ctr >/dev/null; then
+	oci_bench || warn "oci benchmark failed"
+fi
+
 case " $TOOLS " in
 *" lbbox "*) [ "$lbbox_ok" = 1 ] || die "lbbox did not run" ;;
 esac
@@ -491,6 +507,7 @@ if [ -n "$json_out" ]; then
 		printf '{"%s": {"median": %s, "p90": %s}}\n' "$k" "${med[$k]}" "${p90[$k]:-null}"
 	done | jq -s 'add // {}')
 	[ -r "$tmp/rpc.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/rpc.json")
+	[ -r "$tmp/oci.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/oci.json")
 	jq -n --arg commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 		--arg date "$(date -u +%FT%TZ)" --argjson n "$N" --argjson figures "$figs" \
 		'{commit: $commit, date: $date, n: $n, figures: $figures}' >"$json_out"

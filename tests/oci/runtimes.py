@@ -15,7 +15,6 @@ its exit code, run -d + task exec / ps / kill / rm.
 
 Usage: runtimes.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
-import ctypes
 import json
 import os
 import shutil
@@ -26,6 +25,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
+                     podman_cmd, podman_host, podman_import, sh, subreaper)
+
 BUILD, ROOTFS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 RUNC = os.path.join(BUILD, "lbbox-runc")
 FAILS = []
@@ -35,19 +38,6 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         FAILS.append(what)
-
-
-def sh(args, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", 120)
-    return subprocess.run(args, **kw)
-
-
-def subreaper():
-    """As conmon and containerd's shim: the container's pid 1 comes back to us."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 def wait_exit(pid, timeout=20):
@@ -338,20 +328,6 @@ def part_runtime(tmp):
     check(r.returncode == 0 and json.loads(r.stdout)["ociVersionMin"] == "1.0.0", "features")
 
 
-def cni_config(tmp, bridge):
-    d = os.path.join(tmp, "cni")
-    os.makedirs(d)
-    net = {"cniVersion": "0.4.0", "name": "podman", "plugins": [{
-        # no gateway and no masquerade: the plugin then leaves the host's forwarding and
-        # firewall alone; an address on eth0 is all this test needs to see
-        "type": "bridge", "bridge": bridge, "isGateway": False, "ipMasq": False,
-        "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
-                 "ranges": [[{"subnet": "10.213.77.0/24"}]]}}]}
-    with open(os.path.join(d, "podman.conflist"), "w") as f:
-        json.dump(net, f)
-    return d
-
-
 def part_podman(tmp):
     root = os.path.join(tmp, "podman-runc")
     # conmon's cleanup (podman container cleanup) does not pass --runtime-flag on: a wrapper
@@ -361,161 +337,120 @@ def part_podman(tmp):
         f.write(f"#!/bin/sh\nexec {RUNC} --root {root} \"$@\"\n")
     os.chmod(wrap, 0o755)
     bridge = f"lbt{os.getpid() % 100000}"
-    P = ["podman", "--root", os.path.join(tmp, "storage"), "--runroot", os.path.join(tmp, "run"),
-         "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file",
-         "--tmpdir", os.path.join(tmp, "ptmp"), "--network-config-dir", cni_config(tmp, bridge),
-         "--runtime", wrap]
-    U = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=32768:32768"]
-    tar = os.path.join(tmp, "rootfs.tar")
-    sh(["tar", "-C", ROOTFS, "-cf", tar, "."])
-    r = sh(P + ["import", tar, "localhost/lbbox-test:1"])
-    check(r.returncode == 0, f"podman import ({r.stderr.strip()[-200:]})")
+    P = podman_cmd(tmp, bridge) + ["--runtime", wrap]
+    U = ULIMITS
     img = "localhost/lbbox-test:1"
     run = P + ["run", "--rm"] + U
-    had_cni = os.path.exists("/var/lib/cni")  # libcni's cache, made on first use
-    # podman (cgroupfs) puts conmon in /libpod_parent/conmon of every hierarchy
-    import glob
-    had_libpod = set(glob.glob("/sys/fs/cgroup/*/libpod_parent"))
-    try:
-        r = sh(run + ["--network", "none", img, "echo", "hi"])
-        check(r.returncode == 0 and r.stdout == "hi\n", f"podman run --rm echo hi ({r.stderr.strip()})")
-        r = sh(run + ["--network", "none", img, "sh", "-c", "exit 3"])
-        check(r.returncode == 3, f"exit code 3 ({r.returncode})")
-        r = sh(run + ["--network", "none", img, "nonexistent-cmd"])
-        check(r.returncode == 127, f"command not found: 127 ({r.returncode})")
-        vol = os.path.join(tmp, "vol")
-        os.makedirs(vol)
-        open(os.path.join(vol, "in"), "w").write("from-host\n")
-        r = sh(run + ["--network", "none", "-e", "FOO=bar", "-v", f"{vol}:/data", img, "sh", "-c",
-                      "echo $FOO; cat /data/in; echo from-box > /data/out"])
-        check(r.returncode == 0 and r.stdout == "bar\nfrom-host\n"
-              and open(os.path.join(vol, "out")).read() == "from-box\n", "-e and -v")
-        r = sh(run + ["--network", "none", "--memory", "64m", "--pids-limit", "33", "--cpus",
-                      "0.5", img, "sh", "-c",
-                      "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
-                      "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us"])
-        check(r.stdout.split() == ["67108864", "33", "50000"],
-              f"--memory, --pids-limit, --cpus in the cgroup ({r.stdout.split()} {r.stderr.strip()})")
-        # -t: conmon's console socket; script(1) gives podman a terminal of its own
-        cmd = " ".join(run + ["-t", "--network", "none", img, "sh", "-c", "'tty; exit 4'"])
-        r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
-        check(r.returncode == 4 and "/dev/pts/0" in r.stdout,
-              f"podman run -t: a terminal inside, exit code ({r.returncode} {r.stdout!r})")
-        r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
-        check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
-        r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])
-        check(r.returncode == 0 and "10.213.77." in r.stdout,
-              f"default network (the test's CNI bridge, netns joined by path) ({r.stdout.strip()} {r.stderr.strip()})")
-
-        # detached: ps, exec, runtime state, stop
-        r = sh(P + ["run", "-d", "--name", "lbt-d1", "--network", "none"] + U + [img, "sleep", "300"])
-        check(r.returncode == 0, f"run -d ({r.stderr.strip()})")
-        cid = r.stdout.strip()
-        r = sh(P + ["ps", "--format", "{{.Names}} {{.Status}}"])
-        check(r.stdout.startswith("lbt-d1 Up"), f"podman ps ({r.stdout.strip()})")
-        cpid = sh(P + ["inspect", "--format", "{{.State.Pid}}", "lbt-d1"]).stdout.strip()
-        # the hierarchies lbbox uses (the others keep conmon's cgroup)
-        cgs = [c for c in (cgroup_dirs(int(cpid)) if cpid.isdigit() else [])
-               if c.split("/")[4] in ("memory", "pids", "cpu,cpuacct", "cpu")]
-        check(cgs and all(c.endswith(f"/libpod_parent/libpod-{cid}") for c in cgs),
-              f"the container's cgroup is podman's cgroupsPath ({cgs[:1]})")
-        st = json.loads(sh([RUNC, "--root", root, "state", cid]).stdout or "{}")
-        check(st.get("status") == "running", "the runtime's state: running")
-        r = sh(P + ["pause", "lbt-d1"])
-        st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
-        check(r.returncode == 0 and st == "paused", f"podman pause ({st} {r.stderr.strip()})")
-        r = sh(P + ["unpause", "lbt-d1"])
-        st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
-        check(r.returncode == 0 and st == "running", f"podman unpause ({st})")
-        cmd = " ".join(P + ["exec", "-t", "lbt-d1", "sh", "-c",
-                            "'tty; [ $(cut -d\\  -f7 /proc/$$/stat) != 0 ] && echo ctty; exit 2'"])
-        r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
-        check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
-              f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
-        r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
-        check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
-        r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
-        check(r.returncode == 4 and r.stdout == "exec1\n", f"podman exec ({r.returncode} {r.stdout!r} {r.stderr.strip()})")
-        t0 = time.time()
-        r = sh(P + ["stop", "-t", "5", "lbt-d1"])
-        check(r.returncode == 0 and time.time() - t0 < 4, "podman stop (SIGTERM reaches the command)")
-        r = sh(P + ["inspect", "--format", "{{.State.ExitCode}}", "lbt-d1"])
-        check(r.stdout.strip() == "143", f"stopped by SIGTERM: 143 ({r.stdout.strip()})")
-        r = sh([RUNC, "--root", root, "state", cid])
-        st = json.loads(r.stdout) if r.returncode == 0 else {}
-        # podman's cleanup may have deleted it from the runtime already
-        check(st.get("status") == "stopped" or "does not exist" in r.stderr,
-              f"the runtime's state: stopped or deleted ({st or r.stderr.strip()})")
-        check(sh(P + ["rm", "lbt-d1"]).returncode == 0, "podman rm")
-
-        r = sh(P + ["run", "-d", "--name", "lbt-d2", "--network", "none"] + U + [img, "sleep", "300"])
-        r = sh(P + ["kill", "lbt-d2"])
-        code = sh(P + ["wait", "lbt-d2"]).stdout.strip()
-        check(r.returncode == 0 and code == "137", f"podman kill: 137 ({code})")
-        check(sh(P + ["rm", "lbt-d2"]).returncode == 0, "podman rm after kill")
-        r = sh(P + ["run", "-d", "--name", "lbt-d3"] + U + [img, "sleep", "300"])
-        r = sh(P + ["rm", "-f", "lbt-d3"])
-        check(r.returncode == 0, "podman rm -f of a running container")
-        r = sh(P + ["ps", "-a", "-q"])
-        check(r.stdout.strip() == "", f"no container left ({r.stdout.strip()})")
-        left = [n for n in os.listdir(root) if not n.startswith(".")]
-        check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
-              f"the runtime's root is empty ({left})")
-    finally:
-        sh(P + ["rm", "-af", "-t", "0"])
-        sh(P + ["rmi", "-af"])
-        sh(["ip", "link", "del", bridge])
-        for d in set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod:
-            for sub in ("conmon", ""):
-                try:
-                    os.rmdir(os.path.join(d, sub))
-                except OSError:
-                    pass
-        left = set(glob.glob("/sys/fs/cgroup/*/libpod_parent")) - had_libpod
-        check(not left, f"podman's cgroups removed ({sorted(left)[:2]})")
-        if not had_cni:
-            for sub in ("results", "networks", ""):
-                try:
-                    os.rmdir(os.path.join("/var/lib/cni", sub))
-                except OSError:
-                    pass
+    with podman_host(P, bridge) as cleaned:
+        r = podman_import(P, tmp, ROOTFS, img)
+        check(r.returncode == 0, f"podman import ({r.stderr.strip()[-200:]})")
+        podman_checks(P, U, img, run, tmp, root)
+    check(not cleaned["left"],
+          f"podman's cgroups and /var/lib/cni removed ({cleaned['left'][:2]})")
     return bridge
 
 
-def wait_socket(ctr, proc, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end and proc.poll() is None:
-        if sh(ctr + ["version"], timeout=10).returncode == 0:
-            return True
-        time.sleep(0.1)
-    return False
+def podman_checks(P, U, img, run, tmp, root):
+    r = sh(run + ["--network", "none", img, "echo", "hi"])
+    check(r.returncode == 0 and r.stdout == "hi\n", f"podman run --rm echo hi ({r.stderr.strip()})")
+    r = sh(run + ["--network", "none", img, "sh", "-c", "exit 3"])
+    check(r.returncode == 3, f"exit code 3 ({r.returncode})")
+    r = sh(run + ["--network", "none", img, "nonexistent-cmd"])
+    check(r.returncode == 127, f"command not found: 127 ({r.returncode})")
+    vol = os.path.join(tmp, "vol")
+    os.makedirs(vol)
+    open(os.path.join(vol, "in"), "w").write("from-host\n")
+    r = sh(run + ["--network", "none", "-e", "FOO=bar", "-v", f"{vol}:/data", img, "sh", "-c",
+                  "echo $FOO; cat /data/in; echo from-box > /data/out"])
+    check(r.returncode == 0 and r.stdout == "bar\nfrom-host\n"
+          and open(os.path.join(vol, "out")).read() == "from-box\n", "-e and -v")
+    r = sh(run + ["--network", "none", "--memory", "64m", "--pids-limit", "33", "--cpus",
+                  "0.5", img, "sh", "-c",
+                  "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
+                  "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us"])
+    check(r.stdout.split() == ["67108864", "33", "50000"],
+          f"--memory, --pids-limit, --cpus in the cgroup ({r.stdout.split()} {r.stderr.strip()})")
+    # -t: conmon's console socket; script(1) gives podman a terminal of its own
+    cmd = " ".join(run + ["-t", "--network", "none", img, "sh", "-c", "'tty; exit 4'"])
+    r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+    check(r.returncode == 4 and "/dev/pts/0" in r.stdout,
+          f"podman run -t: a terminal inside, exit code ({r.returncode} {r.stdout!r})")
+    r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
+    check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
+    r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])
+    check(r.returncode == 0 and "10.213.77." in r.stdout,
+          f"default network (the test's CNI bridge, netns joined by path) ({r.stdout.strip()} {r.stderr.strip()})")
+
+    # detached: ps, exec, runtime state, stop
+    r = sh(P + ["run", "-d", "--name", "lbt-d1", "--network", "none"] + U + [img, "sleep", "300"])
+    check(r.returncode == 0, f"run -d ({r.stderr.strip()})")
+    cid = r.stdout.strip()
+    r = sh(P + ["ps", "--format", "{{.Names}} {{.Status}}"])
+    check(r.stdout.startswith("lbt-d1 Up"), f"podman ps ({r.stdout.strip()})")
+    cpid = sh(P + ["inspect", "--format", "{{.State.Pid}}", "lbt-d1"]).stdout.strip()
+    # the hierarchies lbbox uses (the others keep conmon's cgroup)
+    cgs = [c for c in (cgroup_dirs(int(cpid)) if cpid.isdigit() else [])
+           if c.split("/")[4] in ("memory", "pids", "cpu,cpuacct", "cpu")]
+    check(cgs and all(c.endswith(f"/libpod_parent/libpod-{cid}") for c in cgs),
+          f"the container's cgroup is podman's cgroupsPath ({cgs[:1]})")
+    st = json.loads(sh([RUNC, "--root", root, "state", cid]).stdout or "{}")
+    check(st.get("status") == "running", "the runtime's state: running")
+    r = sh(P + ["pause", "lbt-d1"])
+    st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
+    check(r.returncode == 0 and st == "paused", f"podman pause ({st} {r.stderr.strip()})")
+    r = sh(P + ["unpause", "lbt-d1"])
+    st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
+    check(r.returncode == 0 and st == "running", f"podman unpause ({st})")
+    cmd = " ".join(P + ["exec", "-t", "lbt-d1", "sh", "-c",
+                        "'tty; [ $(cut -d\\  -f7 /proc/$$/stat) != 0 ] && echo ctty; exit 2'"])
+    r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+    check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
+          f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
+    r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
+    check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
+    r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
+    check(r.returncode == 4 and r.stdout == "exec1\n", f"podman exec ({r.returncode} {r.stdout!r} {r.stderr.strip()})")
+    t0 = time.time()
+    r = sh(P + ["stop", "-t", "5", "lbt-d1"])
+    check(r.returncode == 0 and time.time() - t0 < 4, "podman stop (SIGTERM reaches the command)")
+    r = sh(P + ["inspect", "--format", "{{.State.ExitCode}}", "lbt-d1"])
+    check(r.stdout.strip() == "143", f"stopped by SIGTERM: 143 ({r.stdout.strip()})")
+    r = sh([RUNC, "--root", root, "state", cid])
+    st = json.loads(r.stdout) if r.returncode == 0 else {}
+    # podman's cleanup may have deleted it from the runtime already
+    check(st.get("status") == "stopped" or "does not exist" in r.stderr,
+          f"the runtime's state: stopped or deleted ({st or r.stderr.strip()})")
+    check(sh(P + ["rm", "lbt-d1"]).returncode == 0, "podman rm")
+
+    r = sh(P + ["run", "-d", "--name", "lbt-d2", "--network", "none"] + U + [img, "sleep", "300"])
+    r = sh(P + ["kill", "lbt-d2"])
+    code = sh(P + ["wait", "lbt-d2"]).stdout.strip()
+    check(r.returncode == 0 and code == "137", f"podman kill: 137 ({code})")
+    check(sh(P + ["rm", "lbt-d2"]).returncode == 0, "podman rm after kill")
+    r = sh(P + ["run", "-d", "--name", "lbt-d3"] + U + [img, "sleep", "300"])
+    r = sh(P + ["rm", "-f", "lbt-d3"])
+    check(r.returncode == 0, "podman rm -f of a running container")
+    r = sh(P + ["ps", "-a", "-q"])
+    check(r.stdout.strip() == "", f"no container left ({r.stdout.strip()})")
+    left = [n for n in os.listdir(root) if not n.startswith(".")]
+    check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
+          f"the runtime's root is empty ({left})")
 
 
 def part_containerd(tmp):
     d = os.path.join(tmp, "ctd")
-    os.makedirs(d)
+    with containerd_host(d) as (ctr, ok):
+        containerd_checks(d, ctr, ok)
+
+
+def containerd_checks(d, ctr, ok):
     rootfs = os.path.join(d, "rootfs")  # a copy: ctr --rootfs gives the runtime a writable root
     sh(["cp", "-a", ROOTFS, rootfs])
-    sock = os.path.join(d, "containerd.sock")
-    disabled = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
-                "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-                "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
-                "io.containerd.tracing.processor.v1.otlp"]
-    conf = os.path.join(d, "config.toml")
-    with open(conf, "w") as f:
-        f.write(f'version = 2\nroot = "{d}/root"\nstate = "{d}/state"\n'
-                f"disabled_plugins = {json.dumps(disabled)}\n"
-                f'[grpc]\n  address = "{sock}"\n[ttrpc]\n  address = "{sock}.ttrpc"\n'
-                f'[debug]\n  address = "{d}/debug.sock"\n[metrics]\n  address = ""\n')
-    log = open(os.path.join(d, "containerd.log"), "w")
-    proc = subprocess.Popen(["containerd", "--config", conf], stdout=log, stderr=log,
-                            stdin=subprocess.DEVNULL)
-    ctr = ["ctr", "-a", sock]
     runc_root = os.path.join(d, "runc-root")
     rt = ["--runtime", "io.containerd.runc.v2", "--runc-binary", RUNC, "--runc-root", runc_root,
           "--rootfs", rootfs]
     try:
-        check(wait_socket(ctr, proc), "containerd answers on the test's socket")
+        check(ok, "containerd answers on the test's socket")
         r = sh(ctr + ["run", "--rm"] + rt + ["t1", "sh", "-c", "echo hi-from-ctr; exit 5"])
         check(r.returncode == 5 and r.stdout == "hi-from-ctr\n",
               f"ctr run --rm: output and exit code 5 ({r.returncode} {r.stderr.strip()[-200:]})")
@@ -540,54 +475,7 @@ def part_containerd(tmp):
                 if not n.startswith(".")] if os.path.isdir(runc_root) else []
         check(left == [], f"the runtime's root is empty ({left})")
     finally:
-        for t in ("t1", "t2"):
-            sh(ctr + ["task", "kill", "-s", "KILL", t])
-            sh(ctr + ["task", "rm", "-f", t])
-            sh(ctr + ["container", "rm", t])
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def host_clean(tmp, bridge):
-    with open("/proc/self/mountinfo") as f:
-        mounts = [l for l in f if tmp in l]
-    check(mounts == [], f"no mount left under the test directory ({mounts[:2]})")
-    procs = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            # conmon names the test's paths; a sandbox's pid 1 (its command line wiped) holds
-            # its state directory's lock open
-            if tmp.encode() in open(f"/proc/{p}/cmdline", "rb").read():
-                procs.append(p)
-                continue
-            for fd in os.listdir(f"/proc/{p}/fd"):
-                if os.readlink(f"/proc/{p}/fd/{fd}").startswith(tmp):
-                    procs.append(p)
-                    break
-        except OSError:
-            pass
-    check(procs == [], f"no process of the test left ({procs})")
-    check(not os.path.exists(f"/sys/class/net/{bridge}"), "the test's bridge is gone")
-    netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
-    mine = [n for n in netns if n.startswith("cni-") and
-            sh(["ip", "netns", "pids", n]).stdout.strip() == ""]
-    check(mine == [], f"no empty cni netns left ({mine})")
-
-
-def delete_all(tmp):
-    """Whatever failed, the containers go: delete --force every one left in either root."""
-    for root in ("runc-root", "podman-runc", "ctd/runc-root/default"):
-        d = os.path.join(tmp, root)
-        for cid in os.listdir(d) if os.path.isdir(d) else []:
-            if not cid.startswith("."):
-                sh([RUNC, "--root", d, "delete", "--force", cid])
+        ctr_remove(ctr, ("t1", "t2"))
 
 
 def main():
@@ -604,19 +492,13 @@ def main():
         else:
             check(False, "podman and conmon are installed (scripts/setup.sh)")
         if shutil.which("containerd") and shutil.which("ctr"):
-            # the shim keeps sockets and fifos in /run/containerd whatever containerd's state
-            # directory: removed after when this test made it
-            had_run = os.path.exists("/run/containerd")
-            try:
-                part_containerd(tmp)
-            finally:
-                if not had_run:
-                    shutil.rmtree("/run/containerd", ignore_errors=True)
+            part_containerd(tmp)
         else:
             check(False, "containerd and ctr are installed (scripts/setup.sh)")
     finally:
-        delete_all(tmp)
-        host_clean(tmp, bridge)
+        delete_all(RUNC, [os.path.join(tmp, r)
+                          for r in ("runc-root", "podman-runc", "ctd/runc-root/default")])
+        host_clean(tmp, bridge, check)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(FAILS)} failed" if FAILS else "all passed")
     return 1 if FAILS else 0
