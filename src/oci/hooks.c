@@ -71,13 +71,39 @@ int lb_oci_hooks_check(json_t *hooks, struct lb_err **err)
 	return 0;
 }
 
-/* Waits for pid until timeout_s; kills it past that. Its exit status, or -1 on timeout. */
-static int wait_hook(pid_t pid, int pidfd, int timeout_s)
+/* Feeds the hook the state (in, non-blocking; closed once written or refused) while waiting for
+ * it until timeout_s: a hook that neither reads nor exits is killed at the deadline, not left
+ * blocking the writer. Its exit status, or -1 on timeout. */
+static int wait_hook(pid_t pid, int pidfd, int in, const char *state, int timeout_s)
 {
-	struct pollfd p = {.fd = pidfd, .events = POLLIN};
-	int status = 0, n;
-	while ((n = poll(&p, 1, timeout_s * 1000)) < 0 && errno == EINTR)
-		;
+	size_t left = strlen(state);
+	int64_t deadline = (int64_t)(lb_now_ns() / 1000000) + (int64_t)timeout_s * 1000;
+	int status = 0, n = 1;
+	for (;;) {
+		struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN},
+				      {.fd = in, .events = POLLOUT}};
+		int64_t wait = deadline - (int64_t)(lb_now_ns() / 1000000);
+		if (wait <= 0) {
+			n = 0;
+			break;
+		}
+		n = poll(p, in >= 0 ? 2 : 1, (int)wait);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (p[0].revents & POLLIN))
+			break;
+		if (in >= 0 && p[1].revents) {
+			ssize_t w = write(in, state, left);
+			if (w > 0)
+				state += w, left -= (size_t)w;
+			if ((w < 0 && errno != EAGAIN) || !left) {
+				close(in);
+				in = -1;
+			}
+		}
+	}
+	if (in >= 0)
+		close(in);
 	if (n == 0)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -114,13 +140,18 @@ static int run_hook(const char *kind, json_t *h, const char *state, struct lb_er
 	}
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	signal(SIGPIPE, SIG_IGN);
-	(void)!lb_write_all(in[1], state, strlen(state));
-	close(in[1]);
-	int status = pidfd >= 0 ? wait_hook(pid, pidfd, (int)timeout) : 0;
-	if (pidfd < 0)
-		waitpid(pid, &status, 0);
-	else
-		close(pidfd);
+	if (pidfd < 0 || fcntl(in[1], F_SETFL, O_NONBLOCK) < 0) {
+		int e = errno;
+		close(in[1]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (pidfd >= 0)
+			close(pidfd);
+		return lb_err_set(err, e, "%s hook %s", kind, path);
+	}
+	int status = wait_hook(pid, pidfd, in[1], state, (int)timeout);
+	close(pidfd);
 	if (status == -1)
 		return lb_err_set(err, ETIMEDOUT, "%s hook %s timed out", kind, path);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))

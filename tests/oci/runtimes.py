@@ -220,6 +220,19 @@ def part_runtime(tmp):
           and [x["status"] for x in states] == ["created", "created", "running", "stopped"]
           and all(x["id"] == "cc" for x in states), f"hooks, with the state on stdin ({kinds})")
 
+    # a hook that reads nothing and does not exit, given a state larger than a pipe holds: its
+    # timeout still ends it, and create fails with one line, leaving nothing
+    bt = bundle(tmp, "bhook", ["true"], annotations={"big": "x" * 200000})
+    cfg = json.load(open(os.path.join(bt, "config.json")))
+    cfg["hooks"] = {"prestart": [{"path": "/bin/sleep", "args": ["sleep", "30"], "timeout": 1}]}
+    json.dump(cfg, open(os.path.join(bt, "config.json"), "w"))
+    t0 = time.time()
+    rc, err = create(R, tmp, ["-b", bt, "ct"])
+    took = time.time() - t0
+    check(rc != 0 and "timed out" in err and err.count("\n") == 1 and took < 15,
+          f"a hook's timeout holds while its state is written ({rc} {took:.1f}s {err.strip()})")
+    check(state("ct") is None, "the timed-out create left no container")
+
     # a pod: B joins A's network, ipc and uts namespaces by path (Kubernetes' sandbox pattern)
     ba = bundle(tmp, "pod-a", ["sleep", "300"], hostname="pod-a")
     create(R, tmp, ["-b", ba, "--pid-file", pidfile, "pa"])
