@@ -55,6 +55,10 @@ int lb_path_resolve_missing(const char *path, char **out, struct lb_err **err);
 int lb_mkdir_nofollow(const char *canonical, mode_t mode, struct lb_err **err);
 /* Removes a directory tree (no crossing of mount points is attempted: callers own the tree). */
 int lb_rm_rf(const char *path, struct lb_err **err);
+/* Empties the directory dirfd (borrowed), never following a link nor crossing into another
+ * filesystem (EXDEV), with a bounded number of descriptors whatever the tree's depth; it stops
+ * at the first entry it cannot remove. -1 with errno. */
+int lb_rm_children_fd(int dirfd);
 
 /* Full write / read loops that retry on EINTR and short counts. */
 int lb_write_all(int fd, const void *buf, size_t len);
