@@ -340,74 +340,101 @@ static void rm_evict(struct rm_level *lv, size_t depth)
 	}
 }
 
-/* One step at level *depth: an entry removed, a directory entered, or the level finished and
- * left (its directory removed). 1 when the top level is done. */
-static int rm_step(struct rm_level **lv, size_t *depth, size_t *cap)
+/* A removal in progress: its levels (0 the top), the deepest, and the first error met (it
+ * goes on with the rest, as long as it never has to read a level again: that would meet the
+ * same entry again). */
+struct rm_walk {
+	struct rm_level *lv;
+	size_t depth, cap;
+	int failed;
+};
+
+/* An entry that cannot be removed: noted, the removal goes on. */
+static int rm_skip(struct rm_walk *w, int e)
 {
-	struct rm_level *l = &(*lv)[*depth];
+	if (!w->failed)
+		w->failed = e;
+	return 0;
+}
+
+/* The level w->depth is read to its end: back to its parent, where its directory goes. */
+static int rm_leave(struct rm_walk *w)
+{
+	struct rm_level *l = &w->lv[w->depth];
+	if (w->failed && !l[-1].d)
+		return errno = w->failed, -1;
+	if (rm_back(l - 1) < 0)
+		return -1;
+	closedir(l->d);
+	l->d = NULL;
+	w->depth--;
+	if (unlinkat(dirfd(l[-1].d), l->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return rm_skip(w, errno);
+	return 0;
+}
+
+/* Into the directory name of level w->depth. */
+static int rm_enter(struct rm_walk *w, const char *name)
+{
+	if (w->depth + 1 == w->cap) {
+		struct rm_level *n = realloc(w->lv, w->cap * 2 * sizeof(*n));
+		if (!n)
+			return errno = ENOMEM, -1;
+		w->lv = n;
+		w->cap *= 2;
+	}
+	struct rm_level *sub = &w->lv[w->depth + 1];
+	int fd = dirfd(w->lv[w->depth].d);
+	snprintf(sub->name, sizeof(sub->name), "%s", name);
+	if (rm_open(sub, openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : rm_skip(w, errno);
+	rm_evict(w->lv, ++w->depth);
+	return 0;
+}
+
+/* One step at the deepest level: an entry removed, a directory entered, or the level left.
+ * 1 when the top level is done. */
+static int rm_step(struct rm_walk *w)
+{
+	struct rm_level *l = &w->lv[w->depth];
 	int fd = dirfd(l->d);
 	struct stat st;
 	errno = 0;
 	struct dirent *e = readdir(l->d);
-	if (!e && errno)
-		return -1;
-	if (!e) {
-		if (*depth == 0)
-			return 1;
-		if (rm_back(l - 1) < 0)
-			return -1;
-		closedir(l->d);
-		l->d = NULL;
-		--*depth;
-		if (unlinkat(dirfd(l[-1].d), l->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-			return -1;
-		return 0;
-	}
+	if (!e)
+		return errno ? -1 : w->depth == 0 ? 1 : rm_leave(w);
 	if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 		return 0;
 	if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -1;
+		return errno == ENOENT ? 0 : rm_skip(w, errno);
 	if (!S_ISDIR(st.st_mode))
-		return unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT ? -1 : 0;
-	if (st.st_dev != (*lv)[0].dev)
-		return errno = EXDEV, -1;
-	if (*depth + 1 == *cap) {
-		struct rm_level *n = realloc(*lv, *cap * 2 * sizeof(*n));
-		if (!n)
-			return errno = ENOMEM, -1;
-		*lv = n;
-		*cap *= 2;
-		l = &(*lv)[*depth];
-	}
-	struct rm_level *sub = &(*lv)[*depth + 1];
-	snprintf(sub->name, sizeof(sub->name), "%s", e->d_name);
-	if (rm_open(sub, openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
-	    0)
-		return errno == ENOENT ? 0 : -1;
-	rm_evict(*lv, ++*depth);
-	return 0;
+		return unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT ? rm_skip(w, errno) : 0;
+	if (st.st_dev != w->lv[0].dev)
+		return rm_skip(w, EXDEV);
+	return rm_enter(w, e->d_name);
 }
 
 int lb_rm_children_fd(int dirfd)
 {
-	size_t depth = 0, cap = 16;
-	struct rm_level *lv = calloc(cap, sizeof(*lv));
-	int r = 0, fd = lv ? fcntl(dirfd, F_DUPFD_CLOEXEC, 0) : -1;
-	if (fd < 0 || rm_open(&lv[0], fd) < 0) {
-		free(lv);
-		return lv ? -1 : (errno = ENOMEM, -1);
+	struct rm_walk w = {.cap = 16};
+	int r, fd;
+	if (!(w.lv = calloc(w.cap, sizeof(*w.lv))))
+		return errno = ENOMEM, -1;
+	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0 || rm_open(&w.lv[0], fd) < 0) {
+		free(w.lv);
+		return -1;
 	}
 	/* depth first with a bounded number of descriptors and no recursion: neither limits how
 	 * deep a tree (which a sandbox may have built) can be */
-	while ((r = rm_step(&lv, &depth, &cap)) == 0)
+	while ((r = rm_step(&w)) == 0)
 		;
-	int saved = errno;
-	for (size_t i = 0; i <= depth; i++)
-		if (lv[i].d)
-			closedir(lv[i].d);
-	free(lv);
+	int saved = r == 1 && w.failed ? w.failed : errno;
+	for (size_t i = 0; i <= w.depth; i++)
+		if (w.lv[i].d)
+			closedir(w.lv[i].d);
+	free(w.lv);
 	errno = saved;
-	return r == 1 ? 0 : -1;
+	return r == 1 && !w.failed ? 0 : -1;
 }
 
 int lb_rm_rf(const char *path, struct lb_err **err)
