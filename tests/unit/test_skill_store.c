@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -340,4 +342,32 @@ Test(rm_rf, deep_tree_with_few_descriptors, .timeout = 60)
 	close(f);
 	cr_assert_eq(lb_rm_rf(dir, &err), 0);
 	cr_assert(lstat(dir, &s) < 0 && errno == ENOENT);
+}
+
+/* A mount point in the tree is not crossed (EXDEV) and everything else still goes: lb_rm_rf's
+ * contract for the session and state directories. In a mount namespace of this test's own. */
+Test(rm_rf, mount_point_left_rest_removed, .timeout = 30)
+{
+	char dir[] = "/tmp/lbbox-rmrf-XXXXXX", path[64];
+	struct lb_err *err = NULL;
+	if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		cr_skip("needs root for a mount namespace");
+	cr_assert(mkdtemp(dir));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_assert_eq(mkdirat(fd, "m", 0755), 0);
+	deep_tree(fd, 5);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/m", dir);
+	cr_assert_eq(mount("tmpfs", path, "tmpfs", 0, NULL), 0);
+	cr_assert_lt(lb_rm_rf(dir, &err), 0);
+	cr_assert_eq(err->errnum, EXDEV, "%s", err->msg);
+	lb_err_free(&err);
+	struct stat s;
+	snprintf(path, sizeof(path), "%s/d", dir);
+	cr_assert(lstat(path, &s) < 0 && errno == ENOENT);
+	snprintf(path, sizeof(path), "%s/m", dir);
+	cr_assert_eq(umount(path), 0);
+	cr_assert_eq(lb_rm_rf(dir, &err), 0);
 }
