@@ -283,43 +283,158 @@ int lb_mkdir_p(const char *path, mode_t mode, struct lb_err **err)
 	return 0;
 }
 
-/*
- * Removes what is inside dirfd, by descriptor (no path is ever longer than one name, so a tree
- * deeper than PATH_MAX — which a sandbox can build in its workspace — still goes), never
- * crossing into another filesystem (dev).
- */
-static int rm_children(int dirfd, dev_t dev, unsigned depth)
+/* Directory streams a removal keeps open: the deepest levels', so that a wide directory is read
+ * once; a level whose stream was given up is read again from its start on the way back. */
+#define RM_OPEN_LEVELS 32
+
+/* A directory the removal is in: its stream (NULL once given up), its name in its parent, and
+ * its identity, which ".." must still have on the way back to it (a rename since would lead
+ * out of the tree). */
+struct rm_level {
+	DIR *d;
+	char name[256];
+	dev_t dev;
+	ino_t ino;
+};
+
+/* The stream of the directory fd (owned), rewound (fd's offset may be shared). */
+static int rm_open(struct rm_level *l, int fd)
 {
-	DIR *d = fdopendir(dirfd);
-	struct dirent *e;
-	int r = 0;
-	if (!d) {
-		close(dirfd);
+	struct stat st;
+	l->d = NULL;
+	if (fstat(fd, &st) < 0 || !(l->d = fdopendir(fd))) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
 		return -1;
 	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (st.st_dev != dev || depth > 4096) {
-				r = -1;
-				errno = st.st_dev != dev ? EXDEV : ELOOP;
-				continue;
-			}
-			int sub = openat(dirfd, e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0 || rm_children(sub, dev, depth + 1) < 0 ||
-			    unlinkat(dirfd, e->d_name, AT_REMOVEDIR) < 0)
-				r = -1;
-		} else if (unlinkat(dirfd, e->d_name, 0) < 0 && errno != ENOENT) {
-			r = -1;
-		}
+	rewinddir(l->d);
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
+	return 0;
+}
+
+/* Back from level l + 1 to l, whose stream may have been given up: reopened through "..",
+ * which must still be l. */
+static int rm_back(struct rm_level *l)
+{
+	struct stat st;
+	if (l->d)
+		return 0;
+	int up = openat(dirfd(l[1].d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (up < 0)
+		return -1;
+	if (fstat(up, &st) < 0 || st.st_dev != l->dev || st.st_ino != l->ino) {
+		close(up);
+		return errno = ESTALE, -1;
 	}
-	closedir(d);
-	return r;
+	return rm_open(l, up);
+}
+
+/* Level depth + 1 entered: the stream of the shallowest open level beyond the window goes. */
+static void rm_evict(struct rm_level *lv, size_t depth)
+{
+	if (depth >= RM_OPEN_LEVELS && lv[depth - RM_OPEN_LEVELS].d) {
+		closedir(lv[depth - RM_OPEN_LEVELS].d);
+		lv[depth - RM_OPEN_LEVELS].d = NULL;
+	}
+}
+
+/* A removal in progress: its levels (0 the top), the deepest, and the first error met (it
+ * goes on with the rest, as long as it never has to read a level again: that would meet the
+ * same entry again). */
+struct rm_walk {
+	struct rm_level *lv;
+	size_t depth, cap;
+	int failed;
+};
+
+/* An entry that cannot be removed: noted, the removal goes on. */
+static int rm_skip(struct rm_walk *w, int e)
+{
+	if (!w->failed)
+		w->failed = e;
+	return 0;
+}
+
+/* The level w->depth is read to its end: back to its parent, where its directory goes. */
+static int rm_leave(struct rm_walk *w)
+{
+	struct rm_level *l = &w->lv[w->depth];
+	if (w->failed && !l[-1].d)
+		return errno = w->failed, -1;
+	if (rm_back(l - 1) < 0)
+		return -1;
+	closedir(l->d);
+	l->d = NULL;
+	w->depth--;
+	if (unlinkat(dirfd(l[-1].d), l->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return rm_skip(w, errno);
+	return 0;
+}
+
+/* Into the directory name of level w->depth. */
+static int rm_enter(struct rm_walk *w, const char *name)
+{
+	if (w->depth + 1 == w->cap) {
+		struct rm_level *n = realloc(w->lv, w->cap * 2 * sizeof(*n));
+		if (!n)
+			return errno = ENOMEM, -1;
+		w->lv = n;
+		w->cap *= 2;
+	}
+	struct rm_level *sub = &w->lv[w->depth + 1];
+	int fd = dirfd(w->lv[w->depth].d);
+	snprintf(sub->name, sizeof(sub->name), "%s", name);
+	if (rm_open(sub, openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : rm_skip(w, errno);
+	rm_evict(w->lv, ++w->depth);
+	return 0;
+}
+
+/* One step at the deepest level: an entry removed, a directory entered, or the level left.
+ * 1 when the top level is done. */
+static int rm_step(struct rm_walk *w)
+{
+	struct rm_level *l = &w->lv[w->depth];
+	int fd = dirfd(l->d);
+	struct stat st;
+	errno = 0;
+	struct dirent *e = readdir(l->d);
+	if (!e)
+		return errno ? -1 : w->depth == 0 ? 1 : rm_leave(w);
+	if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		return 0;
+	if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : rm_skip(w, errno);
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT ? rm_skip(w, errno) : 0;
+	if (st.st_dev != w->lv[0].dev)
+		return rm_skip(w, EXDEV);
+	return rm_enter(w, e->d_name);
+}
+
+int lb_rm_children_fd(int dirfd)
+{
+	struct rm_walk w = {.cap = 16};
+	int r, fd;
+	if (!(w.lv = calloc(w.cap, sizeof(*w.lv))))
+		return errno = ENOMEM, -1;
+	if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0 || rm_open(&w.lv[0], fd) < 0) {
+		free(w.lv);
+		return -1;
+	}
+	/* depth first with a bounded number of descriptors and no recursion: neither limits how
+	 * deep a tree (which a sandbox may have built) can be */
+	while ((r = rm_step(&w)) == 0)
+		;
+	int saved = r == 1 && w.failed ? w.failed : errno;
+	for (size_t i = 0; i <= w.depth; i++)
+		if (w.lv[i].d)
+			closedir(w.lv[i].d);
+	free(w.lv);
+	errno = saved;
+	return r == 1 && !w.failed ? 0 : -1;
 }
 
 int lb_rm_rf(const char *path, struct lb_err **err)
@@ -332,8 +447,8 @@ int lb_rm_rf(const char *path, struct lb_err **err)
 			return lb_err_set(err, errno, "remove %s", path);
 		return 0;
 	}
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || rm_children(fd, st.st_dev, 0) < 0 || (rmdir(path) < 0 && errno != ENOENT))
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || lb_rm_children_fd(fd) < 0 || (rmdir(path) < 0 && errno != ENOENT))
 		return lb_err_set(err, errno, "remove %s", path);
 	return 0;
 }

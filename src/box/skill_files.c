@@ -192,7 +192,7 @@ static int parents(int fd, const char *norm, struct lb_err **err)
 	if (!slash)
 		return 0;
 	*slash = '\0';
-	if (skill_mkdirs(fd, dir, err) < 0) {
+	if (skill_mkdirs(fd, dir, NULL, err) < 0) {
 		lb_err_free(err);
 		return lb_err_set(err, 0, "path must not go through a symbolic link or a file: %s",
 				  norm);
@@ -218,8 +218,12 @@ int lb_skill_write_file(struct lb_skill_store *st, const char *name, const char 
 	if (r == 0) {
 		_cleanup_close_ int fd =
 		    skill_openat(p.fd, norm, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK, 0644);
+		struct stat s;
 		if (fd < 0)
 			r = open_error(errno, "cannot write the skill file", norm, err);
+		else if (fstat(fd, &s) < 0 || !S_ISREG(s.st_mode)) /* a FIFO opened, say */
+			r = lb_err_set(
+			    err, 0, "cannot write the skill file: %s is not a regular file", norm);
 		else if (lb_write_all(fd, content, len) < 0)
 			r = lb_err_set(err, errno, "write %s", norm);
 	}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/util.h"
 #include "lbbox/box/text.h"
 #include "skill_internal.h"
 
@@ -32,51 +33,36 @@ int skill_openat(int dirfd, const char *rel, int flags, mode_t mode)
 	return (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
 }
 
-int skill_mkdirs(int dirfd, const char *rel, struct lb_err **err)
+int skill_mkdirs(int dirfd, const char *rel, size_t *made, struct lb_err **err)
 {
 	_cleanup_free_ char *copy = strdup(rel);
-	if (!copy)
-		return lb_err_set(err, ENOMEM, "mkdir");
+	_cleanup_close_ int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (!copy || cur < 0)
+		return lb_err_set(err, copy ? errno : ENOMEM, "mkdir");
+	/* one component at a time below the last one's descriptor: linear in the depth */
 	for (char *c = copy; *c;) {
 		char *slash = strchr(c, '/');
 		if (slash)
 			*slash = '\0';
-		if (strcmp(copy, ".") && mkdirat(dirfd, copy, 0755) < 0 && errno != EEXIST)
-			return lb_err_set(err, errno, "create %s", copy);
-		/* whatever is there must be a directory reached without a link */
-		_cleanup_close_ int fd = skill_openat(dirfd, copy, O_PATH | O_DIRECTORY, 0);
-		if (fd < 0)
-			return lb_err_set(err, errno == ELOOP ? ENOTDIR : errno, "create %s", copy);
+		if (strcmp(c, ".")) {
+			if (mkdirat(cur, c, 0755) == 0) {
+				if (made)
+					++*made;
+			} else if (errno != EEXIST) {
+				return lb_err_set(err, errno, "create %s", copy);
+			}
+			/* whatever is there must be a directory reached without a link */
+			int next = skill_openat(cur, c, O_PATH | O_DIRECTORY, 0);
+			if (next < 0)
+				return lb_err_set(err, errno == ELOOP ? ENOTDIR : errno,
+						  "create %s", copy);
+			close(cur);
+			cur = next;
+		}
 		if (!slash)
 			break;
 		*slash = '/';
 		c = slash + 1;
-	}
-	return 0;
-}
-
-static int rm_children(int fd, int depth)
-{
-	_cleanup_closedir_ DIR *d = NULL;
-	int dup_fd = dup(fd);
-	if (dup_fd < 0 || !(d = fdopendir(dup_fd))) {
-		if (dup_fd >= 0)
-			close(dup_fd);
-		return -1;
-	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (unlinkat(fd, e->d_name, 0) == 0 || errno != EISDIR)
-			continue;
-		if (depth > 256)
-			return errno = ELOOP, -1;
-		_cleanup_close_ int sub =
-		    openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0 || rm_children(sub, depth + 1) < 0 ||
-		    unlinkat(fd, e->d_name, AT_REMOVEDIR) < 0)
-			return -1;
 	}
 	return 0;
 }
@@ -86,18 +72,20 @@ int skill_rmtree(int dirfd, const char *rel, struct lb_err **err)
 	if (unlinkat(dirfd, rel, 0) == 0 || errno == ENOENT)
 		return 0;
 	_cleanup_close_ int fd = skill_openat(dirfd, rel, O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0 || rm_children(fd, 0) < 0 || unlinkat(dirfd, rel, AT_REMOVEDIR) < 0)
+	if (fd < 0 || lb_rm_children_fd(fd) < 0 || unlinkat(dirfd, rel, AT_REMOVEDIR) < 0)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "remove %s", rel);
 	return 0;
 }
 
 static int copy_file(int sfd, const char *name, int dfd, mode_t mode)
 {
-	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	_cleanup_close_ int in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	_cleanup_close_ int out =
-	    in < 0 ? -1
-		   : openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			    mode & 0755);
+	    in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)
+		? -1
+		: openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			 mode & 0755);
 	char buf[65536];
 	ssize_t n;
 	if (out < 0)
@@ -143,13 +131,16 @@ static int copy_dir(int sfd, int dfd, int depth)
 	return 0;
 }
 
-int skill_copytree(int sfd, const char *src, int dfd, const char *dst, struct lb_err **err)
+int skill_copytree(int sfd, const char *src, int dfd, const char *dst, bool *created,
+		   struct lb_err **err)
 {
 	_cleanup_close_ int s = skill_openat(sfd, src, O_RDONLY | O_DIRECTORY, 0);
+	*created = false;
 	if (s < 0)
 		return lb_err_set(err, errno, "copy %s", src);
 	if (mkdirat(dfd, dst, 0755) < 0)
 		return lb_err_set(err, errno, "create %s", dst);
+	*created = true;
 	_cleanup_close_ int t = skill_openat(dfd, dst, O_RDONLY | O_DIRECTORY, 0);
 	if (t < 0 || copy_dir(s, t, 0) < 0)
 		return lb_err_set(err, errno, "copy into %s", dst);

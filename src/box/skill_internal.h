@@ -23,13 +23,15 @@ bool lb_skill_is_blank(const char *s);
 /* rel ("." or a relative path) below dirfd, never through a symbolic link nor out of dirfd
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); -1 with errno. O_CLOEXEC is added. */
 int skill_openat(int dirfd, const char *rel, int flags, mode_t mode);
-/* The directories of rel below dirfd, created 0755 as needed, without following links. */
-int skill_mkdirs(int dirfd, const char *rel, struct lb_err **err);
-/* Removes the tree rel below dirfd (a directory entry, never followed). */
+/* The directories of rel below dirfd, created 0755 as needed, without following links; *made
+ * (when given) is increased by the number created. */
+int skill_mkdirs(int dirfd, const char *rel, size_t *made, struct lb_err **err);
+/* Removes the tree rel below dirfd (a directory entry, never followed), however deep. */
 int skill_rmtree(int dirfd, const char *rel, struct lb_err **err);
 /* Copies the tree src below sfd to the new directory dst below dfd (regular files and
- * directories only). */
-int skill_copytree(int sfd, const char *src, int dfd, const char *dst, struct lb_err **err);
+ * directories only). *created: dst was made by this call (a failed copy's to remove). */
+int skill_copytree(int sfd, const char *src, int dfd, const char *dst, bool *created,
+		   struct lb_err **err);
 
 /* posixpath.normpath of a relative path ("" -> "."), malloc'ed. */
 char *skill_normpath(const char *path);

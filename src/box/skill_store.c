@@ -224,18 +224,36 @@ static const char *package_rel(const struct lb_skill_store *st, json_t *skill)
 	return skill_rel_of(st, json_string_value(json_object_get(skill, "package_root")));
 }
 
+/* text into a new file in the package's directory, renamed over SKILL.md: whatever a sandbox
+ * left there under that name (a FIFO would block an open for writing forever, holding the
+ * store's lock) is replaced, never opened. */
+static int replace_md(int pkg, const char *rel, const char *text, struct lb_err **err)
+{
+	char tmp[32] = ".SKILL.md.";
+	if (lb_random_hex(tmp + 10, 16, err) < 0)
+		return -1;
+	_cleanup_close_ int fd =
+	    skill_openat(pkg, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return lb_err_set(err, errno, "write %s/SKILL.md", rel);
+	if (lb_write_all(fd, text, strlen(text)) < 0 || renameat(pkg, tmp, pkg, "SKILL.md") < 0) {
+		int e = errno;
+		unlinkat(pkg, tmp, 0);
+		return lb_err_set(err, e, "write %s/SKILL.md", rel);
+	}
+	return 0;
+}
+
 int skill_write_md(struct lb_skill_store *st, const char *rel, const struct lb_skill_meta *m,
 		   struct lb_err **err)
 {
-	_cleanup_free_ char *text = NULL, *path = NULL;
-	if (lb_skill_meta_build(m, &text, err) < 0 || skill_mkdirs(st->fd, rel, err) < 0)
+	_cleanup_free_ char *text = NULL;
+	if (lb_skill_meta_build(m, &text, err) < 0 || skill_mkdirs(st->fd, rel, NULL, err) < 0)
 		return -1;
-	if (asprintf(&path, "%s/SKILL.md", rel) < 0)
-		return lb_err_set(err, ENOMEM, "SKILL.md");
-	_cleanup_close_ int fd = skill_openat(st->fd, path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || lb_write_all(fd, text, strlen(text)) < 0)
-		return lb_err_set(err, errno, "write %s", path);
-	return 0;
+	_cleanup_close_ int pkg = skill_openat(st->fd, rel, O_RDONLY | O_DIRECTORY, 0);
+	if (pkg < 0)
+		return lb_err_set(err, errno, "open %s", rel);
+	return replace_md(pkg, rel, text, err);
 }
 
 /* The top directory under the store holding a package: what delete may remove. NULL for the

@@ -344,13 +344,15 @@ static int check_targets(struct lb_skill_store *st, json_t *chosen, struct lb_er
 	return 0;
 }
 
-/* Copies the chosen packages into the store; all or none. */
+/* Copies the chosen packages into the store; all or none: a failure removes the directories
+ * this call made, and only those (one that appeared since check_targets is someone else's). */
 static int copy_in(struct lb_skill_store *st, struct staged *s, json_t *chosen, json_t **out,
 		   struct lb_err **err)
 {
-	size_t i, tried = 0;
+	size_t i, n = json_array_size(chosen);
 	json_t *p;
-	int r = check_targets(st, chosen, err);
+	_cleanup_free_ bool *made = calloc(n ? n : 1, sizeof(bool));
+	int r = made ? check_targets(st, chosen, err) : lb_err_set(err, ENOMEM, "install");
 	*out = json_array();
 	json_array_foreach(chosen, i, p)
 	{
@@ -359,11 +361,10 @@ static int copy_in(struct lb_skill_store *st, struct staged *s, json_t *chosen, 
 		json_t *skill = NULL;
 		if (r < 0)
 			break;
-		tried = i + 1;
 		if (asprintf(&from, "%s%s%s", s->root, *src ? "/" : "", src) < 0)
 			r = lb_err_set(err, ENOMEM, "install");
 		else
-			r = skill_copytree(s->fd, from, st->fd, target_of(st, p), err);
+			r = skill_copytree(s->fd, from, st->fd, target_of(st, p), &made[i], err);
 		if (r == 0)
 			r = lb_skill_scan(st, json_string_value(json_object_get(p, "package_root")),
 					  &skill, err);
@@ -371,8 +372,10 @@ static int copy_in(struct lb_skill_store *st, struct staged *s, json_t *chosen, 
 			json_array_append_new(*out, skill);
 	}
 	if (r < 0) {
-		for (i = 0; i < tried; i++)
-			skill_rmtree(st->fd, target_of(st, json_array_get(chosen, i)), NULL);
+		for (i = 0; made && i < n; i++)
+			if (made[i])
+				skill_rmtree(st->fd, target_of(st, json_array_get(chosen, i)),
+					     NULL);
 		json_decref(*out);
 		*out = NULL;
 	}

@@ -2,7 +2,9 @@
  * A skill upload's zip (§6.6) unpacked into a private directory with libarchive, its limits
  * enforced while it streams: at most 20 MiB compressed, 512 entries, 16 MiB per entry and
  * 64 MiB in all, counted on the bytes really decompressed (headers may lie), and an expansion
- * of at most 100 times; no links, devices, absolute or ".." paths, or a name given twice.
+ * of at most 100 times; names of at most 1 KiB and 32 components, and 2048 files and
+ * directories created in all (the directories a name implies count); no links, devices, absolute or
+ * ".." paths, or a name given twice.
  *
  * The per-entry ratio is measured on the input libarchive consumed while decompressing the
  * entry. The input is handed to it in small blocks so that count is close; an entry may still
@@ -55,7 +57,8 @@ struct unzip {
 	uint64_t input; /* the upload's size */
 	uint64_t total; /* bytes decompressed so far */
 	size_t entries;
-	char **seen; /* normalised names */
+	size_t inodes; /* files and directories created */
+	char **seen;   /* normalised names */
 };
 
 /* A name as the archive gives it: backslashes as slashes, normalised; NULL when it is empty,
@@ -89,16 +92,35 @@ static int remember(struct unzip *u, char *name, const char *raw, struct lb_err 
 	return 0;
 }
 
-static int parent_dirs(int dirfd, const char *name, struct lb_err **err)
+/* The directories of name (all of it, or its parents), counted against the inode cap. */
+static int make_dirs(struct unzip *u, const char *name, bool parents, struct lb_err **err)
 {
 	_cleanup_free_ char *dir = strdup(name);
 	char *slash = dir ? strrchr(dir, '/') : NULL;
 	if (!dir)
 		return lb_err_set(err, ENOMEM, "unzip");
-	if (slash) {
+	if (parents && !slash)
+		return 0;
+	if (parents)
 		*slash = '\0';
-		return skill_mkdirs(dirfd, dir, err);
-	}
+	if (skill_mkdirs(u->dirfd, dir, &u->inodes, err) < 0)
+		return -1;
+	if (u->inodes > SKILL_ZIP_INODES)
+		return lb_err_set(err, 0,
+				  "Archive creates too many files and directories (maximum %d)",
+				  SKILL_ZIP_INODES);
+	return 0;
+}
+
+/* The normalised name is at most SKILL_ZIP_DEPTH components deep. */
+static int depth_limit(const char *raw, const char *name, struct lb_err **err)
+{
+	size_t depth = 1;
+	for (const char *c = name; *c; c++)
+		depth += *c == '/';
+	if (depth > SKILL_ZIP_DEPTH)
+		return lb_err_set(err, 0, "Archive contains a path deeper than %d levels: %s",
+				  SKILL_ZIP_DEPTH, raw);
 	return 0;
 }
 
@@ -150,9 +172,16 @@ static int entry(struct unzip *u, struct archive_entry *e, struct lb_err **err)
 		return lb_err_set(err, 0, "Archive contains an unsafe empty or NUL path");
 	if (!skill_utf8_valid(raw, strlen(raw)))
 		return lb_err_set(err, 0, "Archive contains a path that is not valid UTF-8");
+	if (strlen(raw) > SKILL_ZIP_NAME_MAX)
+		return lb_err_set(err, 0, "Archive contains a path longer than %d bytes",
+				  SKILL_ZIP_NAME_MAX);
 	char *name = safe_name(raw);
 	if (!name)
 		return lb_err_set(err, 0, "Archive contains an unsafe path: %s", raw);
+	if (depth_limit(raw, name, err) < 0) {
+		free(name);
+		return -1;
+	}
 	if (remember(u, name, raw, err) < 0)
 		return -1;
 	if (type == AE_IFLNK || archive_entry_symlink(e) || archive_entry_hardlink(e))
@@ -163,9 +192,13 @@ static int entry(struct unzip *u, struct archive_entry *e, struct lb_err **err)
 		return lb_err_set(err, 0, "Archive entry exceeds the uncompressed size limit: %s",
 				  raw);
 	if (type == AE_IFDIR)
-		return skill_mkdirs(u->dirfd, name, err);
-	if (parent_dirs(u->dirfd, name, err) < 0)
+		return make_dirs(u, name, false, err);
+	if (make_dirs(u, name, true, err) < 0)
 		return -1;
+	if (++u->inodes > SKILL_ZIP_INODES)
+		return lb_err_set(err, 0,
+				  "Archive creates too many files and directories (maximum %d)",
+				  SKILL_ZIP_INODES);
 	mode_t mode = archive_entry_perm(e) & 0111 ? 0755 : 0644;
 	_cleanup_close_ int out =
 	    skill_openat(u->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);

@@ -55,6 +55,11 @@ int lb_path_resolve_missing(const char *path, char **out, struct lb_err **err);
 int lb_mkdir_nofollow(const char *canonical, mode_t mode, struct lb_err **err);
 /* Removes a directory tree (no crossing of mount points is attempted: callers own the tree). */
 int lb_rm_rf(const char *path, struct lb_err **err);
+/* Empties the directory dirfd (borrowed), never following a link nor crossing into another
+ * filesystem (EXDEV), with a bounded number of descriptors whatever the tree's depth. An entry
+ * it cannot remove is left and the rest still goes (unless a level 32 or more above it would
+ * have to be read again: then it stops); -1 with the first error's errno. */
+int lb_rm_children_fd(int dirfd);
 
 /* Full write / read loops that retry on EINTR and short counts. */
 int lb_write_all(int fd, const void *buf, size_t len);
