@@ -29,7 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
                      podman_cmd, podman_host, podman_import, sh, subreaper)
 
-BUILD, ROOTFS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+# LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
+BUILD = os.path.abspath(sys.argv[1])
+ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
 RUNC = os.path.join(BUILD, "lbbox-runc")
 FAILS = []
 
