@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
@@ -159,15 +160,23 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 	return alive;
 }
 
-/* pid 1 is not our child: its pidfd turns readable when it exits; a zombie counts as gone. */
-static void wait_gone(int pidfd, pid_t pid)
+/*
+ * Until pid 1 is gone, not only dead: reaped by us when it is our child, else by its parent
+ * (the host's init for a session whose lbbox has exited, which may reap late: a command that
+ * removed a session must leave no zombie of it behind). A pidfd turns readable when its process
+ * exits and signals fail with ESRCH only once it is reaped.
+ */
+static void wait_gone(int pidfd)
 {
 	uint64_t deadline = lb_now_ns() + DESTROY_WAIT_NS;
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	siginfo_t info;
 	while (poll(&p, 1, 100) == 0 && lb_now_ns() < deadline)
 		;
-	while (lb_proc_starttime(pid) != 0 && lb_now_ns() < deadline)
-		usleep(1000);
+	if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0)
+		return;
+	while (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 && lb_now_ns() < deadline)
+		usleep(2000);
 }
 
 int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err)
@@ -180,7 +189,7 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 	if (lb_sandbox_open(paths, id, &sb, NULL) == 0) {
 		lb_cgroup_kill(sb->cg, NULL);
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		wait_gone(sb->pidfd, sb->pid);
+		wait_gone(sb->pidfd);
 		lb_sandbox_close(sb);
 	}
 	if (access(statedir, F_OK) == 0 && !lb_gc_collect(paths->runroot, statedir))

@@ -4,12 +4,17 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // lbbox session create NAME --rootfs <busybox> OPTS... ; returns the session JSON.
@@ -234,6 +239,48 @@ LBT_TEST(session, profile_locks_fields)
 	cr_assert_str_eq(lbt_json_str(s, "host_path_mode"), "ro");
 	json_decref(s);
 	lbt_session_rm("s1");
+}
+
+/*
+ * Removing a session returns only once its pid 1 is reaped, not merely dead: the lbbox that
+ * created it is gone, so its parent is whoever adopts orphans (the host's init), which may reap
+ * late, and a command that removed a session must leave no zombie of it. This test adopts the
+ * orphan (a subreaper) and reaps it 300 ms after it dies: rm must not return before that.
+ */
+LBT_TEST(session, rm_returns_once_pid_1_is_reaped)
+{
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	json_t *a = create("s1", NULL);
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(),
+				  lbt_json_str(a, "backend_session_id") + strlen("lbbox-"));
+	json_t *st = json_load_file(state, 0, NULL);
+	cr_assert_not_null(st);
+	pid_t pid1 = (pid_t)json_integer_value(json_object_get(st, "pid"));
+	int pid1fd = (int)syscall(SYS_pidfd_open, pid1, 0);
+	cr_assert_geq(pid1fd, 0, "pidfd_open %d: %s", pid1, strerror(errno));
+	siginfo_t info = {0};
+	cr_assert_eq(waitid(P_PIDFD, (id_t)pid1fd, &info, WEXITED | WNOHANG), 0,
+		     "the session's pid 1 is not this subreaper's child: %s", strerror(errno));
+
+	struct lbt_proc rm;
+	lbt_spawn(&rm, "session", "rm", "s1", NULL);
+	int rmfd = (int)syscall(SYS_pidfd_open, rm.pid, 0);
+	cr_assert_geq(rmfd, 0);
+	struct pollfd p = {.fd = pid1fd, .events = POLLIN};
+	cr_assert_eq(poll(&p, 1, 10000), 1, "pid 1 did not exit");
+	struct pollfd r = {.fd = rmfd, .events = POLLIN};
+	cr_assert_eq(poll(&r, 1, 300), 0, "session rm returned while pid 1 was still a zombie");
+	cr_assert_eq(waitid(P_PIDFD, (id_t)pid1fd, &(siginfo_t){0}, WEXITED), 0);
+	struct lb_run_out o;
+	lbt_wait(&rm, &o, 10);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	close(rmfd);
+	close(pid1fd);
+	json_decref(st);
+	json_decref(a);
+	free(state);
 }
 
 LBT_TEST(session, dead_session_is_recreated)
