@@ -146,8 +146,8 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 			int r = strcmp(verb, "spec") ? runc_open_root(g) : 0;
 			return r ? r : verbs[i].fn(g, argc, argv);
 		}
-	static const char *const refused[] = {"pause",	 "resume", "update", "checkpoint",
-					      "restore", "events", "ps-all"};
+	static const char *const refused[] = {"update", "checkpoint", "restore", "events",
+					      "ps-all"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (!strcmp(verb, refused[i]))
 			return refuse_verb(g, verb);

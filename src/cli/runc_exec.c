@@ -190,11 +190,7 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 		runc_fail_err(g, &err);
 		return code ? code : 1;
 	}
-	if (a.pid_file) {
-		char buf[32];
-		int n = snprintf(buf, sizeof(buf), "%d", pid);
-		if (lb_write_file_atomic(a.pid_file, buf, (size_t)n, 0644, &err) < 0)
-			return runc_fail_err(g, &err);
-	}
+	if (a.pid_file && runc_write_pid_file(g, a.pid_file, pid))
+		return 1;
 	return a.detach ? 0 : code;
 }

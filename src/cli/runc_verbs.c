@@ -42,7 +42,7 @@ static const char *one_id(const struct runc_globals *g, const char *verb, int ar
 	return argv[optind];
 }
 
-static int write_pid_file(const struct runc_globals *g, const char *path, pid_t pid)
+int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid)
 {
 	char buf[32];
 	struct lb_err *err = NULL;
@@ -74,7 +74,7 @@ static int run_foreground(struct runc_globals *g, const char *id, pid_t pid)
 		;
 	if (lb_oci_delete(&g->oci, id, true, &err) < 0)
 		runc_fail_err(g, &err);
-	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+	return lb_exit_code_of(status);
 }
 
 int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
@@ -137,7 +137,7 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 	pid_t pid;
 	if (lb_oci_create(&g->oci, id, &o, &pid, &err) < 0)
 		return runc_fail_err(g, &err);
-	if (pid_file && write_pid_file(g, pid_file, pid)) {
+	if (pid_file && runc_write_pid_file(g, pid_file, pid)) {
 		lb_oci_delete(&g->oci, id, true, NULL);
 		return 1;
 	}

@@ -112,7 +112,7 @@ int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci
 		return 0;
 	}
 	int ws = lb_proc_wait(&proc);
-	*exit_code = WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+	*exit_code = lb_exit_code_of(ws);
 	lb_proc_release(&proc);
 	return 0;
 }

@@ -156,7 +156,7 @@ static int run_hook(const char *kind, json_t *h, const char *state, struct lb_er
 		return lb_err_set(err, ETIMEDOUT, "%s hook %s timed out", kind, path);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return lb_err_set(err, 0, "%s hook %s failed (status %d)", kind, path,
-				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+				  lb_exit_code_of(status));
 	return 0;
 }
 
