@@ -337,7 +337,15 @@ static int parse_hooks(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	return 0;
 }
 
-int lb_oci_config_parse(const char *bundle, const char *text, size_t len, struct lb_oci_config *cfg,
+int lb_oci_one_line(struct lb_err **err)
+{
+	for (char *c = err && *err ? (*err)->msg : NULL; c && *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return -1;
+}
+
+static int config_parse(const char *bundle, const char *text, size_t len, struct lb_oci_config *cfg,
 			struct lb_err **err)
 {
 	json_error_t je;
@@ -364,6 +372,13 @@ int lb_oci_config_parse(const char *bundle, const char *text, size_t len, struct
 	    json_object_get(root, "vm") || json_object_get(root, "zos"))
 		return lb_err_set(err, EINVAL, "config: only Linux containers are supported");
 	return 0;
+}
+
+/* A refusal names what the config says, which may hold any character: one line still. */
+int lb_oci_config_parse(const char *bundle, const char *text, size_t len, struct lb_oci_config *cfg,
+			struct lb_err **err)
+{
+	return config_parse(bundle, text, len, cfg, err) < 0 ? lb_oci_one_line(err) : 0;
 }
 
 int lb_oci_config_load(const char *bundle, struct lb_oci_config *cfg, struct lb_err **err)

@@ -27,8 +27,10 @@ int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 	if (len > LB_OCI_CONFIG_MAX)
 		return lb_err_set(err, E2BIG, "process.json is too large");
 	_cleanup_json_ json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!j)
-		return lb_err_set(err, EINVAL, "process.json: %s (line %d)", je.text, je.line);
+	if (!j) {
+		lb_err_set(err, EINVAL, "process.json: %s (line %d)", je.text, je.line);
+		return lb_oci_one_line(err);
+	}
 	lb_spec_init(&spec);
 	int rc = lb_oci_parse_process(j, &spec, &p->terminal, err);
 	/* process.user: optional here (runc's exec takes it from the container otherwise) */
@@ -44,7 +46,7 @@ int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 		p->cwd = LB_TAKE_PTR(spec.cwd);
 	}
 	lb_spec_free(&spec);
-	return rc;
+	return rc < 0 ? lb_oci_one_line(err) : 0;
 }
 
 void lb_oci_process_free(struct lb_oci_process *p)

@@ -30,6 +30,8 @@ int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err
 int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
 			struct lb_err **err);
 /* config_linux.c: namespaces, resources, seccomp, the paths lbbox masks itself. */
+/* Control characters of (*err)->msg (from a config's strings) made '?'; returns -1. */
+int lb_oci_one_line(struct lb_err **err);
 int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **err);
 
 /* hooks.c */

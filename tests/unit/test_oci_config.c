@@ -151,6 +151,9 @@ Test(oci_config, hostile)
 	     "{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}],\"x\":1},\"hostname\":\"h\",\"y\":{",
 	     "", "", "hostname needs a new uts"},
 	    {",\"namespaces\":[{\"type\":\"bogus\"}]", "", "", "unknown namespace"},
+	    /* a value echoed in the refusal stays on its one line */
+	    {",\"namespaces\":[{\"type\":\"ne\\netrk\"}]", "", "", "namespace type ne?etrk"},
+	    {"", ",\"env\":[\"NO\\nEQUALS\"]", "", "'NO?EQUALS' is not KEY=VALUE"},
 	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
 	     "{\"type\":\"uts\"},{\"type\":\"network\",\"path\":\"netns\"}]",
 	     "", "", "not absolute"},
