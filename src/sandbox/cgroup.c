@@ -130,6 +130,30 @@ int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err)
 	}
 }
 
+int lb_cgroup_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)
+{
+	switch (cg->version) {
+	case LB_CGROUP_V2:
+		return cg_v2_freeze(cg, freeze, err);
+	case LB_CGROUP_V1:
+		return cg_v1_freeze(cg, freeze, err);
+	default:
+		return lb_err_set(err, ENOTSUP, "no cgroup to freeze");
+	}
+}
+
+bool lb_cgroup_frozen(struct lb_cgroup *cg)
+{
+	switch (cg->version) {
+	case LB_CGROUP_V2:
+		return cg_v2_frozen(cg);
+	case LB_CGROUP_V1:
+		return cg_v1_frozen(cg);
+	default:
+		return false;
+	}
+}
+
 bool lb_cgroup_is_empty(struct lb_cgroup *cg)
 {
 	switch (cg->version) {

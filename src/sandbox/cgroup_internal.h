@@ -28,6 +28,8 @@ enum {
 /* Bounds of the kill and rmdir loops: they must never hang the caller. */
 #define CG_KILL_TIMEOUT_NS  (5ull * 1000 * 1000 * 1000)
 #define CG_RMDIR_TIMEOUT_NS (3ull * 1000 * 1000 * 1000)
+/* A pause waits this long for every task to stop (one in uninterruptible sleep delays it). */
+#define CG_PAUSE_TIMEOUT_NS (5ull * 1000 * 1000 * 1000)
 
 /* One cgroup directory: the only one on v2, one per hierarchy on v1. */
 struct cg_dir {
@@ -119,6 +121,8 @@ int cg_v2_enable_controllers(const char *path, unsigned roles, struct lb_err **e
 int cg_v2_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err);
 int cg_v2_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
 int cg_v2_kill(struct lb_cgroup *cg, struct lb_err **err);
+int cg_v2_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err);
+bool cg_v2_frozen(struct lb_cgroup *cg);
 bool cg_v2_is_empty(struct lb_cgroup *cg);
 int cg_v2_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
 
@@ -128,6 +132,8 @@ int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 int cg_v1_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err);
 int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
 int cg_v1_kill(struct lb_cgroup *cg, struct lb_err **err);
+int cg_v1_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err);
+bool cg_v1_frozen(struct lb_cgroup *cg);
 bool cg_v1_is_empty(struct lb_cgroup *cg);
 int cg_v1_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
 

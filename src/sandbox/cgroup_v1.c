@@ -13,7 +13,7 @@
 #include "lbbox/base/util.h"
 #include "cgroup_internal.h"
 
-/* How long to wait for FREEZING to become FROZEN before killing anyway. */
+/* How long a kill waits for FREEZING to become FROZEN before killing anyway. */
 #define CG_FREEZE_TIMEOUT_NS (1000ull * 1000 * 1000)
 
 static int cg_v1_apply_memory(const struct cg_dir *d, uint64_t bytes, struct lb_err **err)
@@ -102,23 +102,43 @@ static int cg_v1_signal_all(struct lb_cgroup *cg, int sig, size_t *found, struct
 	return 0;
 }
 
-/* FROZEN stops the subtree (v1 freezer is hierarchical); waits until the kernel says so. */
-static int cg_v1_freeze(const struct cg_dir *fz, struct lb_err **err)
+/* Sets the freezer (hierarchical in v1) to state and waits until the kernel reports it: FROZEN
+ * takes a while when a task sits in the kernel, so the wait is bounded by timeout_ns. */
+static int cg_v1_set_freezer(const struct cg_dir *fz, const char *state, uint64_t timeout_ns,
+			     struct lb_err **err)
 {
-	uint64_t deadline = lb_now_ns() + CG_FREEZE_TIMEOUT_NS;
+	uint64_t deadline = lb_now_ns() + timeout_ns;
 	unsigned round = 0;
 
-	if (cg_write(fz, "freezer.state", "FROZEN", err) < 0)
+	if (cg_write(fz, "freezer.state", state, err) < 0)
 		return -1;
 	for (;;) {
-		_cleanup_free_ char *state = NULL;
-		if (cg_read(fz, "freezer.state", &state, err) < 0)
+		_cleanup_free_ char *now = NULL;
+		if (cg_read(fz, "freezer.state", &now, err) < 0)
 			return -1;
-		/* a task stuck in the kernel can keep it FREEZING: SIGKILL still reaches it */
-		if (!strncmp(state, "FROZEN", 6) || lb_now_ns() >= deadline)
+		if (!strncmp(now, state, strlen(state)))
 			return 0;
+		if (lb_now_ns() >= deadline)
+			return lb_err_set(err, ETIMEDOUT, "cgroup %s did not become %s", fz->path,
+					  state);
 		cg_backoff(&round);
 	}
+}
+
+int cg_v1_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)
+{
+	const struct cg_dir *fz = cg_find_dir(cg, CG_FREEZER);
+	if (!fz)
+		return lb_err_set(err, ENOTSUP, "cgroup %s has no freezer hierarchy",
+				  cg->ndirs ? cg->dirs[0].path : "?");
+	return cg_v1_set_freezer(fz, freeze ? "FROZEN" : "THAWED", CG_PAUSE_TIMEOUT_NS, err);
+}
+
+bool cg_v1_frozen(struct lb_cgroup *cg)
+{
+	const struct cg_dir *fz = cg_find_dir(cg, CG_FREEZER);
+	_cleanup_free_ char *now = NULL;
+	return fz && cg_read(fz, "freezer.state", &now, NULL) == 0 && !strncmp(now, "FROZEN", 6);
 }
 
 /*
@@ -129,8 +149,8 @@ static int cg_v1_kill_round(struct lb_cgroup *cg, size_t *found, struct lb_err *
 {
 	struct cg_dir *fz = cg_find_dir(cg, CG_FREEZER);
 
-	if (fz)
-		cg_v1_freeze(fz, NULL);
+	if (fz) /* one stuck in FREEZING still gets the SIGKILL */
+		cg_v1_set_freezer(fz, "FROZEN", CG_FREEZE_TIMEOUT_NS, NULL);
 	int r = cg_v1_signal_all(cg, SIGKILL, found, err);
 	if (fz && cg_write(fz, "freezer.state", "THAWED", err) < 0)
 		r = -1;

@@ -272,6 +272,37 @@ int cg_v2_kill(struct lb_cgroup *cg, struct lb_err **err)
 	return cg_wait_empty(d, err);
 }
 
+/* cgroup.freeze (5.2+) stops the whole subtree; cgroup.events' "frozen" says when it is done. */
+int cg_v2_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)
+{
+	const struct cg_dir *d = &cg->dirs[0];
+	uint64_t deadline = lb_now_ns() + CG_PAUSE_TIMEOUT_NS, frozen = !freeze;
+	unsigned round = 0;
+	int r = cg_write_raw(d, "cgroup.freeze", freeze ? "1" : "0");
+
+	if (r == -ENOENT)
+		return lb_err_set(err, ENOTSUP, "%s has no cgroup.freeze (kernel before 5.2)",
+				  d->path);
+	if (r < 0)
+		return lb_err_set(err, -r, "write to %s/cgroup.freeze", d->path);
+	for (;;) {
+		if (cg_read_key(d, "cgroup.events", "frozen", &frozen, err) < 0)
+			return -1;
+		if (frozen == (uint64_t)freeze)
+			return 0;
+		if (lb_now_ns() >= deadline)
+			return lb_err_set(err, ETIMEDOUT, "cgroup %s did not %s", d->path,
+					  freeze ? "freeze" : "thaw");
+		cg_backoff(&round);
+	}
+}
+
+bool cg_v2_frozen(struct lb_cgroup *cg)
+{
+	uint64_t frozen = 0;
+	return cg_read_key(&cg->dirs[0], "cgroup.events", "frozen", &frozen, NULL) == 0 && frozen;
+}
+
 bool cg_v2_is_empty(struct lb_cgroup *cg)
 {
 	_cleanup_close_ int efd = openat(cg->dirs[0].fd, "cgroup.events", O_RDONLY | O_CLOEXEC);

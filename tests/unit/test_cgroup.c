@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -490,6 +491,57 @@ Test(cgroup, kill_takes_the_whole_tree)
 	cr_assert(reap_all(5000), "children left after the kill");
 	for (int i = 0; i < TREE_PIDS; i++)
 		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+}
+
+/* Itself and a child, each counting in its own slot of the shared page arg. */
+static int child_count_pair(void *arg)
+{
+	volatile uint64_t *slot = arg;
+	pid_t p = fork();
+	if (p < 0)
+		return 2;
+	for (int i = p == 0;;)
+		slot[i]++;
+}
+
+/* Both counters move (bounded wait): true when each passed its value in from. */
+static bool counters_move(volatile uint64_t *slot, const uint64_t *from, uint64_t timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	while (slot[0] <= from[0] || slot[1] <= from[1])
+		if (now_ms() >= deadline)
+			return false;
+		else
+			sleep_ms(2);
+	return true;
+}
+
+Test(cgroup, freeze_stops_the_tree_and_thaw_restarts_it)
+{
+	struct lb_cgroup *cg = mk("freeze", NULL, NULL);
+	struct lb_err *err = NULL;
+	volatile uint64_t *slot =
+	    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t zero[2] = {0, 0}, seen[2];
+
+	cr_assert(slot != MAP_FAILED);
+	spawn(cg, child_count_pair, (void *)slot);
+	cr_assert(counters_move(slot, zero, 5000), "the tree never ran");
+	cr_assert_not(lb_cgroup_frozen(cg));
+	int r = lb_cgroup_freeze(cg, true, &err);
+	cr_assert(r == 0, "freeze: %s", msg(err));
+	cr_assert(lb_cgroup_frozen(cg));
+	seen[0] = slot[0], seen[1] = slot[1];
+	sleep_ms(200);
+	cr_expect_eq(slot[0], seen[0], "the frozen process ran");
+	cr_expect_eq(slot[1], seen[1], "its frozen child ran");
+	r = lb_cgroup_freeze(cg, false, &err);
+	cr_assert(r == 0, "thaw: %s", msg(err));
+	cr_assert_not(lb_cgroup_frozen(cg));
+	cr_expect(counters_move(slot, seen, 5000), "the tree did not run again after the thaw");
+	kill_cg(cg);
+	cr_assert(reap_all(5000), "children left after the kill");
+	munmap((void *)slot, 4096);
 }
 
 Test(cgroup, destroy_kills_and_removes)

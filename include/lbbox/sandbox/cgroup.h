@@ -51,6 +51,10 @@ int lb_cgroup_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
 /* Kills every task in the cgroup (cgroup.kill on v2; freeze + SIGKILL + thaw on v1) and waits
  * until it is empty (bounded). */
 int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err);
+/* Stops (freeze) or restarts every task of the cgroup and its children; returns once the
+ * kernel says so (bounded: a task in uninterruptible sleep can delay a freeze). */
+int lb_cgroup_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err);
+bool lb_cgroup_frozen(struct lb_cgroup *cg);
 /* True when the cgroup has no task left. */
 bool lb_cgroup_is_empty(struct lb_cgroup *cg);
 int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
