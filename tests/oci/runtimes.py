@@ -11,13 +11,14 @@ cgroup, netns or bridge of the test left.
 
 Part 3 runs containerd (Debian 12's 1.6, its own root, state and socket under the test
 directory) with `ctr run --runtime io.containerd.runc.v2 --runc-binary lbbox-runc`: run --rm with
-its exit code, run -d + task exec / ps / kill / rm.
+its exit code, run -d + task exec / ps / kill / rm, run -t (a task with a tty).
 
 Usage: runtimes.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
 import json
 import os
 import shutil
+import shlex
 import signal
 import socket
 import subprocess
@@ -486,11 +487,17 @@ def containerd_checks(d, ctr, ok):
               "ctr task kill: SIGTERM stops it")
         check(sh(ctr + ["task", "rm", "t2"]).returncode == 0, "ctr task rm")
         check(sh(ctr + ["container", "rm", "t2"]).returncode == 0, "ctr container rm")
+        # a task with a tty: the shim's console socket; script(1) gives ctr a terminal
+        cmd = " ".join(shlex.quote(a) for a in ctr + ["run", "--rm", "-t"] + rt + [
+            "t3", "sh", "-c", "test -t 0 && test -t 1 && tty && exit 4"])
+        r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 4 and "/dev/pts/" in r.stdout,
+              f"ctr run -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
         left = [n for n in os.listdir(os.path.join(runc_root, "default"))
                 if not n.startswith(".")] if os.path.isdir(runc_root) else []
         check(left == [], f"the runtime's root is empty ({left})")
     finally:
-        ctr_remove(ctr, ("t1", "t2"))
+        ctr_remove(ctr, ("t1", "t2", "t3"))
 
 
 def main():
