@@ -224,6 +224,10 @@ static void hide_lbbox(bool userns)
 		memset((void *)v[0], 0, v[1] - v[0]);
 		memset((void *)v[2], 0, v[3] - v[2]);
 		snprintf((char *)v[0], v[1] - v[0], "lbbox-init");
+		/* a non-NUL last byte makes the kernel end cmdline at the name's NUL (its
+		 * setproctitle rule), not list the wiped bytes as empty arguments */
+		if (v[1] - v[0] > sizeof("lbbox-init"))
+			((char *)v[1])[-1] = ' ';
 	}
 }
 

@@ -417,6 +417,12 @@ def podman_checks(P, U, img, run, tmp, root):
     r = sh(P + ["unpause", "lbt-d1"])
     st = sh(P + ["inspect", "--format", "{{.State.Status}}", "lbt-d1"]).stdout.strip()
     check(r.returncode == 0 and st == "running", f"podman unpause ({st})")
+    r = sh(P + ["top", "lbt-d1", "pid", "args"])
+    rows = [l.split(None, 1) for l in r.stdout.splitlines()[1:]]
+    rows = [[c.strip() for c in row] for row in rows]
+    # lbbox's init is the container's pid 1 (as podman run --init), the command its child
+    check(r.returncode == 0 and rows == [["1", "lbbox-init"], ["2", "sleep 300"]],
+          f"podman top: the container's processes, its own pids ({rows} {r.stderr.strip()[-200:]})")
     cmd = " ".join(P + ["exec", "-t", "lbt-d1", "sh", "-c",
                         "'tty; [ $(cut -d\\  -f7 /proc/$$/stat) != 0 ] && echo ctty; exit 2'"])
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
