@@ -34,20 +34,6 @@ int cli_parse_bool(const char *s, bool *out, struct lb_err **err)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int resource;
-} rlimit_names[] = {
-    {"core", RLIMIT_CORE},	   {"cpu", RLIMIT_CPU},
-    {"data", RLIMIT_DATA},	   {"fsize", RLIMIT_FSIZE},
-    {"locks", RLIMIT_LOCKS},	   {"memlock", RLIMIT_MEMLOCK},
-    {"msgqueue", RLIMIT_MSGQUEUE}, {"nice", RLIMIT_NICE},
-    {"nofile", RLIMIT_NOFILE},	   {"nproc", RLIMIT_NPROC},
-    {"rss", RLIMIT_RSS},	   {"rtprio", RLIMIT_RTPRIO},
-    {"rttime", RLIMIT_RTTIME},	   {"sigpending", RLIMIT_SIGPENDING},
-    {"stack", RLIMIT_STACK},	   {"as", RLIMIT_AS},
-};
-
 static int parse_rlim_value(const char *s, rlim_t *out, struct lb_err **err)
 {
 	uint64_t v;
@@ -70,10 +56,7 @@ int cli_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err
 	if (!val)
 		return lb_err_set(err, 0, "invalid ulimit '%s': expected NAME=SOFT[:HARD]", arg);
 	*val++ = '\0';
-	int res = -1;
-	for (size_t i = 0; i < sizeof(rlimit_names) / sizeof(rlimit_names[0]); i++)
-		if (strcmp(copy, rlimit_names[i].name) == 0)
-			res = rlimit_names[i].resource;
+	int res = lb_rlimit_by_name(copy);
 	if (res < 0)
 		return lb_err_set(err, 0, "invalid ulimit '%s': unknown resource '%s'", arg, copy);
 	char *hard = strchr(val, ':');

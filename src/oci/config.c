@@ -126,19 +126,21 @@ static int parse_caps(json_t *process, struct lb_spec *spec, struct lb_err **err
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int resource;
-} rlimit_names[] = {
-    {"RLIMIT_CPU", RLIMIT_CPU},		  {"RLIMIT_FSIZE", RLIMIT_FSIZE},
-    {"RLIMIT_DATA", RLIMIT_DATA},	  {"RLIMIT_STACK", RLIMIT_STACK},
-    {"RLIMIT_CORE", RLIMIT_CORE},	  {"RLIMIT_RSS", RLIMIT_RSS},
-    {"RLIMIT_NPROC", RLIMIT_NPROC},	  {"RLIMIT_NOFILE", RLIMIT_NOFILE},
-    {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},	  {"RLIMIT_AS", RLIMIT_AS},
-    {"RLIMIT_LOCKS", RLIMIT_LOCKS},	  {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
-    {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE}, {"RLIMIT_NICE", RLIMIT_NICE},
-    {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},	  {"RLIMIT_RTTIME", RLIMIT_RTTIME},
-};
+/* "RLIMIT_NOFILE" → RLIMIT_NOFILE; -1 for anything else (lower case included). */
+static int rlimit_of_type(const char *type)
+{
+	char name[16];
+	size_t i = 0;
+	if (strncmp(type, "RLIMIT_", 7))
+		return -1;
+	for (type += 7; *type && i < sizeof(name) - 1; type++)
+		if (*type >= 'A' && *type <= 'Z')
+			name[i++] = (char)(*type - 'A' + 'a');
+		else
+			return -1;
+	name[i] = '\0';
+	return *type ? -1 : lb_rlimit_by_name(name);
+}
 
 static int parse_rlimit(json_t *r, struct lb_rlimit *out, struct lb_err **err)
 {
@@ -155,13 +157,11 @@ static int parse_rlimit(json_t *r, struct lb_rlimit *out, struct lb_err **err)
 		return lb_err_set(err, EINVAL, "config: rlimit %.32s needs hard and soft", type);
 	if (soft > hard)
 		return lb_err_set(err, EINVAL, "config: rlimit %.32s: soft above hard", type);
-	for (size_t i = 0; i < sizeof(rlimit_names) / sizeof(rlimit_names[0]); i++)
-		if (strcmp(type, rlimit_names[i].name) == 0) {
-			*out = (struct lb_rlimit){rlimit_names[i].resource, (rlim_t)soft,
-						  (rlim_t)hard};
-			return 0;
-		}
-	return lb_err_set(err, EINVAL, "config: unknown rlimit %.32s", type);
+	int resource = rlimit_of_type(type);
+	if (resource < 0)
+		return lb_err_set(err, EINVAL, "config: unknown rlimit %.32s", type);
+	*out = (struct lb_rlimit){resource, (rlim_t)soft, (rlim_t)hard};
+	return 0;
 }
 
 static int parse_rlimits(json_t *process, struct lb_spec *spec, struct lb_err **err)

@@ -90,8 +90,6 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 
 /* rlimit.c */
 int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
-/* "nofile" for RLIMIT_NOFILE ("?" for an unknown one). */
-const char *lb_rlimit_name(int resource);
 
 /* net_inside.c: inside the sandbox's netns. */
 int lb_net_loopback_up(struct lb_err **err);

@@ -1,22 +1,35 @@
 /* Resource limits of the command: sane defaults (nofile 1024, no core dumps), then the user's.
  * No RLIMIT_AS by default: it breaks runtimes that reserve address space (node, uv, Go). */
 #include <errno.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "engine.h"
 
+/* Docker's --ulimit names; the OCI config's are these upper-cased after "RLIMIT_". */
+static const char *const rlimit_names[RLIM_NLIMITS] = {
+    [RLIMIT_CPU] = "cpu",	    [RLIMIT_FSIZE] = "fsize",
+    [RLIMIT_DATA] = "data",	    [RLIMIT_STACK] = "stack",
+    [RLIMIT_CORE] = "core",	    [RLIMIT_RSS] = "rss",
+    [RLIMIT_NPROC] = "nproc",	    [RLIMIT_NOFILE] = "nofile",
+    [RLIMIT_MEMLOCK] = "memlock",   [RLIMIT_AS] = "as",
+    [RLIMIT_LOCKS] = "locks",	    [RLIMIT_SIGPENDING] = "sigpending",
+    [RLIMIT_MSGQUEUE] = "msgqueue", [RLIMIT_NICE] = "nice",
+    [RLIMIT_RTPRIO] = "rtprio",	    [RLIMIT_RTTIME] = "rttime"};
+
 const char *lb_rlimit_name(int resource)
 {
-	static const char *const names[RLIM_NLIMITS] = {
-	    [RLIMIT_CPU] = "cpu",	    [RLIMIT_FSIZE] = "fsize",
-	    [RLIMIT_DATA] = "data",	    [RLIMIT_STACK] = "stack",
-	    [RLIMIT_CORE] = "core",	    [RLIMIT_RSS] = "rss",
-	    [RLIMIT_NPROC] = "nproc",	    [RLIMIT_NOFILE] = "nofile",
-	    [RLIMIT_MEMLOCK] = "memlock",   [RLIMIT_AS] = "as",
-	    [RLIMIT_LOCKS] = "locks",	    [RLIMIT_SIGPENDING] = "sigpending",
-	    [RLIMIT_MSGQUEUE] = "msgqueue", [RLIMIT_NICE] = "nice",
-	    [RLIMIT_RTPRIO] = "rtprio",	    [RLIMIT_RTTIME] = "rttime"};
-	return resource >= 0 && resource < RLIM_NLIMITS && names[resource] ? names[resource] : "?";
+	return resource >= 0 && resource < RLIM_NLIMITS && rlimit_names[resource]
+		   ? rlimit_names[resource]
+		   : "?";
+}
+
+int lb_rlimit_by_name(const char *name)
+{
+	for (int i = 0; i < RLIM_NLIMITS; i++)
+		if (rlimit_names[i] && !strcmp(name, rlimit_names[i]))
+			return i;
+	return -1;
 }
 
 static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb_err **err)

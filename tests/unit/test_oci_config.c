@@ -1,6 +1,7 @@
 /* Unit tests for lbbox-runc's config.json parser: what podman writes becomes the engine's spec;
  * malformed and hostile configs are refused with one line and leak nothing (ASan). */
 #include <criterion/criterion.h>
+#include <sys/resource.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ Test(oci_config, podman_like)
 	cr_assert_eq(cfg.spec.caps, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
 	cr_assert_eq(cfg.spec.n_rlimits, 1);
 	cr_assert_eq(cfg.spec.rlimits[0].hard, 2048);
+	cr_assert_eq(cfg.spec.rlimits[0].resource, RLIMIT_NOFILE);
 	cr_assert_str_eq(cfg.spec.hostname, "box1");
 	cr_assert_str_eq(cfg.spec.env[1], "FOO=bar");
 	cr_assert_eq(cfg.spec.n_mounts, 3);
@@ -176,6 +178,12 @@ Test(oci_config, hostile)
 	    {"", ",\"capabilities\":{\"bounding\":[1]}", "", "must be a string"},
 	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_X\",\"hard\":1,\"soft\":1}]", "",
 	     "unknown rlimit"},
+	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_nofile\",\"hard\":1,\"soft\":1}]", "",
+	     "unknown rlimit"},
+	    {"", ",\"rlimits\":[{\"type\":\"nofile\",\"hard\":1,\"soft\":1}]", "",
+	     "unknown rlimit"},
+	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_NOFILEXXXXXXXXXXXXXXX\",\"hard\":1,\"soft\":1}]",
+	     "", "unknown rlimit"},
 	    {"", ",\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1,\"soft\":2}]", "",
 	     "soft above hard"},
 	    {"", ",\"env\":[\"NOEQUALS\"]", "", "KEY=VALUE"},

@@ -34,6 +34,9 @@ struct lb_rlimit {
 	int resource; /* RLIMIT_* */
 	rlim_t soft, hard;
 };
+/* "nofile" for RLIMIT_NOFILE ("?" for an unknown one), and back (-1 for an unknown name). */
+const char *lb_rlimit_name(int resource);
+int lb_rlimit_by_name(const char *name);
 
 enum lb_net_mode { LB_NET_OFF = 0, LB_NET_HOST, LB_NET_ON };
 
