@@ -31,6 +31,8 @@ int cli_parse_bool(const char *s, bool *out, struct lb_err **err);
 int cli_parse_volume(const char *arg, struct lb_mount *out, struct lb_err **err);
 /* "nofile=1024[:2048]" -> rlimit. */
 int cli_parse_rlimit(const char *arg, struct lb_rlimit *out, struct lb_err **err);
+/* A signal as a number, NAME or SIGNAME (any case): its number, or -1. */
+int cli_parse_signal(const char *s);
 /* "0.5" cpus -> quota/period in microseconds. */
 int cli_parse_cpus(const char *arg, uint64_t *quota_us, uint64_t *period_us, struct lb_err **err);
 /* "cap_net_raw" / "NET_RAW" / "ALL" -> bitmask. */

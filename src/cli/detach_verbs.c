@@ -60,20 +60,6 @@ struct many_opts {
 	bool force;
 };
 
-static int parse_signal(const char *s, int *sig, struct lb_err **err)
-{
-	uint64_t n;
-	if (lb_parse_u64(s, &n, NULL) == 0 && n > 0 && n < (uint64_t)NSIG)
-		return *sig = (int)n, 0;
-	const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
-	for (int i = 1; i < NSIG; i++) {
-		const char *abbrev = sigabbrev_np(i);
-		if (abbrev && !strcasecmp(abbrev, name))
-			return *sig = i, 0;
-	}
-	return lb_err_set(err, 0, "invalid signal '%s'", s);
-}
-
 static int take_many_opt(struct many_opts *o, int c, struct lb_err **err)
 {
 	uint64_t n;
@@ -83,7 +69,9 @@ static int take_many_opt(struct many_opts *o, int c, struct lb_err **err)
 			return lb_err_set(err, 0, "invalid -t '%s': expected seconds", optarg);
 		return o->grace = (unsigned)n, 0;
 	case 's':
-		return parse_signal(optarg, &o->sig, err);
+		if ((o->sig = cli_parse_signal(optarg)) < 0)
+			return lb_err_set(err, 0, "invalid signal '%s'", optarg);
+		return 0;
 	case 'f':
 		return o->force = true, 0;
 	}

@@ -2,6 +2,7 @@
  * booleans, as podman spells them. */
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,4 +104,18 @@ int cli_parse_cap(const char *name, uint64_t *mask, struct lb_err **err)
 		return lb_err_set(err, 0, "unknown capability '%s'", name);
 	*mask = 1ULL << v;
 	return 0;
+}
+
+int cli_parse_signal(const char *s)
+{
+	uint64_t n;
+	if (lb_parse_u64(s, &n, NULL) == 0)
+		return n > 0 && n < (uint64_t)NSIG ? (int)n : -1;
+	const char *name = strncasecmp(s, "SIG", 3) ? s : s + 3;
+	for (int i = 1; i < NSIG; i++) {
+		const char *abbrev = sigabbrev_np(i);
+		if (abbrev && !strcasecmp(abbrev, name))
+			return i;
+	}
+	return -1;
 }

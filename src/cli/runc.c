@@ -70,25 +70,6 @@ int runc_open_root(struct runc_globals *g)
 	return 0;
 }
 
-int runc_parse_signal(const char *s)
-{
-	static const struct {
-		const char *name;
-		int sig;
-	} sigs[] = {{"HUP", SIGHUP},   {"INT", SIGINT},	  {"QUIT", SIGQUIT},   {"KILL", SIGKILL},
-		    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},   {"STOP", SIGSTOP},
-		    {"CONT", SIGCONT}, {"ALRM", SIGALRM}, {"WINCH", SIGWINCH}, {"PIPE", SIGPIPE}};
-	uint64_t n;
-	if (lb_parse_u64(s, &n, NULL) == 0)
-		return n >= 1 && n < (uint64_t)NSIG ? (int)n : -1;
-	if (!strncasecmp(s, "SIG", 3))
-		s += 3;
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (!strcasecmp(s, sigs[i].name))
-			return sigs[i].sig;
-	return -1;
-}
-
 static void usage(FILE *f)
 {
 	fputs("usage: lbbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"

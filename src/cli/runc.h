@@ -24,8 +24,6 @@ int runc_fail_err(const struct runc_globals *g, struct lb_err **err);
 int runc_open_root(struct runc_globals *g);
 /* Writes pid to path (atomically, as conmon reads it); 1 after reporting a failure. */
 int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid);
-/* Parses the signal of `kill`: a number, NAME or SIGNAME. */
-int runc_parse_signal(const char *s);
 
 /* runc_verbs.c, runc_exec.c */
 int runc_create(struct runc_globals *g, int argc, char **argv, bool run);

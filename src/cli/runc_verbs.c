@@ -216,7 +216,7 @@ int runc_kill(struct runc_globals *g, int argc, char **argv)
 		return 1;
 	if (optind + 2 < argc)
 		return runc_fail(g, "kill: unexpected argument '%s'", argv[optind + 2]);
-	if (optind + 1 < argc && (sig = runc_parse_signal(argv[optind + 1])) < 0)
+	if (optind + 1 < argc && (sig = cli_parse_signal(argv[optind + 1])) < 0)
 		return runc_fail(g, "kill: unknown signal '%s'", argv[optind + 1]);
 	return lb_oci_kill(&g->oci, id, sig, all, &err) < 0 ? runc_fail_err(g, &err) : 0;
 }
