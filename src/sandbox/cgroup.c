@@ -27,6 +27,12 @@ static int cg_check_name(const char *name, struct lb_err **err)
 	return 0;
 }
 
+bool lb_cgroup_name_ok(const char *name)
+{
+	return name && *name && !strchr(name, '/') && strcmp(name, ".") && strcmp(name, "..") &&
+	       strlen(name) <= 255 && strcmp(name, CG_LEAF_NAME);
+}
+
 void cg_release(struct lb_cgroup *cg)
 {
 	for (size_t i = 0; i < cg->ndirs; i++) {

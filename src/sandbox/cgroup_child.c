@@ -94,8 +94,7 @@ static int cg_child_limit(const struct lb_cgroup *cg, uint64_t memory_bytes, str
 int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
 			   struct lb_cgroup **out, struct lb_err **err)
 {
-	if (!name || !*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
-	    !strcmp(name, CG_LEAF_NAME))
+	if (!lb_cgroup_name_ok(name))
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", name ? name : "");
 	if (cg_child_prepare(parent, name, memory_bytes, err) < 0)
 		return -1;

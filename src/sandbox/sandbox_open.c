@@ -231,7 +231,7 @@ static int open_child(struct lb_sandbox *sb, const char *child, struct lb_cgroup
 {
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
 	char paths_buf[LB_CGROUP_MAX_DIRS][LB_PATH_BUF];
-	if (!child || !*child || strchr(child, '/') || child[0] == '.')
+	if (!lb_cgroup_name_ok(child))
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", child ? child : "");
 	size_t n = lb_cgroup_dir_info(sb->cg, dirs, LB_CGROUP_MAX_DIRS);
 	for (size_t i = 0; i < n; i++) {

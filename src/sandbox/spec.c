@@ -138,7 +138,7 @@ static int check_mount(struct lb_mount *m, const struct lb_paths *paths, struct 
 static int check_limits(const struct lb_spec *spec, struct lb_err **err)
 {
 	const char *n = spec->cgroup_name;
-	if (n && (!*n || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, "..") || strlen(n) > 255))
+	if (n && !lb_cgroup_name_ok(n))
 		return lb_err_set(err, 0, "invalid cgroup name '%.64s'", n);
 	const struct lb_cgroup_limits *l = &spec->limits;
 	if (l->memory_bytes && l->memory_bytes < LB_MIN_MEMORY)

@@ -755,3 +755,19 @@ Test(cgroup, no_hierarchy)
 	cr_assert(WIFEXITED(status));
 	cr_expect_eq(WEXITSTATUS(status), 0, "none checks failed: %d", WEXITSTATUS(status));
 }
+
+Test(cgroup_name, one_component_only)
+{
+	static const char *const bad[] = {"", ".", "..", "a/b", "/a", "a/", "lbbox-leaf"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_not(lb_cgroup_name_ok(bad[i]), "'%s' accepted", bad[i]);
+	cr_expect_not(lb_cgroup_name_ok(NULL));
+	char longest[257];
+	memset(longest, 'a', 256);
+	longest[256] = '\0';
+	cr_expect_not(lb_cgroup_name_ok(longest), "a 256-byte name accepted");
+	longest[255] = '\0';
+	cr_expect(lb_cgroup_name_ok(longest), "a 255-byte name refused");
+	cr_expect(lb_cgroup_name_ok("lbbox-sb-1"));
+	cr_expect(lb_cgroup_name_ok("...x"));
+}

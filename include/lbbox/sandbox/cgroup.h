@@ -48,6 +48,9 @@ enum lb_cgroup_version lb_cgroup_version(const struct lb_cgroup *cg);
 int lb_cgroup_dirfd(const struct lb_cgroup *cg);
 /* Moves pid into the cgroup (every controller on v1). */
 int lb_cgroup_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
+/* One path component usable as a cgroup's name: not empty, "." or "..", no "/", at most 255
+ * bytes, and not the leaf lbbox moves a v2 parent's processes into. */
+bool lb_cgroup_name_ok(const char *name);
 /* Kills every task in the cgroup (cgroup.kill on v2; freeze + SIGKILL + thaw on v1) and waits
  * until it is empty (bounded). */
 int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err);
