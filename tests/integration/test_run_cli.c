@@ -200,7 +200,7 @@ LBT_TEST(run_cli, rm_and_read_only_as_podman_spells_them)
 	assert_output("ro\n", (const char *[]){"run", "--read-only", "--rootfs", r, "--", "sh",
 					       "-c", "touch /x 2>/dev/null || echo ro", NULL});
 	assert_output("rw\n", (const char *[]){"run", "--read-only=false", "--rootfs", r, "--",
-					       "sh", "-c", "touch /x && echo rw", NULL});
+					       "sh", "-c", "touch /x && rm /x && echo rw", NULL});
 }
 
 LBT_TEST(run_cli, errors_name_the_exact_token)
