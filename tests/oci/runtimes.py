@@ -2,7 +2,9 @@
 """lbbox-runc as an OCI runtime, end to end.
 
 Part 1 drives lbbox-runc itself on a bundle (the runtime-spec life cycle: created -> running ->
-stopped, state JSON, kill, delete, exec, ps, list, refusals). Part 2 runs podman (Debian 12's
+stopped, state JSON, kill, delete, exec, ps, list, refusals), then its hooks (all six kinds in
+order, createContainer in the container's namespaces before pivot_root, startContainer inside it,
+failures) and the bundle's masked and read-only paths (a hostile symlink kept inside). Part 2 runs podman (Debian 12's
 4.3, cgroupfs) with --runtime = lbbox-runc: run --rm, exit codes, -e, -v, --memory,
 --pids-limit, --cpus (read back inside), --network none, a network of the test's own (CNI
 bridge, joined by netns path), run -d + exec + stop / kill / rm -f, ps. Everything lives under a
