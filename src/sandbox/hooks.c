@@ -28,6 +28,8 @@ runner(const struct lb_child_ctx *ctx, enum lb_hook_point point, pid_t pid, cons
 {
 	struct lb_err *err = NULL;
 	sigset_t none;
+	/* as the command: `kill 0` must never reach the process group lbbox-runc was started in */
+	setsid();
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);

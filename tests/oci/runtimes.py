@@ -397,7 +397,8 @@ def part_hooks(tmp):
     os.chmod(host, 0o755)
     inside = ('#!/bin/sh\nstate=$(cat)\n'
               'extra="$(cat /scratch/hooked) $(grep CapEff /proc/self/status | cut -f2) '
-              '$(grep Seccomp: /proc/self/status | cut -f2) $(id -u)"\n'
+              '$(grep Seccomp: /proc/self/status | cut -f2) $(id -u) '
+              '$(cut -d" " -f6 /proc/$$/stat)"\n'
               'printf "%s %s %s\\n" "$1" "$state" "$extra" >> /hooks/log\n'
               '[ "$2" != fail ] || exit 4\n')
 
@@ -454,10 +455,12 @@ def part_hooks(tmp):
     sc = log[3][2].split() if len(log) > 3 else []
     check(len(lines) == 3 and lines[0] == "from-createContainer" and lines[2] == "2",
           f"the command sees what createContainer left in its tmpfs, under seccomp ({lines})")
-    check(len(sc) == 4 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
+    check(len(sc) == 5 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
           and sc[2] == "0" and sc[3] == "0",
           f"startContainer runs inside the container (a path of its own), with the command's "
           f"capabilities, before seccomp ({sc} vs {lines})")
+    # a session of its own, as the command's: not lbbox-runc's (outside the pid namespace: 0)
+    check(len(sc) == 5 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
 
     # failures: one line, the container gone (poststop still runs), nothing left
     for kind, verb in (("createContainer", "create"), ("startContainer", "start")):
