@@ -389,7 +389,8 @@ def part_hooks(tmp):
                 '  echo from-createContainer > scratch/hooked\n'
                 '  setsid sleep 300 </dev/null >/dev/null 2>&1 &\n'
                 '  extra="$(stat -f -c %T scratch) $(readlink /proc/self/ns/pid) '
-                '$(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/net) $(id -u)"\n'
+                '$(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/net) $(id -u) '
+                '$(grep CapEff /proc/self/status | cut -f2)"\n'
                 'fi\n'
                 'printf "%s %s %s\\n" "$1" "$state" "$extra" >> "$log"\n'
                 '[ "$3" != fail ] || exit 3\n'
@@ -447,11 +448,11 @@ def part_hooks(tmp):
           and all(s["id"] == "hk" and s["bundle"] == b for _, s, _ in log),
           f"each hook gets the state due ({[(s['status'], s.get('pid')) for _, s, _ in log]})")
     cc = log[2][2].split() if len(log) > 2 else []
-    check(len(cc) == 5 and cc[0] == "tmpfs" and cc[1] != mine["pid"] and cc[2] != mine["mnt"]
-          and cc[3] != mine["net"] and cc[4] == "0",
-          f"createContainer runs in the container's namespaces, cwd its root with its mounts "
-          f"({cc})")
     lines = open(out).read().split() if code == 0 else []
+    check(len(cc) == 6 and cc[0] == "tmpfs" and cc[1] != mine["pid"] and cc[2] != mine["mnt"]
+          and cc[3] != mine["net"] and cc[4] == "0" and lines and cc[5] == lines[1],
+          f"createContainer runs in the container's namespaces with the command's capabilities, "
+          f"cwd its root with its mounts ({cc})")
     sc = log[3][2].split() if len(log) > 3 else []
     check(len(lines) == 3 and lines[0] == "from-createContainer" and lines[2] == "2",
           f"the command sees what createContainer left in its tmpfs, under seccomp ({lines})")
