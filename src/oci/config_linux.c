@@ -1,6 +1,6 @@
 /*
- * config.json's "linux" object: namespaces, resources, seccomp, and the fields lbbox either
- * covers with its own fixed behaviour (masked and read-only paths, the device fence) or refuses.
+ * config.json's "linux" object: namespaces, resources, seccomp, masked and read-only paths, and
+ * the fields lbbox either covers with its own fixed behaviour (the device fence) or refuses.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -195,15 +195,18 @@ static int parse_seccomp(json_t *lx, struct lb_oci_config *cfg, struct lb_err **
 	return cfg->seccomp_json ? 0 : lb_err_set(err, ENOMEM, "config: seccomp");
 }
 
-static int check_paths(json_t *lx, const char *key, struct lb_err **err)
+/* maskedPaths / readonlyPaths: applied as written, on top of lbbox's own masks; resolved
+ * inside the root by the engine (src/sandbox/masks.c), so ".." or a link cannot leave it. */
+static int parse_paths(json_t *lx, const char *key, char ***out, struct lb_err **err)
 {
 	_cleanup_strv_ char **v = NULL;
 	if (lb_oci_get_strv(lx, key, 1024, &v, err) < 0)
 		return -1;
 	for (char **p = v; p && *p; p++)
-		if ((*p)[0] != '/')
+		if ((*p)[0] != '/' || strlen(*p) >= 4096)
 			return lb_err_set(err, EINVAL, "config: %s entry %.64s is not absolute",
 					  key, *p);
+	*out = v && *v ? LB_TAKE_PTR(v) : NULL;
 	return 0;
 }
 
@@ -260,10 +263,11 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 		if (strcmp(k, "net.ipv4.ping_group_range"))
 			return lb_err_set(err, ENOTSUP, "config: sysctl %.64s is not supported", k);
 	}
-	/* maskedPaths / readonlyPaths: the engine masks Docker's list itself */
 	if (parse_namespaces(lx, &cfg->spec, err) < 0 || parse_resources(lx, &cfg->spec, err) < 0 ||
-	    parse_seccomp(lx, cfg, err) < 0 || check_paths(lx, "maskedPaths", err) < 0 ||
-	    check_paths(lx, "readonlyPaths", err) < 0 || parse_cgroups_path(lx, cfg, err) < 0 ||
+	    parse_seccomp(lx, cfg, err) < 0 ||
+	    parse_paths(lx, "maskedPaths", &cfg->spec.masked_paths, err) < 0 ||
+	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||
+	    parse_cgroups_path(lx, cfg, err) < 0 ||
 	    lb_oci_get_string(lx, "rootfsPropagation", false, &s, err) < 0 ||
 	    lb_oci_get_string(lx, "mountLabel", false, &s, err) < 0)
 		return -1;

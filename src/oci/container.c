@@ -104,7 +104,8 @@ static int create_sandbox(const struct lb_oci_root *r, struct lb_oci_config *cfg
 }
 
 static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_config *cfg,
-		 const struct lb_oci_create_opts *o, struct lb_oci_state *st, struct lb_err **err)
+		 const struct lb_oci_create_opts *o, struct lb_oci_state *st,
+		 struct lb_oci_hooks_plan *hooks, struct lb_err **err)
 {
 	if (cfg->terminal && !o->console_socket)
 		return lb_err_set(err, EINVAL, "process.terminal needs --console-socket");
@@ -112,9 +113,11 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
 		return lb_err_set(err, ENOMEM, "console socket");
 	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
+	    lb_oci_plan_hooks(dir, cfg, hooks, err) < 0 ||
 	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)
 		return -1;
 	st->pid_start = lb_proc_starttime(st->pid);
+	st->status = LB_OCI_CREATED;
 	return lb_oci_state_save(r, st, err);
 }
 
@@ -124,6 +127,7 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	char dir[LB_PATH_BUF], created[64];
 	struct lb_oci_config cfg;
 	struct lb_oci_state st = {0};
+	struct lb_oci_hooks_plan hooks = {.st = &st};
 	if (o->preserve_fds)
 		return lb_err_set(err, ENOTSUP, "--preserve-fds is not supported by lbbox-runc");
 	if (lb_oci_container_dir(r, id, dir, sizeof(dir), err) < 0)
@@ -144,18 +148,16 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	st.annotations = json_incref(cfg.annotations);
 	st.hooks = json_incref(cfg.hooks);
 	st.status = LB_OCI_CREATED;
-	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, err)
+	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, &hooks, err)
 					 : lb_err_set(err, ENOMEM, "create");
-	if (rc == 0 && st.hooks) {
-		_cleanup_json_ json_t *state = lb_oci_state_json(&st);
-		if (lb_oci_hooks_run(st.hooks, "createRuntime", state, err) < 0 ||
-		    lb_oci_hooks_run(st.hooks, "prestart", state, err) < 0)
-			rc = -1;
-	}
 	if (rc < 0) {
 		if (st.sandbox[0])
 			lb_sandbox_destroy(&r->paths, st.sandbox, NULL);
+		/* a hook failed (or something after one): the life cycle goes on at poststop */
+		if (hooks.began)
+			lb_oci_run_poststop(&st);
 		lb_rm_rf(dir, NULL);
+		lb_oci_one_line(err);
 	} else {
 		*pid = st.pid;
 	}
@@ -164,10 +166,19 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	return rc;
 }
 
+/* A startContainer hook failed: the container is stopped and deleted (runtime-spec). */
+static void start_failed(const struct lb_oci_root *r, const char *dir, struct lb_oci_state *st)
+{
+	lb_sandbox_destroy(&r->paths, st->sandbox, NULL);
+	lb_oci_run_poststop(st);
+	lb_rm_rf(dir, NULL);
+}
+
 int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **err)
 {
 	struct lb_oci_state st;
-	char gate[LB_PATH_BUF + 16];
+	char dir[LB_PATH_BUF], gate[LB_PATH_BUF + 16];
+	_cleanup_close_ int rfd = -1, pidfd = -1;
 	if (lb_oci_state_load(r, id, &st, err) < 0)
 		return -1;
 	if (st.status != LB_OCI_CREATED) {
@@ -176,7 +187,13 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 		lb_oci_state_free(&st);
 		return -1;
 	}
-	snprintf(gate, sizeof(gate), "%s/%s/gate", r->dir, id);
+	snprintf(dir, sizeof(dir), "%s/%s", r->dir, id);
+	snprintf(gate, sizeof(gate), "%s/gate", dir);
+	bool hooked = lb_oci_hooks_has(st.hooks, "startContainer");
+	if (hooked && lb_oci_watch_start(dir, &st, &rfd, &pidfd, err) < 0) {
+		lb_oci_state_free(&st);
+		return -1;
+	}
 	/* non-blocking: pid 1 holds the read side open from before create returned */
 	int fd = open(gate, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	int rc = fd < 0 || write(fd, "1", 1) != 1
@@ -184,6 +201,11 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 		     : 0;
 	if (fd >= 0)
 		close(fd);
+	if (rc == 0 && hooked && lb_oci_await_started(rfd, pidfd, err) < 0) {
+		start_failed(r, dir, &st);
+		lb_oci_state_free(&st);
+		return lb_oci_one_line(err);
+	}
 	if (rc == 0) {
 		unlink(gate);
 		st.status = LB_OCI_RUNNING;
@@ -304,11 +326,7 @@ int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struc
 		goto out;
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", r->dir, id);
-	st.status = LB_OCI_STOPPED;
-	if (st.hooks) {
-		_cleanup_json_ json_t *state = lb_oci_state_json(&st);
-		lb_oci_hooks_run(st.hooks, "poststop", state, NULL); /* runc: warnings only */
-	}
+	lb_oci_run_poststop(&st);
 	rc = lb_rm_rf(dir, err);
 out:
 	lb_oci_state_free(&st);

@@ -1,8 +1,10 @@
 /*
  * OCI hooks: programs the runtime runs at points of the life cycle with the container's state on
- * their stdin. prestart / createRuntime (after create), poststart (after start) and poststop
- * (at delete) run in the runtime's namespaces; createContainer and startContainer, which run
- * inside the container, are refused.
+ * their stdin. prestart and createRuntime run in the runtime's namespaces while the container's
+ * pid 1 waits with its mounts built, before pivot_root; createContainer then runs in the
+ * container's namespaces (the engine's LB_HOOK_MOUNTED point) and startContainer inside the
+ * container once start opened the gate (LB_HOOK_STARTED). poststart (after start) and poststop
+ * (at delete) run in the runtime's namespaces.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,8 +62,6 @@ int lb_oci_hooks_check(json_t *hooks, struct lb_err **err)
 		if (!json_is_array(list) || json_array_size(list) > HOOK_MAX)
 			return lb_err_set(err, EINVAL, "config: hooks.%s must be an array (<= %d)",
 					  k, HOOK_MAX);
-		if (i >= 4 && json_array_size(list))
-			return lb_err_set(err, ENOTSUP, "config: %s hooks are not supported", k);
 		json_array_foreach(list, i, h)
 		{
 			if (check_hook(k, h, err) < 0)
@@ -129,6 +129,12 @@ static int run_hook(const char *kind, json_t *h, const char *state, struct lb_er
 	if (pid == 0) {
 		static char *none[] = {NULL};
 		char *argv0[] = {(char *)path, NULL};
+		sigset_t empty;
+		/* not what its runner blocks or ignores (lbbox-runc's forwarded signals, SIGPIPE)
+		 */
+		sigemptyset(&empty);
+		sigprocmask(SIG_SETMASK, &empty, NULL);
+		signal(SIGPIPE, SIG_DFL);
 		dup2(in[0], 0);
 		execve(path, args && args[0] ? args : argv0, env ? env : none);
 		_exit(127);
@@ -175,4 +181,24 @@ int lb_oci_hooks_run(json_t *hooks, const char *kind, json_t *state, struct lb_e
 			return -1;
 	}
 	return 0;
+}
+
+bool lb_oci_hooks_has(json_t *hooks, const char *kind)
+{
+	return json_array_size(json_object_get(hooks, kind)) > 0;
+}
+
+unsigned lb_oci_hooks_timeout(json_t *hooks, const char *kind)
+{
+	json_t *list = json_object_get(hooks, kind), *h;
+	unsigned total = 0;
+	size_t i;
+	json_array_foreach(list, i, h)
+	{
+		int64_t t = HOOK_TIMEOUT;
+		bool set;
+		lb_oci_get_int(h, "timeout", 1, 3600, &set, &t, NULL);
+		total += (unsigned)t;
+	}
+	return total;
 }

@@ -38,6 +38,28 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 int lb_oci_hooks_check(json_t *hooks, struct lb_err **err);
 /* Runs the hooks of one kind ("prestart", "poststop" ...) with the state on their stdin. */
 int lb_oci_hooks_run(json_t *hooks, const char *kind, json_t *state, struct lb_err **err);
+/* Whether hooks of that kind are given; the seconds they may take in all. */
+bool lb_oci_hooks_has(json_t *hooks, const char *kind);
+unsigned lb_oci_hooks_timeout(json_t *hooks, const char *kind);
+
+/* lifecycle.c: the hooks of create and start, on the engine's hook points. */
+struct lb_oci_hooks_plan {
+	struct lb_hooks h;
+	struct lb_oci_state *st;
+	bool began; /* a hook ran: a failure from here on also runs poststop (runtime-spec) */
+	char report[LB_PATH_BUF + 16];
+};
+/* Sets cfg->spec.hooks to b when the config has hooks that run during create or start (with
+ * startContainer ones, the report fifo DIR/started is made). */
+int lb_oci_plan_hooks(const char *dir, struct lb_oci_config *cfg, struct lb_oci_hooks_plan *b,
+		      struct lb_err **err);
+/* poststop with the state stopped; failures are ignored (runc: warnings). */
+void lb_oci_run_poststop(struct lb_oci_state *st);
+/* start, with startContainer hooks: the report fifo and a pidfd on pid 1 taken before the gate
+ * opens; then pid 1's report awaited (its failure, or its end, is an error). */
+int lb_oci_watch_start(const char *dir, const struct lb_oci_state *st, int *rfd, int *pidfd,
+		       struct lb_err **err);
+int lb_oci_await_started(int rfd, int pidfd, struct lb_err **err);
 
 /* state.c */
 int lb_oci_state_save(const struct lb_oci_root *r, const struct lb_oci_state *st,

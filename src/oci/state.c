@@ -30,7 +30,7 @@ int lb_oci_check_id(const char *id, struct lb_err **err)
 
 const char *lb_oci_status_name(enum lb_oci_status s)
 {
-	static const char *const names[] = {"created", "running", "paused", "stopped"};
+	static const char *const names[] = {"created", "running", "paused", "stopped", "creating"};
 	return names[s];
 }
 

@@ -62,6 +62,22 @@ int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **er
 int lb_mount_dev(int rootfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 
+/* hooks.c: spec->hooks' points, in pid 1. */
+/* The exit_code of the report pid 1 sends on err_fd when it stops for lbbox's own hooks. */
+#define LB_HOOK_PAUSED (-1)
+/* Mounts built: reports to lbbox, waits for it (and so for spec->hooks->parent) and learns its
+ * own pid as lbbox sees it, then runs the LB_HOOK_MOUNTED hooks with cwd newroot. */
+int lb_hooks_mounted(const struct lb_child_ctx *ctx, const char *newroot, pid_t *pid,
+		     struct lb_err **err);
+/* spec->hooks->start_report opened (before pivot_root): its fd; -1 when there is none, -2 with
+ * *err set when it cannot be opened. */
+int lb_hooks_open_report(const struct lb_spec *spec, struct lb_err **err);
+/* Gate open: runs the LB_HOOK_STARTED hooks and reports to report_fd; exits on a failure. */
+void lb_hooks_started(const struct lb_child_ctx *ctx, int report_fd, pid_t pid);
+
+/* masks.c: spec->masked_paths and readonly_paths, below the new root (before pivot_root). */
+int lb_apply_masks(const struct lb_spec *spec, const char *newroot, struct lb_err **err);
+
 /* etc.c: files generated into <statedir>/etc (the scratch tmpfs) and bound into /etc. */
 /* lease: network "on" only (the hostname then names the sandbox's address), else NULL. */
 int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,

@@ -170,7 +170,8 @@ static void wait_gate(const struct lb_child_ctx *ctx, int gate)
 	close(gate);
 }
 
-static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
+/* host_pid: filled at the hook point (spec->hooks only). */
+static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
 	char newroot[LB_PATH_BUF];
@@ -179,7 +180,12 @@ static int setup_world(const struct lb_child_ctx *ctx, struct lb_err **err)
 	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		return lb_err_set(err, errno, "unshare cgroup namespace");
-	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0 ||
+	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0)
+		return -1;
+	if (spec->hooks && lb_hooks_mounted(ctx, newroot, host_pid, err) < 0)
+		return -1;
+	/* after the hooks: whatever they mounted, the bundle's masks have the last word */
+	if (lb_apply_masks(spec, newroot, err) < 0 ||
 	    lb_pivot_root(newroot, spec->readonly_root, err) < 0)
 		return -1;
 	if (!spec->utsns_path && sethostname(hostname, strlen(hostname)) < 0)
@@ -267,7 +273,8 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (ctx->spec->net == LB_NET_ON &&
 	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))
 		_exit(LB_EXIT_SETUP);
-	close(ctx->sync_fd);
+	if (!ctx->spec->hooks) /* else lbbox resumes us once more, at the hook point */
+		close(ctx->sync_fd);
 	/* pasta configures eth0 meanwhile; lbbox watches pasta and ends us if it fails */
 	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
 	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
@@ -283,7 +290,11 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	    ctx->spec->console_socket ? lb_console_connect(ctx->spec->console_socket, &err) : -1;
 	if (ctx->spec->console_socket && csock < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (setup_world(ctx, &err) < 0 || (csock >= 0 && make_console(csock, &err) < 0))
+	int report = lb_hooks_open_report(ctx->spec, &err);
+	if (report == -2)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	pid_t host_pid = 0;
+	if (setup_world(ctx, &host_pid, &err) < 0 || (csock >= 0 && make_console(csock, &err) < 0))
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
 	if (ctx->spec->session)
@@ -293,6 +304,8 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 		wait_gate(ctx, gate);
 		err_fd = -1;
 	}
+	if (report >= 0)
+		lb_hooks_started(ctx, report, host_pid);
 	pid_t cmd = fork();
 	if (cmd < 0) {
 		lb_err_set(&err, errno, "fork the command");

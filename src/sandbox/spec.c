@@ -68,6 +68,8 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->utsns_path);
 	free(spec->start_gate);
 	free(spec->console_socket);
+	lb_strvfreep(&spec->masked_paths);
+	lb_strvfreep(&spec->readonly_paths);
 	memset(spec, 0, sizeof(*spec));
 }
 

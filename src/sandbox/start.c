@@ -208,7 +208,8 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 	memcpy(msg + 1, &r->net.lease, sizeof(r->net.lease));
 	if (lb_write_all(r->sync_w, msg, sizeof(msg)) < 0)
 		return lb_err_set(err, errno, "start the sandbox");
-	close_fd(&r->sync_w);
+	if (!spec->hooks) /* else kept for hook_pause */
+		close_fd(&r->sync_w);
 	return 0;
 }
 
@@ -272,7 +273,8 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		return -1;
 	if (lb_write_all(r->sync_w, "1", 1) < 0)
 		return lb_err_set(err, errno, "start the sandbox");
-	close_fd(&r->sync_w);
+	if (!spec->hooks) /* else kept for hook_pause */
+		close_fd(&r->sync_w);
 	return 0;
 }
 
@@ -343,6 +345,33 @@ static void set_setup_deadline(struct run *r, uint64_t start)
 		r->setup_timeout = true;
 	}
 	r->setup_deadline = start + ms * 1000000ULL;
+}
+
+/*
+ * spec->hooks: pid 1 stops once its mounts are built. lbbox runs the parent's hooks, then
+ * resumes pid 1 with its pid (which its own hooks are told); the setup's time starts again,
+ * with the time its hooks may take on top.
+ */
+static int hook_pause(struct run *r, int *setup_exit, struct lb_err **err)
+{
+	const struct lb_hooks *h = r->spec->hooks;
+	struct lb_child_msg msg;
+	if (watch_setup(r, setup_exit, err) < 0)
+		return -1;
+	ssize_t n = lb_read_all(r->err_r, &msg, sizeof(msg));
+	if (n != (ssize_t)sizeof(msg) || msg.exit_code != LB_HOOK_PAUSED) {
+		bool said = n == (ssize_t)sizeof(msg);
+		msg.msg[sizeof(msg.msg) - 1] = '\0';
+		*setup_exit = said ? msg.exit_code : LB_EXIT_SETUP;
+		return lb_err_set(err, 0, "%s", said ? msg.msg : "sandbox setup failed");
+	}
+	if (h->parent && h->parent(h->ctx, r->pid, err) < 0)
+		return -1;
+	if (lb_write_all(r->sync_w, &r->pid, sizeof(r->pid)) < 0)
+		return lb_err_set(err, errno, "resume the sandbox");
+	close_fd(&r->sync_w);
+	set_setup_deadline(r, lb_now_ns() + (uint64_t)h->mounted_timeout_s * 1000000000ULL);
+	return 0;
 }
 
 static void kill_sandbox(struct run *r)
@@ -455,7 +484,9 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 	if (create_cgroup(r, cgname, err) < 0 || block_signals(r, err) < 0 ||
 	    (spec->die_with_parent && watch_parent(r, err) < 0))
 		return -1;
-	return start_child(r, spec, err) < 0 || wait_setup(r, setup_exit, err) < 0 ? -1 : 0;
+	if (start_child(r, spec, err) < 0 || (spec->hooks && hook_pause(r, setup_exit, err) < 0))
+		return -1;
+	return wait_setup(r, setup_exit, err) < 0 ? -1 : 0;
 }
 
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,

@@ -2,7 +2,9 @@
 """lbbox-runc as an OCI runtime, end to end.
 
 Part 1 drives lbbox-runc itself on a bundle (the runtime-spec life cycle: created -> running ->
-stopped, state JSON, kill, delete, exec, ps, list, refusals). Part 2 runs podman (Debian 12's
+stopped, state JSON, kill, delete, exec, ps, list, refusals), then its hooks (all six kinds in
+order, createContainer in the container's namespaces before pivot_root, startContainer inside it,
+failures) and the bundle's masked and read-only paths (a hostile symlink kept inside). Part 2 runs podman (Debian 12's
 4.3, cgroupfs) with --runtime = lbbox-runc: run --rm, exit codes, -e, -v, --memory,
 --pids-limit, --cpus (read back inside), --network none, a network of the test's own (CNI
 bridge, joined by netns path), run -d + exec + stop / kill / rm -f, ps. Everything lives under a
@@ -219,8 +221,8 @@ def part_runtime(tmp):
     logged = open(hook_out).read().split("\n") if os.path.exists(hook_out) else []
     kinds = logged[0::2]
     states = [json.loads(x) for x in logged[1::2] if x]
-    check(kinds[:4] == ["createRuntime", "prestart", "poststart", "poststop"]
-          and [x["status"] for x in states] == ["created", "created", "running", "stopped"]
+    check(kinds[:4] == ["prestart", "createRuntime", "poststart", "poststop"]
+          and [x["status"] for x in states] == ["creating", "creating", "running", "stopped"]
           and all(x["id"] == "cc" for x in states), f"hooks, with the state on stdin ({kinds})")
 
     # a hook that reads nothing and does not exit, given a state larger than a pipe holds: its
@@ -341,7 +343,210 @@ def part_runtime(tmp):
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root ({left})")
     r = sh([RUNC, "features"])
-    check(r.returncode == 0 and json.loads(r.stdout)["ociVersionMin"] == "1.0.0", "features")
+    feats = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(feats.get("ociVersionMin") == "1.0.0" and len(feats.get("hooks", [])) == 6,
+          f"features, every hook kind ({feats.get('hooks')})")
+
+
+def hook_log(path):
+    """Lines 'KIND STATE-JSON EXTRA...' the hooks appended, parsed."""
+    out = []
+    for line in open(path).read().splitlines() if os.path.exists(path) else []:
+        kind, rest = line.split(" ", 1)
+        state, _, extra = rest.partition("} ")
+        out.append((kind, json.loads(state + "}"), extra.strip()))
+    return out
+
+
+def hook_bundle(tmp, name, args, hooks):
+    """A bundle with a tmpfs at /scratch and tmp/NAME-hooks bound at /hooks (the in-container
+    hook script and the log every hook appends to)."""
+    hd = os.path.join(tmp, name + "-hooks")
+    os.makedirs(hd)
+    b = bundle(tmp, name, args)
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["mounts"] += [{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs",
+                       "options": ["size=1m", "mode=1777"]},
+                      {"destination": "/hooks", "type": "bind", "source": hd,
+                       "options": ["rbind"]}]
+    cfg["hooks"] = hooks
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    return b, hd
+
+
+def part_hooks(tmp):
+    """All six hook kinds in the runtime-spec's order, each with the state it is due; the
+    createContainer hook in the container's namespaces before pivot_root, seeing its mounts;
+    the startContainer hook inside the container, with the command's rights; failures."""
+    root = os.path.join(tmp, "runc-root")
+    R = [RUNC, "--root", root]
+    pidfile = os.path.join(tmp, "hooks.pid")
+    mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "mnt", "net")}
+    # the host-side hook: the state on one line, then what it sees (createContainer: its
+    # namespaces, its cwd's tmpfs, where it leaves a marker and a process that must not outlive
+    # it). The in-container one (busybox sh): the marker, its capabilities and seccomp mode.
+    host = os.path.join(tmp, "hook-host.sh")
+    with open(host, "w") as f:
+        f.write('#!/bin/sh\nlog="$2"; state=$(cat)\n'
+                'if [ "$1" = createContainer ]; then\n'
+                '  echo from-createContainer > scratch/hooked\n'
+                '  setsid sleep 300 </dev/null >/dev/null 2>&1 &\n'
+                '  extra="$(stat -f -c %T scratch) $(readlink /proc/self/ns/pid) '
+                '$(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/net) $(id -u) '
+                '$(grep CapEff /proc/self/status | cut -f2)"\n'
+                'fi\n'
+                'printf "%s %s %s\\n" "$1" "$state" "$extra" >> "$log"\n'
+                '[ "$3" != fail ] || exit 3\n'
+                '[ "$3" != hang ] || sleep 30\n')
+    os.chmod(host, 0o755)
+    inside = ('#!/bin/sh\nstate=$(cat)\n'
+              'extra="$(cat /scratch/hooked) $(grep CapEff /proc/self/status | cut -f2) '
+              '$(grep Seccomp: /proc/self/status | cut -f2) $(id -u) '
+              '$(cut -d" " -f6 /proc/$$/stat)"\n'
+              'printf "%s %s %s\\n" "$1" "$state" "$extra" >> /hooks/log\n'
+              '[ "$2" != fail ] || exit 4\n')
+
+    def hooks(hd, fail=None):
+        log = os.path.join(hd, "log")
+        h = {k: [{"path": host, "args": ["hook-host.sh", k, log] + (["fail"] if fail == k else [])}]
+             for k in ("prestart", "createRuntime", "createContainer", "poststart", "poststop")}
+        h["startContainer"] = [{"path": "/hooks/in.sh",
+                                "args": ["in.sh", "startContainer"] +
+                                (["fail"] if fail == "startContainer" else [])}]
+        return h
+
+    def write_inside(hd):
+        with open(os.path.join(hd, "in.sh"), "w") as f:
+            f.write(inside)
+        os.chmod(os.path.join(hd, "in.sh"), 0o755)
+
+    probe = ("cat /scratch/hooked; grep CapEff /proc/self/status | cut -f2; "
+             "grep Seccomp: /proc/self/status | cut -f2")
+    b, hd = hook_bundle(tmp, "bhk", ["sh", "-c", probe], {})
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = hooks(hd)
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    write_inside(hd)
+    out = os.path.join(tmp, "bhk.out")
+    with open(out, "w") as o:
+        r = subprocess.run(R + ["create", "-b", b, "--pid-file", pidfile, "hk"],
+                           stdin=subprocess.DEVNULL, stdout=o, stderr=o, timeout=60)
+    check(r.returncode == 0, f"create with every hook kind ({open(out).read().strip()})")
+    pid = int(open(pidfile).read()) if r.returncode == 0 else 0
+    ps = sh(R + ["ps", "--format", "json", "hk"])
+    left = json.loads(ps.stdout) if ps.returncode == 0 else None
+    check(left == [pid], f"what a createContainer hook leaves running is killed ({left})")
+    r = sh(R + ["start", "hk"])
+    check(r.returncode == 0, f"start runs the startContainer hooks ({r.stderr.strip()})")
+    code = wait_exit(pid)
+    sh(R + ["delete", "hk"])
+    log = hook_log(os.path.join(hd, "log"))
+    kinds = [k for k, _, _ in log]
+    want = ["prestart", "createRuntime", "createContainer", "startContainer", "poststart",
+            "poststop"]
+    check(kinds == want, f"hooks run in the runtime-spec's order ({kinds})")
+    check([s["status"] for _, s, _ in log] ==
+          ["creating", "creating", "creating", "created", "running", "stopped"]
+          and all(s.get("pid") == pid for _, s, _ in log[:5]) and "pid" not in log[5][1]
+          and all(s["id"] == "hk" and s["bundle"] == b for _, s, _ in log),
+          f"each hook gets the state due ({[(s['status'], s.get('pid')) for _, s, _ in log]})")
+    cc = log[2][2].split() if len(log) > 2 else []
+    lines = open(out).read().split() if code == 0 else []
+    check(len(cc) == 6 and cc[0] == "tmpfs" and cc[1] != mine["pid"] and cc[2] != mine["mnt"]
+          and cc[3] != mine["net"] and cc[4] == "0" and lines and cc[5] == lines[1],
+          f"createContainer runs in the container's namespaces with the command's capabilities, "
+          f"cwd its root with its mounts ({cc})")
+    sc = log[3][2].split() if len(log) > 3 else []
+    check(len(lines) == 3 and lines[0] == "from-createContainer" and lines[2] == "2",
+          f"the command sees what createContainer left in its tmpfs, under seccomp ({lines})")
+    check(len(sc) == 5 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
+          and sc[2] == "0" and sc[3] == "0",
+          f"startContainer runs inside the container (a path of its own), with the command's "
+          f"capabilities, before seccomp ({sc} vs {lines})")
+    # a session of its own, as the command's: not lbbox-runc's (outside the pid namespace: 0)
+    check(len(sc) == 5 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
+
+    # failures: one line, the container gone (poststop still runs), nothing left
+    for kind, verb in (("createContainer", "create"), ("startContainer", "start")):
+        b, hd = hook_bundle(tmp, "bf-" + kind, ["true"], {})
+        cfg = json.load(open(os.path.join(b, "config.json")))
+        cfg["hooks"] = hooks(hd, fail=kind)
+        json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+        write_inside(hd)
+        rc, err = create(R, tmp, ["-b", b, "--pid-file", pidfile, "hf"])
+        pid = int(open(pidfile).read()) if rc == 0 else 0
+        if verb == "start":
+            check(rc == 0, f"create before a failing startContainer ({err.strip()})")
+            r = sh(R + ["start", "hf"])
+            rc, err = r.returncode, r.stderr
+            check(wait_exit(pid, 10) is not None or not os.path.exists(f"/proc/{pid}"),
+                  "pid 1 is gone")
+        kinds = [k for k, _, _ in hook_log(os.path.join(hd, "log"))]
+        check(rc == 1 and f"{kind} hook" in err and "failed" in err and err.count("\n") == 1,
+              f"a failing {kind} hook fails {verb} with one line ({err.strip()})")
+        check(sh(R + ["state", "hf"]).returncode == 1 and kinds[-1] == "poststop"
+              and os.listdir(os.path.join(root, ".sandboxes")) == [],
+              f"... the container is gone, poststop ran ({kinds})")
+    b, hd = hook_bundle(tmp, "bf-hang", ["true"], {})
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = {"createContainer": [{"path": host, "timeout": 1,
+                                         "args": ["h", "createContainer", os.path.join(hd, "log"),
+                                                  "hang"]}]}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    t0 = time.time()
+    rc, err = create(R, tmp, ["-b", b, "hf"])
+    took = time.time() - t0
+    check(rc == 1 and "timed out" in err and err.count("\n") == 1 and took < 15,
+          f"a createContainer hook's timeout fails create ({took:.1f}s {err.strip()})")
+    check(sh(R + ["state", "hf"]).returncode == 1
+          and os.listdir(os.path.join(root, ".sandboxes")) == [], "... and leaves nothing")
+
+
+def part_masks(tmp):
+    """linux.maskedPaths / readonlyPaths as written, on top of lbbox's own list; a symlink of
+    the image pointing out of the rootfs, or a '..' entry, stays inside it."""
+    root = os.path.join(tmp, "runc-root")
+    R = [RUNC, "--root", root]
+    rfs = os.path.join(tmp, "mask-rootfs")
+    subprocess.run(["cp", "-a", ROOTFS, rfs], check=True)
+    hostside = os.path.join(tmp, "hostside")  # a host directory, and the same path in the image
+    os.makedirs(hostside)
+    open(os.path.join(hostside, "hostfile"), "w").write("host\n")
+    inroot = rfs + hostside
+    os.makedirs(inroot)
+    open(os.path.join(inroot, "inner"), "w").write("inner\n")
+    os.symlink(hostside, os.path.join(rfs, "leak"))
+    for d in ("secretdir", "rodir"):
+        os.makedirs(os.path.join(rfs, d))
+        open(os.path.join(rfs, d, "f"), "w").write("secret\n")
+    for f in ("secretfile", "secret2"):
+        open(os.path.join(rfs, f), "w").write("secret\n")
+    probe = (f"cat /secretfile /secret2; echo [$(ls /secretdir)]; echo [$(ls {hostside})]; "
+             "touch /secretdir/x; echo w > /rodir/new; cat /rodir/f; touch /rw && echo rw-root; "
+             "[ -s /proc/kcore ] || echo kcore-masked")
+    b = bundle(tmp, "bmask", ["sh", "-c", "{ " + probe + "; } 2>&1"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["root"] = {"path": rfs, "readonly": False}
+    cfg["linux"]["maskedPaths"] = ["/secretdir", "/secretfile", "/leak", "/nonexistent/x",
+                                   "/../../../secret2"]
+    cfg["linux"]["readonlyPaths"] = ["/rodir", "/missing"]
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    r = sh(R + ["run", "-b", b, "mk"], stdin=subprocess.DEVNULL)
+    lines = r.stdout.splitlines()
+    check(r.returncode == 0 and len(lines) == 7 and lines[0] == "[]" and lines[1] == "[]"
+          and "Read-only file system" in lines[2] and "Read-only file system" in lines[3]
+          and lines[4:] == ["secret", "rw-root", "kcore-masked"],
+          f"masked files empty, masked directories empty and read-only, read-only paths "
+          f"EROFS, lbbox's own masks kept, absent paths skipped ({lines} {r.stderr.strip()})")
+    mounted = [l.split()[4] for l in open("/proc/self/mountinfo")]
+    check(os.listdir(hostside) == ["hostfile"] and hostside not in mounted,
+          "a masked image symlink out of the rootfs masks the rootfs' own path, no host path")
+    sh(R + ["delete", "--force", "mk"])
+    cfg["linux"]["maskedPaths"] = ["relative/path"]
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    r = sh(R + ["create", "-b", b, "mk2"])
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and "not absolute" in r.stderr,
+          f"a relative masked path is refused with one line ({r.stderr.strip()})")
 
 
 def part_podman(tmp):
@@ -515,6 +720,8 @@ def main():
     bridge = "none"
     try:
         part_runtime(tmp)
+        part_hooks(tmp)
+        part_masks(tmp)
         if shutil.which("podman") and shutil.which("conmon"):
             bridge = part_podman(tmp)
         else:

@@ -96,6 +96,10 @@ Test(oci_config, podman_like)
 	cr_assert_not_null(cfg.seccomp_json);
 	cr_assert_not_null(cfg.annotations);
 	cr_assert_str_eq(cfg.cgroups_path, "/libpod_parent/libpod-x");
+	/* the bundle's lists reach the engine as written (it resolves them inside the root) */
+	cr_assert_str_eq(cfg.spec.masked_paths[0], "/proc/kcore");
+	cr_assert_null(cfg.spec.masked_paths[1]);
+	cr_assert_str_eq(cfg.spec.readonly_paths[0], "/proc/sys");
 	lb_oci_config_free(&cfg);
 	free(text);
 }
@@ -139,6 +143,27 @@ struct bad {
 };
 
 /* Each is refused with one line naming the problem, and nothing is leaked. */
+/* createContainer and startContainer hooks are accepted; hostile mask entries are kept for the
+ * engine, which resolves them inside the root; empty lists are no lists. */
+Test(oci_config, hooks_and_masks)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	char *text =
+	    config(",\"maskedPaths\":[\"/../../etc/shadow\",\"/leak\"],\"readonlyPaths\":[]", "",
+		   ",\"hooks\":{\"createContainer\":[{\"path\":\"/usr/bin/hook\","
+		   "\"timeout\":5},{\"path\":\"/x\"}],\"startContainer\":["
+		   "{\"path\":\"/sbin/ldconfig\"}]}");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.masked_paths[0], "/../../etc/shadow");
+	cr_assert_str_eq(cfg.spec.masked_paths[1], "/leak");
+	cr_assert_null(cfg.spec.readonly_paths);
+	cr_assert_not_null(cfg.hooks);
+	cr_assert_null(cfg.spec.hooks); /* planned by create, not by the parser */
+	lb_oci_config_free(&cfg);
+	free(text);
+}
+
 Test(oci_config, hostile)
 {
 	static const struct bad bad[] = {
@@ -200,8 +225,10 @@ Test(oci_config, hostile)
 	     "tmpfs option"},
 	    {"", "", ",\"mounts\":{}", "must be an array"},
 	    {"", "", ",\"hostname\":7", "must be a string"},
-	    {"", "", ",\"hooks\":{\"createContainer\":[{\"path\":\"/bin/true\"}]}",
-	     "not supported"},
+	    {"", "", ",\"hooks\":{\"startContainer\":[{\"path\":\"sbin/ldconfig\"}]}",
+	     "not absolute"},
+	    {"", "", ",\"hooks\":{\"createContainer\":[{\"path\":\"/x\",\"timeout\":0}]}",
+	     "out of range"},
 	    {"", "", ",\"hooks\":{\"prestart\":[{\"path\":\"true\"}]}", "not absolute"},
 	    {"", "", ",\"hooks\":{\"bogus\":[]}", "unknown hook"},
 	    {"", "", ",\"annotations\":{\"a\":1}", "not a string"},

@@ -55,7 +55,14 @@ int lb_oci_check_id(const char *id, struct lb_err **err);
 
 /* ---- containers ------------------------------------------------------------------------- */
 
-enum lb_oci_status { LB_OCI_CREATED, LB_OCI_RUNNING, LB_OCI_PAUSED, LB_OCI_STOPPED };
+/* CREATING: only in the state hooks see while create builds the container. */
+enum lb_oci_status {
+	LB_OCI_CREATED,
+	LB_OCI_RUNNING,
+	LB_OCI_PAUSED,
+	LB_OCI_STOPPED,
+	LB_OCI_CREATING
+};
 const char *lb_oci_status_name(enum lb_oci_status s);
 
 /* One container's record, <root>/<id>/state.json. */

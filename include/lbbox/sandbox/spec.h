@@ -72,6 +72,33 @@ struct lb_net_opts {
 	size_t n_publish;
 };
 
+/* Hook points of a gated sandbox's setup (lb_sandbox_create), where an OCI runtime runs its
+ * hooks. The engine knows nothing of what they run; it only says where and with what rights. */
+enum lb_hook_point {
+	/* pid 1 has built every mount below the new root, pivot_root is yet to come: paths resolve
+	 * in the host's filesystem, the working directory is the new root */
+	LB_HOOK_MOUNTED,
+	/* the start gate opened, the command not forked yet: inside the root */
+	LB_HOOK_STARTED,
+};
+
+struct lb_hooks {
+	/* In lbbox, once pid 1 has built its mounts and waits (before any LB_HOOK_MOUNTED hook);
+	 * pid is pid 1's. A failure ends the sandbox. */
+	int (*parent)(void *ctx, pid_t pid, struct lb_err **err);
+	/* In a child of pid 1, in every namespace of the sandbox, with the command's rlimits,
+	 * identity, capabilities and no_new_privs but no seccomp filter; every process it leaves
+	 * is killed once it returns. pid: pid 1's, as lbbox sees it. A failure ends the sandbox. */
+	int (*child)(void *ctx, enum lb_hook_point point, pid_t pid, struct lb_err **err);
+	void *ctx;
+	/* How long the LB_HOOK_MOUNTED hooks may take in all, on top of the setup's own time. */
+	unsigned mounted_timeout_s;
+	/* LB_HOOK_STARTED runs only with this fifo (host path, opened by pid 1 before pivot_root):
+	 * pid 1 writes a struct lb_child_msg there once the hooks ran, exit_code 0 when they
+	 * succeeded (the command is then forked), else why they failed (pid 1 then exits). */
+	char *start_report;
+};
+
 struct lb_spec {
 	/* Root filesystem: a directory, or an image's unpacked layers (an overlayfs lowerdir list,
 	 * top first), or neither for the built-in "host" image. */
@@ -123,6 +150,14 @@ struct lb_spec {
 	 * pivot_root, then opens a pty on the sandbox's own devpts, sends its master there
 	 * (SCM_RIGHTS) and makes the slave the command's stdio and controlling terminal. */
 	char *console_socket;
+	/* An OCI runtime's hooks that run inside the sandbox (createContainer, startContainer);
+	 * not owned (lb_spec_free leaves it). NULL = none, pid 1 never stops. */
+	const struct lb_hooks *hooks;
+	/* Paths inside the root masked (a directory: an empty read-only tmpfs; anything else:
+	 * /dev/null) or made read-only (recursively), on top of lbbox's own lists; resolved
+	 * without leaving the root, skipped when absent. NULL-terminated, or NULL. */
+	char **masked_paths;
+	char **readonly_paths;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;

@@ -1,0 +1,132 @@
+/*
+ * Hook points of pid 1's setup (spec->hooks): where an OCI runtime runs its createContainer and
+ * startContainer hooks. What runs is the caller's business; the engine decides where and with
+ * what rights. The hooks run in a child of pid 1 that first becomes what the command will be
+ * (rlimits, identity, capabilities, no_new_privs), so a hook, an image's program at
+ * LB_HOOK_STARTED, never holds more than the command; pid 1 itself is untouched. Seccomp is left
+ * out: it is installed as the command's last step, and hooks run before it. Whatever a hook leaves
+ * running is killed before pid 1 goes on: at LB_HOOK_MOUNTED it would keep the host's root, at
+ * LB_HOOK_STARTED it would be an unfiltered process the command could ptrace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lbbox/base/process.h"
+#include "lbbox/base/util.h"
+#include "lbbox/sandbox/sandbox.h"
+#include "engine.h"
+
+/* The hooks' runner: becomes the command's identity, then hands over to the caller's hooks. */
+__attribute__((noreturn)) static void
+runner(const struct lb_child_ctx *ctx, enum lb_hook_point point, pid_t pid, const char *cwd, int fd)
+{
+	struct lb_err *err = NULL;
+	sigset_t none;
+	/* as the command: `kill 0` must never reach the process group lbbox-runc was started in */
+	setsid();
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (chdir(cwd) < 0)
+		lb_err_set(&err, errno, "hooks: chdir %s", cwd);
+	if (err || lb_apply_rlimits(ctx->spec, &err) < 0 ||
+	    lb_drop_privileges(ctx->spec, &err) < 0 ||
+	    ctx->spec->hooks->child(ctx->spec->hooks->ctx, point, pid, &err) < 0)
+		lb_child_fail(fd, LB_EXIT_SETUP, err);
+	_exit(0);
+}
+
+/* pid 1 kills every other process of its pid namespace (kill(-1) spares only itself) and reaps
+ * them: orphans are reparented to it, so it waits until it has no child left. */
+static void kill_others(void)
+{
+	for (;;) {
+		kill(-1, SIGKILL);
+		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+			return;
+	}
+}
+
+static int run_point(const struct lb_child_ctx *ctx, enum lb_hook_point point, pid_t pid,
+		     const char *cwd, struct lb_err **err)
+{
+	int p[2], status = 0;
+	struct lb_child_msg msg;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "hooks: pipe");
+	pid_t r = fork();
+	if (r == 0) {
+		close(p[0]);
+		runner(ctx, point, pid, cwd, p[1]);
+	}
+	int e = errno;
+	close(p[1]);
+	if (r < 0) {
+		close(p[0]);
+		return lb_err_set(err, e, "hooks: fork");
+	}
+	int failed = lb_child_read_fail(p[0], &msg, "hooks failed");
+	close(p[0]);
+	while (waitpid(r, &status, 0) < 0 && errno == EINTR)
+		;
+	kill_others();
+	if (failed)
+		return lb_err_set(err, 0, "%s", msg.msg);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return lb_err_set(err, 0, "hooks failed (status %d)", lb_exit_code_of(status));
+	return 0;
+}
+
+int lb_hooks_mounted(const struct lb_child_ctx *ctx, const char *newroot, pid_t *pid,
+		     struct lb_err **err)
+{
+	struct lb_child_msg paused = {.exit_code = LB_HOOK_PAUSED};
+	if (lb_write_all(ctx->err_fd, &paused, sizeof(paused)) < 0)
+		return lb_err_set(err, errno, "report the mounts built");
+	/* lbbox ran its own hooks meanwhile; EOF: it gave up on the sandbox */
+	if (lb_read_all(ctx->sync_fd, pid, sizeof(*pid)) != sizeof(*pid))
+		_exit(LB_EXIT_SETUP);
+	close(ctx->sync_fd);
+	if (!ctx->spec->hooks->child)
+		return 0;
+	return run_point(ctx, LB_HOOK_MOUNTED, *pid, newroot, err);
+}
+
+int lb_hooks_open_report(const struct lb_spec *spec, struct lb_err **err)
+{
+	const char *path = spec->hooks ? spec->hooks->start_report : NULL;
+	if (!path)
+		return -1;
+	/* read-write: the open needs no reader, and the fifo keeps what is written until read */
+	int fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		int e = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		lb_err_set(err, e, "start report %s", path);
+		return -2;
+	}
+	return fd;
+}
+
+void lb_hooks_started(const struct lb_child_ctx *ctx, int report_fd, pid_t pid)
+{
+	struct lb_err *err = NULL;
+	struct lb_child_msg msg = {0};
+	if (ctx->spec->hooks->child && run_point(ctx, LB_HOOK_STARTED, pid, "/", &err) < 0) {
+		msg.exit_code = LB_EXIT_SETUP;
+		snprintf(msg.msg, sizeof(msg.msg), "%s", err->msg);
+	}
+	(void)!write(report_fd, &msg, sizeof(msg));
+	close(report_fd);
+	if (msg.exit_code)
+		_exit(LB_EXIT_SETUP);
+}
