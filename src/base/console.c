@@ -48,13 +48,17 @@ static int send_fd(int sock, int fd, struct lb_err **err)
 	return n < 0 ? lb_err_set(err, errno, "send the terminal to the console socket") : 0;
 }
 
-int lb_console_send_pty(int sock, const char *ptmx, struct lb_err **err)
+int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size,
+			struct lb_err **err)
 {
 	_cleanup_close_ int master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0)
 		return lb_err_set(err, errno, "open %s", ptmx);
 	if (unlockpt(master) < 0)
 		return lb_err_set(err, errno, "unlockpt");
+	/* before the command can ask: its first `stty size` sees the caller's */
+	if (size && ioctl(master, TIOCSWINSZ, size) < 0)
+		return lb_err_set(err, errno, "set the terminal's size");
 	int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (slave < 0)
 		return lb_err_set(err, errno, "open the pty's slave");

@@ -9,6 +9,7 @@
 
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/json_util.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 #include "lbbox/sandbox/net.h"
 #include "run_internal.h"
@@ -161,6 +162,28 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 	return 0;
 }
 
+/* The sandbox, with -t its pty relayed to this terminal while it runs. */
+static int run_sandbox(struct run_opts *o, struct cli_globals *g, struct lb_result *res,
+		       int *setup_exit, struct lb_err **err)
+{
+	struct lb_tty tty;
+	if (!o->tty)
+		return lb_sandbox_run(&o->spec, &g->paths, res, setup_exit, err);
+	if (lb_tty_open(&tty, o->interactive, err) < 0)
+		return -1;
+	const struct lb_run_io io = {.console_fd = tty.child_sock,
+				     .console_size = lb_tty_size(&tty),
+				     .fds = tty.pfd,
+				     .n = LB_TTY_NFDS,
+				     .on_ready = lb_tty_on_ready,
+				     .on_signal = lb_tty_on_signal,
+				     .ctx = &tty};
+	int r = lb_sandbox_run_io(&o->spec, &g->paths, &io, res, setup_exit, err);
+	lb_tty_finish(&tty);
+	lb_tty_close(&tty);
+	return r;
+}
+
 int cli_run(struct cli_globals *g, int argc, char **argv)
 {
 	struct run_opts o = {.n_env = 0};
@@ -197,7 +220,7 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 			cli_error("note: rootless --network on goes through pasta (user-mode "
 				  "networking, IPv4 only) behind lbbox's egress filter");
 	}
-	if (lb_sandbox_run(&o.spec, &g->paths, &res, &setup_exit, &err) < 0) {
+	if (run_sandbox(&o, g, &res, &setup_exit, &err) < 0) {
 		cli_error("%s", err->msg);
 		code = setup_exit;
 	} else {
