@@ -151,8 +151,8 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 {
 	struct run_opts o = {.n_env = 0};
 	if (prepare_opts(&o, argc, argv, err) < 0 || prepare_image(&o, g, false, err) < 0 ||
-	    ((o.detach || o.name || o.json_file) &&
-	     lb_err_set(err, 0, "-d, --name and --json-file are lbbox run's alone") < 0)) {
+	    ((o.detach || o.name || o.json_file || o.tty) &&
+	     lb_err_set(err, 0, "-d, --name, --json-file and -t are lbbox run's alone") < 0)) {
 		run_opts_free(&o);
 		return -1;
 	}

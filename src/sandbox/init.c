@@ -135,6 +135,10 @@ static int make_console(int sock, const struct winsize *size, struct lb_err **er
 	close(sock);
 	if (slave < 0)
 		return -1;
+	/* out of the caller's session, as runc's init: the caller's terminal signals its foreground
+	 * process group, which pid 1 (a clone of lbbox) was in; its SIGWINCH or SIGINT would reach
+	 * the command twice, once through pid 1 and once as the relay passes it on */
+	setsid();
 	for (int fd = 0; fd < 3; fd++)
 		if (dup2(slave, fd) < 0)
 			return lb_err_set(err, errno, "terminal as stdio");

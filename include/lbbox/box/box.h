@@ -131,10 +131,14 @@ void lb_box_instance_release(struct lb_box *box, int fd);
  * byte for byte (-1: captured into the result as LangBot's text). A reader that goes away
  * (EPIPE) closes the command's pipe, so the command sees EPIPE as in a shell pipeline.
  */
+struct lb_tty;
 struct lb_box_exec_io {
 	int in_fd, out_fd, err_fd;
 	uint64_t
 	    out_limit; /* bytes passed to each of out_fd and err_fd, the rest dropped; 0: all */
+	/* a pty (lbbox/base/tty.h) instead: the command's stdio is the slave, the relay serves
+	 * in_fd and out_fd meanwhile; err_fd only says why the command could not start */
+	struct lb_tty *tty;
 };
 
 /* One exec (§3.4): sh -lc "mkdir -p W && cd W && CMD", output captured. */
