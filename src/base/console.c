@@ -48,8 +48,7 @@ static int send_fd(int sock, int fd, struct lb_err **err)
 	return n < 0 ? lb_err_set(err, errno, "send the terminal to the console socket") : 0;
 }
 
-int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size,
-			struct lb_err **err)
+int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size, struct lb_err **err)
 {
 	_cleanup_close_ int master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0)

@@ -29,8 +29,8 @@ static void arm(struct lb_tty *t)
 	bool attached = t->master >= 0 && !t->master_done;
 	t->pfd[0] = (struct pollfd){.fd = t->master >= 0 ? (attached ? t->master : -1) : t->sock,
 				    .events = POLLIN | (attached && t->len ? POLLOUT : 0)};
-	t->pfd[1] = (struct pollfd){.fd = attached && t->in >= 0 && !t->len ? t->in : -1,
-				    .events = POLLIN};
+	t->pfd[1] =
+	    (struct pollfd){.fd = attached && t->in >= 0 && !t->len ? t->in : -1, .events = POLLIN};
 	t->pfd[2] = (struct pollfd){.fd = t->sigfd, .events = POLLIN};
 }
 

@@ -45,13 +45,17 @@ static int profile_timeout(struct exec_opts *o, struct lb_err **err)
 	return 0;
 }
 
-static const struct option exec_longopts[] = {
-    {"workdir", required_argument, NULL, 'w'}, {"env", required_argument, NULL, 'e'},
-    {"timeout", required_argument, NULL, 'T'}, {"output-limit", required_argument, NULL, 'o'},
-    {"tty", no_argument, NULL, 't'},
-    {"json", no_argument, NULL, 'j'},	       {"profile", required_argument, NULL, 'p'},
-    {"langbot", no_argument, NULL, 'l'},       {"interactive", no_argument, NULL, 'i'},
-    {"help", no_argument, NULL, 'h'},	       {0}};
+static const struct option exec_longopts[] = {{"workdir", required_argument, NULL, 'w'},
+					      {"env", required_argument, NULL, 'e'},
+					      {"timeout", required_argument, NULL, 'T'},
+					      {"output-limit", required_argument, NULL, 'o'},
+					      {"tty", no_argument, NULL, 't'},
+					      {"json", no_argument, NULL, 'j'},
+					      {"profile", required_argument, NULL, 'p'},
+					      {"langbot", no_argument, NULL, 'l'},
+					      {"interactive", no_argument, NULL, 'i'},
+					      {"help", no_argument, NULL, 'h'},
+					      {0}};
 static const struct cli_optdef exec_opts = {"+:hitw:e:", exec_longopts};
 
 /* --timeout, --output-limit: a whole number >= 1. */
@@ -101,8 +105,9 @@ static int set_io(struct exec_opts *o, struct lb_err **err)
 {
 	bool stream = !o->json && !o->langbot;
 	if (o->tty && (!stream || o->output_limit))
-		return lb_err_set(err, 0, "-t does not go with --json, --langbot or --output-limit: "
-					  "its output is a terminal's, passed as it comes");
+		return lb_err_set(err, 0,
+				  "-t does not go with --json, --langbot or --output-limit: "
+				  "its output is a terminal's, passed as it comes");
 	o->io = (struct lb_box_exec_io){.in_fd = o->interactive ? 0 : -1,
 					.out_fd = stream ? 1 : -1,
 					.err_fd = stream ? 2 : -1,

@@ -40,12 +40,12 @@ struct run {
 	pid_t ppid; /* lbbox's parent, watched with --die-with-parent */
 	const struct lb_spec *spec;
 	const char *runroot;
-	struct lb_net_handle net; /* network "on" only */
-	int init_fd;		  /* session: lbbox-init, opened before the clone */
-	int alive_fd;		  /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
-	bool userns;		  /* rootless: the sandbox gets its own user namespace */
-	uint64_t setup_deadline;  /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
-	bool setup_timeout;	  /* the deadline is the run's own --timeout */
+	struct lb_net_handle net;   /* network "on" only */
+	int init_fd;		    /* session: lbbox-init, opened before the clone */
+	int alive_fd;		    /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
+	bool userns;		    /* rootless: the sandbox gets its own user namespace */
+	uint64_t setup_deadline;    /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
+	bool setup_timeout;	    /* the deadline is the run's own --timeout */
 	const struct lb_run_io *io; /* served while the command runs; NULL = none */
 };
 

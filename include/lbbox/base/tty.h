@@ -22,8 +22,8 @@ struct lb_tty {
 	int child_sock; /* the sandbox's end (pid 1's or an exec's console socket) */
 	int master;	/* -1 until it came; non-blocking */
 	bool master_done;
-	int in, out;	/* the caller's stdin (-1: not read, as without -i) and stdout */
-	int size_fd;	/* the caller's terminal whose window size is followed; -1: none */
+	int in, out; /* the caller's stdin (-1: not read, as without -i) and stdout */
+	int size_fd; /* the caller's terminal whose window size is followed; -1: none */
 	bool has_size;
 	struct winsize size; /* its size when opened: the pty starts with it */
 	bool want_raw, raw;  /* raw mode of stdin (a terminal, with -i) while attached */
