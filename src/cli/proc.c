@@ -205,6 +205,10 @@ static int proc_attach(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	_cleanup_close_ int sock = -1;
+	if (argc > 1 && (!strcmp(argv[1], "-t") || !strcmp(argv[1], "--tty")))
+		return cli_error("proc attach has no terminal mode yet: a managed process's stdio "
+				 "is pipes (lbbox session exec -t gives a command a terminal)"),
+		       LB_EXIT_SETUP;
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_attach(box, argv[1], argv[2], false, &sock, &err) < 0)

@@ -252,7 +252,8 @@ def without_i_stdin_is_not_read():
 @case
 def a_terminal_is_refused_where_it_does_not_apply():
     for args, msg in ((["run", "-d", "-t", "--rootfs", ROOTFS, "--", "true"], "-t does not apply"),
-                      (["session", "exec", "-t", "--json", "s", "true"], "-t does not go with")):
+                      (["session", "exec", "-t", "--json", "s", "true"], "-t does not go with"),
+                      (["proc", "attach", "-t", "s", "p"], "no terminal mode yet")):
         p = subprocess.run([LBBOX] + args, env=ENV, capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=30)
         lines = p.stderr.splitlines()
