@@ -283,6 +283,28 @@ def session_exec_has_a_terminal_too():
         subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
 
 
+@case
+def exec_in_a_detached_run_has_a_terminal():
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "run", "-d", "--name", name, "--rootfs", ROOTFS, "--", "sleep",
+                        "600"], env=ENV, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    p = subprocess.run([LBBOX, "session", "inspect", name], env=ENV, capture_output=True,
+                       text=True, timeout=30)
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    try:
+        t = Term(["exec", "-it", name, "sh", "-c",
+                  "tty; test -t 0 && echo T0; stty size; echo ready; read x; exit $x", "MARK"],
+                 size=(22, 66))
+        t.read_until("ready")
+        os.write(t.master, b"6\r")  # raw mode here: the pty inside makes \r a newline
+        code, out = t.finish()
+        assert code == 6 and "T0" in out and "22 66" in out and t.after == t.before, (code, out)
+        assert re.search(r"^/dev/pts/\d+$", out, re.M), out
+    finally:
+        subprocess.run([LBBOX, "rm", "-f", name], env=ENV, capture_output=True)
+
+
 def main():
     failed = 0
     only = os.environ.get("LBBOX_TTY_FILTER", "")
