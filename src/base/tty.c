@@ -48,11 +48,12 @@ int lb_tty_open(struct lb_tty *t, bool interactive, struct lb_err **err)
 		return lb_err_set(err, errno, "socketpair");
 	t->sock = sv[0];
 	t->child_sock = sv[1];
-	/* the size of whichever of stdin, stdout, stderr is a terminal, as podman takes it */
+	/* the size of whichever of stdin, stdout, stderr is a terminal, followed from then on */
 	for (int fd = 0; fd < 3 && t->size_fd < 0; fd++)
-		if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &t->size) == 0 && t->size.ws_row)
+		if (isatty(fd))
 			t->size_fd = fd;
-	t->has_size = t->size_fd >= 0;
+	t->has_size = t->size_fd >= 0 && ioctl(t->size_fd, TIOCGWINSZ, &t->size) == 0 &&
+		      t->size.ws_row && t->size.ws_col;
 	t->want_raw = interactive && isatty(0);
 	/* a reader of our stdout that went away is EPIPE, not the end of lbbox (and of the
 	 * terminal's restoration) */
