@@ -67,3 +67,47 @@ int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size, 
 	}
 	return slave;
 }
+
+/* The first descriptor of the message; any other is closed. */
+static int take_fd(struct msghdr *msg)
+{
+	int fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	return fd;
+}
+
+int lb_console_recv_master(int sock, bool nonblock, int *master)
+{
+	char name[64], cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name)};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	unsigned ptn;
+	ssize_t n;
+	*master = -1;
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0))) < 0 &&
+	       errno == EINTR)
+		;
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	int fd = n < 0 ? -1 : take_fd(&msg);
+	/* whatever the sandbox side sent, only a pty's master is taken */
+	if (fd >= 0 && ioctl(fd, TIOCGPTN, &ptn) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	*master = fd;
+	return fd < 0 ? -1 : 1;
+}

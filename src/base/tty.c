@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lbbox/base/console.h"
 #include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 
@@ -87,46 +88,17 @@ static void make_raw(struct lb_tty *t)
 	t->raw = tcsetattr(0, TCSANOW, &raw) == 0;
 }
 
-/* The first descriptor of the message; any other is closed. */
-static int take_fd(struct msghdr *msg)
-{
-	int fd = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < n; i++) {
-			int got;
-			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (fd < 0)
-				fd = got;
-			else
-				close(got);
-		}
-	}
-	return fd;
-}
-
 /* The master, once: anything but a pty's master is refused (the relay then just ends). */
 static void recv_master(struct lb_tty *t)
 {
-	char name[64], cbuf[CMSG_SPACE(4 * sizeof(int))];
-	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name)};
-	struct msghdr msg = {
-	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
-	unsigned ptn;
-	ssize_t n = recvmsg(t->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	int fd;
+	int r = lb_console_recv_master(t->sock, true, &fd);
+	if (r == 0)
 		return;
-	int fd = n < 0 ? -1 : take_fd(&msg);
 	close_fd(&t->sock);
-	if (fd >= 0 && ioctl(fd, TIOCGPTN, &ptn) < 0)
-		close_fd(&fd);
-	if (fd < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
+	if (r < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0) {
 		close_fd(&fd);
 		t->master_done = true;
-		t->master = -1;
-		t->sock = -1;
 		return;
 	}
 	t->master = fd;

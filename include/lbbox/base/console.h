@@ -2,6 +2,7 @@
 #ifndef LBBOX_CONSOLE_H
 #define LBBOX_CONSOLE_H
 
+#include <stdbool.h>
 #include <sys/ioctl.h>
 
 #include "lbbox/base/err.h"
@@ -16,5 +17,8 @@ int lb_console_connect(const char *path, struct lb_err **err);
  */
 int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size,
 			struct lb_err **err);
+/* The other end: 1 with a pty's master in *master (close-on-exec); 0 when nothing came yet
+ * (nonblock); -1 when none will (EOF, an error, or a descriptor that is no pty master). */
+int lb_console_recv_master(int sock, bool nonblock, int *master);
 
 #endif
