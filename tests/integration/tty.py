@@ -252,8 +252,7 @@ def without_i_stdin_is_not_read():
 @case
 def a_terminal_is_refused_where_it_does_not_apply():
     for args, msg in ((["run", "-d", "-t", "--rootfs", ROOTFS, "--", "true"], "-t does not apply"),
-                      (["session", "exec", "-t", "--json", "s", "true"], "-t does not go with"),
-                      (["proc", "attach", "-t", "s", "p"], "no terminal mode yet")):
+                      (["session", "exec", "-t", "--json", "s", "true"], "-t does not go with")):
         p = subprocess.run([LBBOX] + args, env=ENV, capture_output=True, text=True,
                            stdin=subprocess.DEVNULL, timeout=30)
         lines = p.stderr.splitlines()
@@ -303,6 +302,61 @@ def exec_in_a_detached_run_has_a_terminal():
         assert re.search(r"^/dev/pts/\d+$", out, re.M), out
     finally:
         subprocess.run([LBBOX, "rm", "-f", name], env=ENV, capture_output=True)
+
+
+def proc_info(name, pid):
+    p = subprocess.run([LBBOX, "proc", "inspect", name, pid], env=ENV, capture_output=True,
+                       text=True, timeout=30)
+    return p.stdout
+
+
+@case
+def a_managed_process_with_a_terminal():
+    """proc start -t: the keeper holds the pty's master; proc attach -t relays it with this
+    terminal raw, sends the window size (at once and on SIGWINCH), ^C reaches the process
+    through its pty, ^P^Q detaches and leaves it running. attach -t on a process without a
+    terminal says so in one line."""
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+
+    def start(pid, script, tty=True):
+        p = subprocess.run([LBBOX, "proc", "start"] + (["-t"] if tty else []) +
+                           ["--id", pid, name, "--", "sh", "-c", script, "MARK"], env=ENV,
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p
+    try:
+        start("p1", "test -t 0 && echo T0; echo ready; read x; echo got=$x; stty size; sleep 100")
+        t = Term(["proc", "attach", "-t", name, "p1"], size=(25, 80))
+        t.read_until("ready")
+        os.write(t.master, b"hi\r")  # raw here: the pty inside makes \r a newline
+        t.read_until("25 80")
+        assert "T0" in t.out.decode() and "got=hi" in t.out.decode(), t.out
+        time.sleep(0.5)
+        os.write(t.master, b"\x03")
+        code, out = t.finish()
+        assert code == 0 and t.after == t.before, (code, out)
+        assert '"exit_code":130' in proc_info(name, "p1"), proc_info(name, "p1")
+
+        start("p2", "trap 'stty size' WINCH; echo ready; while :; do sleep 0.1; done")
+        t = Term(["proc", "attach", "-t", name, "p2"], size=(25, 80))
+        t.read_until("ready")
+        set_size(t.master, 30, 90)  # SIGWINCH to attach, the size to the keeper
+        t.read_until("30 90")
+        os.write(t.master, b"\x10\x11")
+        code, out = t.finish()
+        assert code == 0 and t.after == t.before, (code, out)
+        assert '"status":"running"' in proc_info(name, "p2"), proc_info(name, "p2")
+
+        start("p3", "sleep 100", tty=False)
+        p = subprocess.run([LBBOX, "proc", "attach", "-t", name, "p3"], env=ENV,
+                           capture_output=True, text=True, timeout=30)
+        lines = p.stderr.splitlines()
+        assert p.returncode == 125 and len(lines) == 1 and "has no terminal" in lines[0], p
+    finally:
+        subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
 
 
 def main():

@@ -212,6 +212,10 @@ int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *p
  * when not running. */
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err);
+/* A process started with a terminal (lb_box_proc_spec.tty): a socket taking its window size, a
+ * struct winsize (8 bytes) per change. BoxValidationError when it has no terminal. */
+int lb_box_proc_tty(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		    struct lb_err **err);
 /* A history process's output as its keeper reads it, as chunks of the history's format (8-byte
  * header, lb_box_log_header_parse), stdout and stderr in the order read, to one follower at a
  * time: the keeper reads no faster than the follower takes it (back-pressure), and with
