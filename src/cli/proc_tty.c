@@ -119,9 +119,13 @@ static int take_terminal(struct attach *a, struct lb_err **err)
 	sigemptyset(&set);
 	sigaddset(&set, SIGWINCH), sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM), sigaddset(&set, SIGHUP);
-	if (sigprocmask(SIG_BLOCK, &set, &a->oldmask) < 0 ||
-	    (a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
-		return lb_err_set(err, errno, "signalfd");
+	if (sigprocmask(SIG_BLOCK, &set, &a->oldmask) < 0)
+		return lb_err_set(err, errno, "block signals");
+	if ((a->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0) {
+		int e = errno;
+		sigprocmask(SIG_SETMASK, &a->oldmask, NULL);
+		return lb_err_set(err, e, "signalfd");
+	}
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, &a->oldpipe);
 	struct termios raw;
