@@ -102,7 +102,8 @@ static void recv_master(struct lb_tty *t)
 		return;
 	}
 	t->master = fd;
-	resize(t); /* a change since the pty was opened */
+	if (t->resized) /* the size changed since the pty was opened with it */
+		resize(t);
 	make_raw(t);
 }
 
@@ -171,6 +172,7 @@ bool lb_tty_on_signal(void *ctx, int sig)
 	struct lb_tty *t = ctx;
 	if (sig != SIGWINCH)
 		return false;
+	t->resized = t->master < 0; /* until the master comes */
 	resize(t); /* the kernel then signals the foreground process group inside */
 	return true;
 }

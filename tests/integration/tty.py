@@ -164,6 +164,10 @@ def nothing_inside_holds_the_host_terminal():
     assert pids, "the command is not found on the host"
     with open("/proc/%d/stat" % pids[0]) as f:
         pids.append(int(f.read().rsplit(")", 1)[1].split()[1]))  # its parent: pid 1
+    # pid 1 (a clone of lbbox) left lbbox's session: the user's terminal signals (SIGWINCH,
+    # SIGINT) reach the command through lbbox only, once
+    assert os.getsid(pids[-1]) != os.getsid(t.p.pid), "pid 1 is in the terminal's session"
+    assert os.getpgid(pids[-1]) != os.getpgid(t.p.pid), "pid 1 is in lbbox's process group"
     host = t.host
     for pid in pids:  # by identity: the pty inside may have the same name (/dev/pts/0)
         for fd in glob.glob("/proc/%d/fd/*" % pid):

@@ -26,6 +26,7 @@ struct lb_tty {
 	int size_fd; /* the caller's terminal whose window size is followed; -1: none */
 	bool has_size;
 	struct winsize size; /* its size when opened: the pty starts with it */
+	bool resized;	     /* SIGWINCH before the master came: its size is set on arrival */
 	bool want_raw, raw;  /* raw mode of stdin (a terminal, with -i) while attached */
 	struct termios saved;
 	int sigfd; /* lb_tty_catch_signals; -1 */
