@@ -6,7 +6,7 @@ pull network info version box serve"
 
 _lbbox_run_opts="--image --rootfs --pull --tls-verify=false --entrypoint -d --detach --name
 --read-only --tmp-size --memory --pids --cpus --timeout --network --allow-host --dns -v --volume
---mount -w --workdir -e --env --env-file -u --user --rm -i --interactive --hostname --seccomp
+--mount -w --workdir -e --env --env-file -u --user --rm -i --interactive -t --tty --hostname --seccomp
 --cap-add --cap-drop --ulimit --die-with-parent --cgroup-parent --json --profile --help"
 
 # The global options given before the verb (--root, --runroot), to pass on to lbbox.

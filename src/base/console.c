@@ -48,13 +48,16 @@ static int send_fd(int sock, int fd, struct lb_err **err)
 	return n < 0 ? lb_err_set(err, errno, "send the terminal to the console socket") : 0;
 }
 
-int lb_console_send_pty(int sock, const char *ptmx, struct lb_err **err)
+int lb_console_send_pty(int sock, const char *ptmx, const struct winsize *size, struct lb_err **err)
 {
 	_cleanup_close_ int master = open(ptmx, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master < 0)
 		return lb_err_set(err, errno, "open %s", ptmx);
 	if (unlockpt(master) < 0)
 		return lb_err_set(err, errno, "unlockpt");
+	/* before the command can ask: its first `stty size` sees the caller's */
+	if (size && ioctl(master, TIOCSWINSZ, size) < 0)
+		return lb_err_set(err, errno, "set the terminal's size");
 	int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (slave < 0)
 		return lb_err_set(err, errno, "open the pty's slave");
@@ -63,4 +66,48 @@ int lb_console_send_pty(int sock, const char *ptmx, struct lb_err **err)
 		return -1;
 	}
 	return slave;
+}
+
+/* The first descriptor of the message; any other is closed. */
+static int take_fd(struct msghdr *msg)
+{
+	int fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	return fd;
+}
+
+int lb_console_recv_master(int sock, bool nonblock, int *master)
+{
+	char name[64], cbuf[CMSG_SPACE(4 * sizeof(int))];
+	struct iovec iov = {.iov_base = name, .iov_len = sizeof(name)};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
+	unsigned ptn;
+	ssize_t n;
+	*master = -1;
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (nonblock ? MSG_DONTWAIT : 0))) < 0 &&
+	       errno == EINTR)
+		;
+	if (n < 0 && errno == EAGAIN)
+		return 0;
+	int fd = n < 0 ? -1 : take_fd(&msg);
+	/* whatever the sandbox side sent, only a pty's master is taken */
+	if (fd >= 0 && ioctl(fd, TIOCGPTN, &ptn) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	*master = fd;
+	return fd < 0 ? -1 : 1;
 }

@@ -130,6 +130,8 @@ void box_proc_key(const char *process_id, char key[32]);
 void box_proc_paths(const char *sdir, const char *process_id, char *json, char *sock, size_t len);
 /* The follower's socket beside the attach socket sock (lb_box_proc_follow). */
 void box_proc_follow_path(const char *sock, char *out, size_t len);
+/* The window-size socket of a process with a terminal (lb_box_proc_resize). */
+void box_proc_tty_path(const char *sock, char *out, size_t len);
 int box_proc_record_read(const char *path, struct lb_box_proc_info *out, pid_t *keeper,
 			 uint64_t *keeper_start, struct lb_err **err);
 int box_proc_record_write(const char *path, const struct lb_box_proc_info *p, pid_t keeper,

@@ -20,6 +20,7 @@
 #include "box_internal.h"
 #include "lbbox/box/text.h"
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 
 struct capture {
@@ -103,9 +104,15 @@ static void on_output(void *ctx, struct pollfd *fd)
 }
 
 /* Until the command exits or the deadline passes; then what is already in the pipes (a
- * background process may keep them open: no waiting for EOF). */
+ * background process may keep them open: no waiting for EOF). With a pty its relay is served
+ * (signals to lbbox go to the command); the caller drains it. */
 static bool wait_command(struct lb_proc *p, struct capture *c, uint64_t deadline)
 {
+	struct lb_tty *t = c->io ? c->io->tty : NULL;
+	if (t) { /* without the signals (no signalfd) the relay still works */
+		lb_tty_catch_signals(t, p->pid, NULL);
+		return lb_wait_exit(p->pidfd, t->pfd, LB_TTY_NFDS, deadline, lb_tty_on_ready, t);
+	}
 	c->pfd[0] = (struct pollfd){.fd = c->fd[0]};
 	c->pfd[1] = (struct pollfd){.fd = c->fd[1]};
 	box_pump_arm(&c->in, &c->pfd[2]);
@@ -132,9 +139,12 @@ static void setup_failed(struct capture *c, const char *msg)
 	box_sigpipe_restore(&sigpipe);
 }
 
-/* The command's stdin (-1: /dev/null), stdout and stderr into child; our ends into c. */
+/* The command's stdin (-1: /dev/null), stdout and stderr into child; our ends into c. None
+ * with a pty: the command's stdio is its slave. */
 static int make_pipes(struct capture *c, int child[3], struct lb_err **err)
 {
+	if (c->io && c->io->tty)
+		return 0;
 	for (int i = 0; i < 2; i++) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0) {
@@ -241,6 +251,10 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 				 .fsize = x->req->fsize_limit ? x->req->fsize_limit
 							      : box_quota_fsize(&x->s->spec),
 				 .fd3 = fd3};
+	if (c.io && c.io->tty) {
+		o.console_sock = c.io->tty->child_sock;
+		o.console_size = lb_tty_size(c.io->tty);
+	}
 	uint64_t start = lb_now_ns();
 	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);
 	close_child_ends(child);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -31,6 +32,7 @@
 #include "box_internal.h"
 #include "lbbox/box/text.h"
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/console.h"
 #include "lbbox/base/util.h"
 #include "lbbox/base/process.h"
 
@@ -40,6 +42,7 @@ struct keeper {
 	char json[LB_PATH_BUF], sock[LB_PATH_BUF];
 	struct lb_proc p;
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
+	int wlfd, wfd; /* proc start -t: the window-size socket and its client (-1: none) */
 	struct lb_box_preview preview;
 	struct box_log log; /* fd -1 unless history */
 	struct box_follower fol;
@@ -113,11 +116,24 @@ static int listen_sockets(struct keeper *k, const struct lb_box_proc_spec *spec,
 	return box_keeper_listen(path, &k->fol.lfd, err);
 }
 
+static int listen_all(struct keeper *k, const struct lb_box_proc_spec *spec, struct lb_err **err)
+{
+	char path[LB_PATH_BUF + 8];
+	if (listen_sockets(k, spec, err) < 0)
+		return -1;
+	if (!spec->tty)
+		return 0;
+	box_proc_tty_path(k->sock, path, sizeof(path));
+	return box_keeper_listen(path, &k->wlfd, err);
+}
+
 static void unlink_sockets(struct keeper *k)
 {
 	char path[LB_PATH_BUF + 8];
 	unlink(k->sock);
 	box_proc_follow_path(k->sock, path, sizeof(path));
+	unlink(path);
+	box_proc_tty_path(k->sock, path, sizeof(path));
 	unlink(path);
 }
 
@@ -136,10 +152,50 @@ static char **direct_argv(const struct lb_box_proc_spec *spec)
 	return argv;
 }
 
+/* proc start -t: a pty of the sandbox's devpts is the process's stdio (console socket, as an
+ * exec -t); the keeper keeps its master as both stdin and stdout. stderr is the same terminal. */
+static int spawn_tty(struct keeper *k, struct lb_sandbox *sb, struct lb_exec_opts *o,
+		     struct lb_err **err)
+{
+	int sv[2], setup_exit, master = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return lb_err_set(err, errno, "socketpair");
+	o->console_sock = sv[1];
+	int r = lb_sandbox_spawn(sb, o, &k->p, &setup_exit, err);
+	close(sv[1]);
+	/* sent before its execve, which spawn waited for */
+	if (r == 0 && lb_console_recv_master(sv[0], false, &master) < 0) {
+		lb_proc_kill(&k->p, NULL);
+		lb_proc_wait(&k->p);
+		lb_proc_release(&k->p);
+		r = lb_err_set(err, EIO, "the managed process's terminal did not come");
+	}
+	close(sv[0]);
+	if (r < 0)
+		return -1;
+	k->out_r = master;
+	k->in_w = fcntl(master, F_DUPFD_CLOEXEC, 0); /* closed alone to stop it (begin_stop) */
+	fcntl(master, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static int spawn_pipes(struct keeper *k, struct lb_sandbox *sb, struct lb_exec_opts *o,
+		       struct lb_err **err)
+{
+	int in[2], out[2], errp[2], setup_exit;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+		return lb_err_set(err, errno, "pipe");
+	o->fds[0] = in[0], o->fds[1] = out[1], o->fds[2] = errp[1];
+	int r = lb_sandbox_spawn(sb, o, &k->p, &setup_exit, err);
+	close(in[0]), close(out[1]), close(errp[1]);
+	k->in_w = in[1], k->out_r = out[0], k->err_r = errp[0];
+	fcntl(k->in_w, F_SETFL, O_NONBLOCK);
+	return r;
+}
+
 static int start_process(struct keeper *k, struct lb_box *box, const struct lb_box_session *s,
 			 const struct lb_box_proc_spec *spec, struct lb_err **err)
 {
-	int in[2], out[2], errp[2], setup_exit;
 	char cg[24] = "proc-";
 	struct lb_sandbox *sb = NULL;
 	_cleanup_free_ char *line = spec->direct ? NULL : command_line(spec);
@@ -151,29 +207,34 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	if (lb_random_hex(cg + 5, 12, err) < 0 || !(k->info.cgroup = strdup(cg)) ||
 	    lb_sandbox_open(&box->paths, s->sandbox, &sb, err) < 0)
 		return -1;
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
-		lb_sandbox_close(sb);
-		return lb_err_set(err, errno, "pipe");
-	}
 	struct lb_exec_opts o = {.argv = argv,
 				 .env = spec->env,
 				 .cwd = spec->direct ? spec->cwd : "/",
-				 .fds = {in[0], out[1], errp[1]},
+				 .fds = {-1, -1, -1},
 				 .cgroup = cg,
 				 .fsize = box_quota_fsize(&s->spec),
 				 /* <= the session's (lb_box_proc_start): no overflow */
 				 .memory_bytes =
 				     spec->memory_mb > 0 ? (uint64_t)spec->memory_mb << 20 : 0};
-	int r = lb_sandbox_spawn(sb, &o, &k->p, &setup_exit, err);
+	int r = spec->tty ? spawn_tty(k, sb, &o, err) : spawn_pipes(k, sb, &o, err);
 	lb_sandbox_close(sb);
-	close(in[0]), close(out[1]), close(errp[1]);
-	k->in_w = in[1], k->out_r = out[0], k->err_r = errp[0];
-	fcntl(k->in_w, F_SETFL, O_NONBLOCK);
 	if (r == 0) { /* `lbbox kill` signals it directly, checking it is still this process */
 		k->info.pid = k->p.pid;
 		k->info.pid_start = lb_proc_starttime(k->p.pid);
 	}
 	return r;
+}
+
+/* A window size from the attached client (8 bytes, struct winsize) onto the pty. */
+static void on_winsize(struct keeper *k)
+{
+	struct winsize ws;
+	if (read(k->wfd, &ws, sizeof(ws)) != (ssize_t)sizeof(ws)) {
+		close_fd(&k->wfd);
+		return;
+	}
+	if (k->out_r >= 0)
+		ioctl(k->out_r, TIOCSWINSZ, &ws);
 }
 
 static int block_signals(struct keeper *k, struct lb_err **err)
@@ -303,6 +364,8 @@ static bool step(struct keeper *k)
 		KP_IN,
 		KP_FLISTEN,
 		KP_FOL,
+		KP_WLISTEN,
+		KP_WIN,
 		KP_N
 	};
 	bool rd = may_read(k);
@@ -318,6 +381,8 @@ static bool step(struct keeper *k)
 	    [KP_FLISTEN] = {.fd = k->fol.fd < 0 ? k->fol.lfd : -1, .events = POLLIN},
 	    [KP_FOL] = {.fd = k->fol.fd,
 			.events = POLLIN | (box_follower_busy(&k->fol) ? POLLOUT : 0)},
+	    [KP_WLISTEN] = {.fd = k->wfd < 0 ? k->wlfd : -1, .events = POLLIN},
+	    [KP_WIN] = {.fd = k->wfd, .events = POLLIN},
 	};
 	int timeout = flush_due(k);
 	if (k->kill_at) {
@@ -347,6 +412,10 @@ static bool step(struct keeper *k)
 		box_follower_event(&k->fol, pfd[KP_FOL].revents);
 	if (pfd[KP_FLISTEN].revents)
 		box_follower_accept(&k->fol);
+	if (pfd[KP_WLISTEN].revents)
+		k->wfd = accept4(k->wlfd, NULL, NULL, SOCK_CLOEXEC);
+	if (pfd[KP_WIN].revents)
+		on_winsize(k);
 	return !pfd[KP_PID].revents;
 }
 
@@ -437,6 +506,8 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 			   .lfd = -1,
 			   .cfd = -1,
 			   .sigfd = -1,
+			   .wlfd = -1,
+			   .wfd = -1,
 			   .log = {.fd = -1},
 			   .fol = {.lfd = -1, .fd = -1},
 			   .hold = spec->history && spec->hold};
@@ -459,7 +530,7 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
 	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
 	    (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
-	    listen_sockets(&k, spec, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
+	    listen_all(&k, spec, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
 		unlink_sockets(&k);
 		lb_child_fail(ready, 1, err);
 	}

@@ -371,9 +371,12 @@ void lb_box_proc_list_free(struct lb_box_proc_info *v, size_t n)
 
 /* A stream socket connected to the keeper's socket of a running process: its attach socket,
  * or with follow its follower's. */
+enum keeper_sock { KS_ATTACH, KS_FOLLOW, KS_TTY };
+
 static int keeper_connect(struct lb_box *box, const char *session_id, const char *process_id,
-			  bool follow, bool nonblock, int *fd, struct lb_err **err)
+			  enum keeper_sock which, bool nonblock, int *fd, struct lb_err **err)
 {
+	bool follow = which == KS_FOLLOW;
 	char sdir[LB_PATH_BUF], json[LB_PATH_BUF], sock[LB_PATH_BUF], path[LB_PATH_BUF + 8];
 	struct lb_box_proc_info info;
 	pid_t keeper;
@@ -396,6 +399,8 @@ static int keeper_connect(struct lb_box *box, const char *session_id, const char
 				  session_id);
 	if (follow)
 		box_proc_follow_path(sock, path, sizeof(path));
+	else if (which == KS_TTY)
+		box_proc_tty_path(sock, path, sizeof(path));
 	else
 		snprintf(path, sizeof(path), "%s", sock);
 	char dir[LB_PATH_BUF];
@@ -413,6 +418,11 @@ static int keeper_connect(struct lb_box *box, const char *session_id, const char
 		int e = errno;
 		if (s >= 0)
 			close(s);
+		if (which == KS_TTY && e == ENOENT)
+			return lb_err_box(err, LB_BOX_EVALIDATION,
+					  "managed process %s has no terminal (start it with lbbox "
+					  "proc start -t)",
+					  process_id);
 		return lb_err_set(err, e, "attach to managed process %s", process_id);
 	}
 	*fd = s;
@@ -422,11 +432,17 @@ static int keeper_connect(struct lb_box *box, const char *session_id, const char
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err)
 {
-	return keeper_connect(box, session_id, process_id, false, nonblock, fd, err);
+	return keeper_connect(box, session_id, process_id, KS_ATTACH, nonblock, fd, err);
+}
+
+int lb_box_proc_tty(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		    struct lb_err **err)
+{
+	return keeper_connect(box, session_id, process_id, KS_TTY, false, fd, err);
 }
 
 int lb_box_proc_follow(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
 		       struct lb_err **err)
 {
-	return keeper_connect(box, session_id, process_id, true, false, fd, err);
+	return keeper_connect(box, session_id, process_id, KS_FOLLOW, false, fd, err);
 }

@@ -34,6 +34,14 @@ void box_proc_paths(const char *sdir, const char *process_id, char *json, char *
 		snprintf(sock, len, "%s/procs/%s.sock", sdir, key);
 }
 
+void box_proc_tty_path(const char *sock, char *out, size_t len)
+{
+	size_t n = strlen(sock);
+	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
+		n -= 5;
+	snprintf(out, len, "%.*s.tty.sock", (int)n, sock);
+}
+
 void box_proc_follow_path(const char *sock, char *out, size_t len)
 {
 	size_t n = strlen(sock);

@@ -15,6 +15,7 @@
 #include "box_internal.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/process.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 #include "lbbox/box/run.h"
 
@@ -123,14 +124,22 @@ int lb_box_run_remove(struct lb_box *box, const char *name, bool force, struct l
 	return lb_box_session_delete(box, name, err);
 }
 
-static int spawn_wait(struct lb_sandbox *sb, const struct lb_exec_opts *o, int *code,
+static int spawn_wait(struct lb_sandbox *sb, struct lb_exec_opts *o, struct lb_tty *tty, int *code,
 		      struct lb_err **err)
 {
 	struct lb_proc p;
 	int setup_exit;
+	if (tty) {
+		o->console_sock = tty->child_sock;
+		o->console_size = lb_tty_size(tty);
+	}
 	if (lb_sandbox_spawn(sb, o, &p, &setup_exit, err) < 0) {
 		*code = setup_exit;
 		return -1;
+	}
+	if (tty) { /* the relay until it exits; without a signalfd it still relays */
+		lb_tty_catch_signals(tty, p.pid, NULL);
+		lb_wait_exit(p.pidfd, tty->pfd, LB_TTY_NFDS, 0, lb_tty_on_ready, tty);
 	}
 	*code = lb_exit_code_of(lb_proc_wait(&p));
 	lb_proc_release(&p); /* what it left running in its cgroup goes with it */
@@ -161,7 +170,7 @@ int lb_box_run_exec(struct lb_box *box, const char *name, const struct lb_box_ru
 		rc = lb_random_hex(cg + 5, 12, err) < 0 ||
 			     lb_sandbox_open(&box->paths, s.sandbox, &sb, err) < 0
 			 ? -1
-			 : spawn_wait(sb, &o, code, err);
+			 : spawn_wait(sb, &o, x->tty, code, err);
 		if (sb)
 			lb_sandbox_close(sb);
 		lb_box_session_free(&s);

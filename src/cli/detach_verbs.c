@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 #include "lbbox/box/run.h"
 #include "runs_cli.h"
@@ -49,6 +50,8 @@ static const char exec_help[] =
     "its output comes as it is written, its exit code is lbbox's. What CMD leaves running\n"
     "in the background is killed when it exits.\n"
     "  -i, --interactive     pass stdin to CMD (default: /dev/null)\n"
+    "  -t, --tty             a pseudo-terminal (the sandbox's own) as CMD's stdio, relayed\n"
+    "                        here, as lbbox run -t\n"
     "  -e, --env KEY=VALUE   environment variable (repeatable)\n"
     "  -w, --workdir DIR     working directory (default the run's)\n"
     "  -h, --help            this help\n";
@@ -156,18 +159,17 @@ static int logs(struct lb_box *box, int argc, char **argv)
 }
 
 struct exec_opts {
-	bool interactive;
+	bool interactive, tty;
 	const char *workdir;
 	char *env[257];
 	size_t n_env;
 };
 
-static const struct option exec_longopts[] = {{"interactive", no_argument, NULL, 'i'},
-					      {"env", required_argument, NULL, 'e'},
-					      {"workdir", required_argument, NULL, 'w'},
-					      {"help", no_argument, NULL, 'h'},
-					      {0}};
-static const struct cli_optdef exec_def = {"+:hie:w:", exec_longopts};
+static const struct option exec_longopts[] = {
+    {"interactive", no_argument, NULL, 'i'}, {"tty", no_argument, NULL, 't'},
+    {"env", required_argument, NULL, 'e'},   {"workdir", required_argument, NULL, 'w'},
+    {"help", no_argument, NULL, 'h'},	     {0}};
+static const struct cli_optdef exec_def = {"+:hite:w:", exec_longopts};
 
 static int parse_exec(struct exec_opts *o, struct cli_opts *p, int argc, char **argv,
 		      struct lb_err **err)
@@ -177,6 +179,8 @@ static int parse_exec(struct exec_opts *o, struct cli_opts *p, int argc, char **
 	while ((c = cli_opts_next(p, err)) != -1) {
 		if (c == 'i')
 			o->interactive = true;
+		else if (c == 't')
+			o->tty = true;
 		else if (c == 'w')
 			o->workdir = optarg;
 		else if (c == 'e' && o->n_env < 256 && strchr(optarg, '='))
@@ -213,11 +217,18 @@ static int exec_in(struct cli_globals *g, struct lb_box *box, int argc, char **a
 				    .env = o.env,
 				    .cwd = o.workdir,
 				    .fds = {o.interactive ? 0 : -1, 1, 2}};
+	struct lb_tty tty;
+	if (o.tty && lb_tty_open(&tty, o.interactive, &err) < 0)
+		return cli_box_error(err);
+	x.tty = o.tty ? &tty : NULL;
 	fflush(stdout);
-	if (lb_box_run_exec(box, p.name, &x, &code, &err) < 0) {
-		cli_box_error(err);
-		return code;
+	int rc = lb_box_run_exec(box, p.name, &x, &code, &err);
+	if (x.tty) {
+		lb_tty_finish(&tty);
+		lb_tty_close(&tty);
 	}
+	if (rc < 0)
+		cli_box_error(err);
 	return code;
 }
 

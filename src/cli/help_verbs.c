@@ -36,6 +36,9 @@ static const char session_exec[] =
     "timed out). Its stdin is empty unless -i is given.\n"
     "options (before CMD; an -h after it is CMD's):\n"
     "  -i, --interactive        pass this stdin to CMD\n"
+    "  -t, --tty                a pseudo-terminal (the sandbox's own) as CMD's stdin, stdout and\n"
+    "                           stderr, relayed here; this terminal in raw mode with -i, its\n"
+    "                           window size followed; not with --json, --langbot, --output-limit\n"
     "  -w, --workdir DIR        working directory (default the session's workspace)\n"
     "  -e, --env KEY=VALUE      environment variable (repeatable)\n"
     "  --timeout SECONDS        kill the command after SECONDS (default 30)\n"
@@ -70,15 +73,19 @@ static const char proc_start[] =
     "  --id ID                  the process's id (default \"default\")\n"
     "  -w, --workdir DIR        working directory (default /workspace)\n"
     "  -e, --env KEY=VALUE      environment variable (repeatable)\n"
+    "  -t, --tty                a pseudo-terminal (the sandbox's own) as its stdio, the master\n"
+    "                           held by its keeper (attach -t); stderr_preview stays empty\n"
     "  -m, --memory SIZE        its own memory limit (e.g. 64m), at most the session's (default:\n"
     "                           the session's alone); an OOM kill ends it (137), not the session\n"
     "  -h, --help               this help\n";
 
 static const char proc_attach[] =
-    "usage: lbbox proc attach SESSION ID\n"
+    "usage: lbbox proc attach [-t] SESSION ID\n"
     "Relays this terminal's stdin to process ID and its stdout here. At stdin's end it detaches\n"
     "once the process has been quiet for a second (its answer to the last input arrives\n"
-    "first), or when the process exits; the process keeps running, its stdin open.\n";
+    "first), or when the process exits; the process keeps running, its stdin open.\n"
+    "  -t, --tty   a process started with -t: this terminal raw while attached (Ctrl-C reaches\n"
+    "              it through its pty), the window size followed; Ctrl-P Ctrl-Q detaches\n";
 
 static const char proc_ls[] =
     "usage: lbbox proc ls [--json] SESSION\n"

@@ -18,7 +18,8 @@
 
 static const char proc_usage[] =
     "usage: lbbox proc start [OPTIONS] SESSION [OPTIONS] [--] CMD [ARG...]\n"
-    "       lbbox proc attach SESSION ID   relay this terminal's stdin/stdout (stdin EOF detaches)\n"
+    "       lbbox proc attach [-t] SESSION ID   relay this terminal's stdin/stdout (stdin EOF\n"
+    "                                      detaches; -t: the process's pty, ^P^Q detaches)\n"
     "       lbbox proc ls [--json] SESSION | inspect SESSION ID | stop SESSION ID\n"
     "       lbbox proc rm [-f] SESSION ID\n"
     "lbbox proc VERB --help: that verb's options\n";
@@ -60,11 +61,14 @@ static int take_command(struct lb_box_proc_spec *spec, int argc, char **argv, in
 	return 0;
 }
 
-static const struct option start_longopts[] = {
-    {"id", required_argument, NULL, 'i'},  {"workdir", required_argument, NULL, 'w'},
-    {"env", required_argument, NULL, 'e'}, {"memory", required_argument, NULL, 'm'},
-    {"help", no_argument, NULL, 'h'},	   {0}};
-static const struct cli_optdef start_opts = {"+:hw:e:m:", start_longopts};
+static const struct option start_longopts[] = {{"id", required_argument, NULL, 'i'},
+					       {"workdir", required_argument, NULL, 'w'},
+					       {"env", required_argument, NULL, 'e'},
+					       {"memory", required_argument, NULL, 'm'},
+					       {"tty", no_argument, NULL, 't'},
+					       {"help", no_argument, NULL, 'h'},
+					       {0}};
+static const struct cli_optdef start_opts = {"+:htw:e:m:", start_longopts};
 
 /* --memory SIZE, as session create takes it ("64m"): whole MiB, the RPC's memory_mb (checked
  * against the session's at start). */
@@ -92,6 +96,8 @@ static int take_start_opt(struct lb_box_proc_spec *spec, int c, struct lb_err **
 		return set_env(&spec->env, optarg, err);
 	case 'm':
 		return parse_memory(optarg, &spec->memory_mb, err);
+	case 't':
+		return spec->tty = true, 0;
 	case 'h': /* the dispatcher answers help before any parsing; never here */
 		return lb_err_set(err, 0, "see lbbox proc start --help");
 	}
@@ -205,6 +211,8 @@ static int proc_attach(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	_cleanup_close_ int sock = -1;
+	if (argc == 4 && (!strcmp(argv[1], "-t") || !strcmp(argv[1], "--tty")))
+		return cli_proc_attach_tty(box, argv[2], argv[3]);
 	if (argc != 3)
 		return fputs(proc_usage, stderr), LB_EXIT_SETUP;
 	if (lb_box_proc_attach(box, argv[1], argv[2], false, &sock, &err) < 0)

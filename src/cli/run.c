@@ -9,6 +9,7 @@
 
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/json_util.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/base/util.h"
 #include "lbbox/sandbox/net.h"
 #include "run_internal.h"
@@ -150,8 +151,8 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 {
 	struct run_opts o = {.n_env = 0};
 	if (prepare_opts(&o, argc, argv, err) < 0 || prepare_image(&o, g, false, err) < 0 ||
-	    ((o.detach || o.name || o.json_file) &&
-	     lb_err_set(err, 0, "-d, --name and --json-file are lbbox run's alone") < 0)) {
+	    ((o.detach || o.name || o.json_file || o.tty) &&
+	     lb_err_set(err, 0, "-d, --name, --json-file and -t are lbbox run's alone") < 0)) {
 		run_opts_free(&o);
 		return -1;
 	}
@@ -159,6 +160,28 @@ int cli_build_spec(struct cli_globals *g, int argc, char **argv, struct lb_spec 
 	lb_spec_init(&o.spec);
 	run_opts_free(&o);
 	return 0;
+}
+
+/* The sandbox, with -t its pty relayed to this terminal while it runs. */
+static int run_sandbox(struct run_opts *o, struct cli_globals *g, struct lb_result *res,
+		       int *setup_exit, struct lb_err **err)
+{
+	struct lb_tty tty;
+	if (!o->tty)
+		return lb_sandbox_run(&o->spec, &g->paths, res, setup_exit, err);
+	if (lb_tty_open(&tty, o->interactive, err) < 0)
+		return -1;
+	const struct lb_run_io io = {.console_fd = tty.child_sock,
+				     .console_size = lb_tty_size(&tty),
+				     .fds = tty.pfd,
+				     .n = LB_TTY_NFDS,
+				     .on_ready = lb_tty_on_ready,
+				     .on_signal = lb_tty_on_signal,
+				     .ctx = &tty};
+	int r = lb_sandbox_run_io(&o->spec, &g->paths, &io, res, setup_exit, err);
+	lb_tty_finish(&tty);
+	lb_tty_close(&tty);
+	return r;
 }
 
 int cli_run(struct cli_globals *g, int argc, char **argv)
@@ -197,7 +220,7 @@ int cli_run(struct cli_globals *g, int argc, char **argv)
 			cli_error("note: rootless --network on goes through pasta (user-mode "
 				  "networking, IPv4 only) behind lbbox's egress filter");
 	}
-	if (lb_sandbox_run(&o.spec, &g->paths, &res, &setup_exit, &err) < 0) {
+	if (run_sandbox(&o, g, &res, &setup_exit, &err) < 0) {
 		cli_error("%s", err->msg);
 		code = setup_exit;
 	} else {

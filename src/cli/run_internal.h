@@ -20,7 +20,8 @@ struct run_opts {
 	size_t n_env;
 	bool json;
 	bool network_set;
-	const char *profile; /* --profile: a LangBot Box profile (run_profile.c) */
+	bool tty, interactive; /* -t: a pty for the command; -i: stdin relayed to it */
+	const char *profile;   /* --profile: a LangBot Box profile (run_profile.c) */
 	enum run_pull pull;
 	const char *insecure_registry; /* --tls-verify=false: the reference's registry */
 	bool tls_verify_off;

@@ -77,6 +77,7 @@ static const struct option run_opts[] = {
     {"dns", required_argument, NULL, OPT_DNS},
     {"publish", required_argument, NULL, 'p'},
     {"interactive", no_argument, NULL, 'i'},
+    {"tty", no_argument, NULL, 't'},
     {"detach", no_argument, NULL, 'd'},
     {"name", required_argument, NULL, OPT_NAME},
     {"json-file", required_argument, NULL, OPT_JSON_FILE},
@@ -118,7 +119,11 @@ static const char run_usage[] =
     "  -u, --user USER[:GROUP] uid/gid, or names from the image's /etc/passwd and /etc/group\n"
     "                          (default: the image's USER, else 0 with reduced capabilities)\n"
     "  --rm                    accepted: every run is removed when it ends\n"
-    "  -i, --interactive       accepted: stdin is always passed to the command (not to a\n"
+    "  -t, --tty               a pseudo-terminal for the command (the sandbox's own): its\n"
+    "                          stdin, stdout and stderr; this terminal in raw mode with -i,\n"
+    "                          its window size followed; not for -d or --name\n"
+    "  -i, --interactive       with -t: stdin goes to the pty (without -i it is not read);\n"
+    "                          without -t stdin is always passed to the command (not to a\n"
     "                          named run's, whose stdin is its managed process's: proc attach)\n"
     "  --hostname NAME         hostname (default lbbox)\n"
     "  --seccomp FILE|unconfined  seccomp profile in OCI/Docker format\n"
@@ -365,12 +370,6 @@ static int parse_lbbox(struct run_opts *o, int c, const char *arg, struct lb_err
 static int bad_option(int c, const char *word, struct lb_err **err)
 {
 	bool bundled = word[0] == '-' && word[1] != '-' && optopt && strlen(word) > 2;
-	if (optopt == 't')
-		return lb_err_set(err, 0,
-				  "unknown option '-t'%s%s%s: lbbox run has no pseudo-terminal yet "
-				  "(stdin and stdout are passed as they are)",
-				  bundled ? " (in '" : "", bundled ? word : "",
-				  bundled ? "')" : "");
 	const char *what = c == ':' ? "missing value for option" : "unknown option";
 	if (bundled)
 		return lb_err_set(err, 0, "%s '-%c' (in '%s') (see lbbox run --help)", what, optopt,
@@ -399,7 +398,7 @@ int run_parse_args(struct run_opts *o, int argc, char **argv, struct lb_err **er
 	opterr = 0;
 	/* ':' first: a missing value is reported as such, not as an unknown option */
 	for (int before = optind;
-	     (c = getopt_long(argc, argv, "+:hidv:w:e:u:p:", run_opts, NULL)) != -1;
+	     (c = getopt_long(argc, argv, "+:hitdv:w:e:u:p:", run_opts, NULL)) != -1;
 	     before = optind) {
 		if (c == 'h') {
 			fputs(run_usage, stdout);
@@ -407,8 +406,10 @@ int run_parse_args(struct run_opts *o, int argc, char **argv, struct lb_err **er
 		}
 		if (c == '?' || c == ':')
 			return bad_option(c, argv[before], err);
-		if (c == 'i')
-			continue; /* podman's --interactive: stdin is always passed */
+		if (c == 'i' || c == 't') {
+			*(c == 'i' ? &o->interactive : &o->tty) = true;
+			continue;
+		}
 		if (c == 'd') {
 			o->detach = true;
 			continue;

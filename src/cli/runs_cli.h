@@ -27,6 +27,9 @@ int cli_logs_parse(struct cli_opts *p, int argc, char **argv, bool *follow, long
  * from sigfd is sent to main. 0, or the exit code of an error it printed. */
 int cli_run_follow(struct lb_box *box, const char *name, int sigfd);
 /* lbbox proc logs (a proc verb: argv[0] is "logs"). */
+/* proc_tty.c: lbbox proc attach -t SESSION ID. */
+struct lb_box;
+int cli_proc_attach_tty(struct lb_box *box, const char *session, const char *id);
 int cli_proc_logs(struct lb_box *box, int argc, char **argv);
 
 #endif

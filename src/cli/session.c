@@ -11,6 +11,7 @@
 #include "lbbox/box/box.h"
 #include "lbbox/box/text.h"
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/rpc/rpc.h"
 #include "lbbox/base/util.h"
 
@@ -28,7 +29,8 @@ struct exec_opts {
 	char *env[257];
 	size_t n_env;
 	int64_t output_limit;
-	bool json, langbot, interactive, timeout_set;
+	bool json, langbot, interactive, tty, timeout_set;
+	struct lb_tty term; /* -t */
 	const char *profile;
 	char *cmd;
 };
@@ -43,13 +45,18 @@ static int profile_timeout(struct exec_opts *o, struct lb_err **err)
 	return 0;
 }
 
-static const struct option exec_longopts[] = {
-    {"workdir", required_argument, NULL, 'w'}, {"env", required_argument, NULL, 'e'},
-    {"timeout", required_argument, NULL, 't'}, {"output-limit", required_argument, NULL, 'o'},
-    {"json", no_argument, NULL, 'j'},	       {"profile", required_argument, NULL, 'p'},
-    {"langbot", no_argument, NULL, 'l'},       {"interactive", no_argument, NULL, 'i'},
-    {"help", no_argument, NULL, 'h'},	       {0}};
-static const struct cli_optdef exec_opts = {"+:hiw:e:", exec_longopts};
+static const struct option exec_longopts[] = {{"workdir", required_argument, NULL, 'w'},
+					      {"env", required_argument, NULL, 'e'},
+					      {"timeout", required_argument, NULL, 'T'},
+					      {"output-limit", required_argument, NULL, 'o'},
+					      {"tty", no_argument, NULL, 't'},
+					      {"json", no_argument, NULL, 'j'},
+					      {"profile", required_argument, NULL, 'p'},
+					      {"langbot", no_argument, NULL, 'l'},
+					      {"interactive", no_argument, NULL, 'i'},
+					      {"help", no_argument, NULL, 'h'},
+					      {0}};
+static const struct cli_optdef exec_opts = {"+:hitw:e:", exec_longopts};
 
 /* --timeout, --output-limit: a whole number >= 1. */
 static int parse_positive(const char *opt, const char *v, int64_t *out, struct lb_err **err)
@@ -71,6 +78,8 @@ static int take_exec_opt(struct exec_opts *o, int c, struct lb_err **err)
 			return lb_err_set(err, 0, "too many -e (at most 256)");
 		return o->env[o->n_env++] = optarg, 0;
 	case 't':
+		return o->tty = true, 0;
+	case 'T':
 		o->timeout_set = true;
 		return parse_positive("--timeout", optarg, &o->req.timeout_sec, err);
 	case 'o':
@@ -90,16 +99,22 @@ static int take_exec_opt(struct exec_opts *o, int c, struct lb_err **err)
 }
 
 /* A terminal's exec streams its bytes as they come, as podman exec does; LangBot's (--langbot,
- * --json) collects them into its result. Either takes stdin with -i; else it is /dev/null. */
-static void set_io(struct exec_opts *o)
+ * --json) collects them into its result. Either takes stdin with -i; else it is /dev/null.
+ * With -t a pty of the sandbox's carries them instead (lb_tty, opened by the caller). */
+static int set_io(struct exec_opts *o, struct lb_err **err)
 {
 	bool stream = !o->json && !o->langbot;
+	if (o->tty && (!stream || o->output_limit))
+		return lb_err_set(err, 0,
+				  "-t does not go with --json, --langbot or --output-limit: "
+				  "its output is a terminal's, passed as it comes");
 	o->io = (struct lb_box_exec_io){.in_fd = o->interactive ? 0 : -1,
 					.out_fd = stream ? 1 : -1,
 					.err_fd = stream ? 2 : -1,
 					.out_limit = stream ? (uint64_t)o->output_limit : 0};
 	if (stream || o->interactive)
 		o->req.io = &o->io;
+	return 0;
 }
 
 /* exec [OPTIONS] NAME [OPTIONS] [--] CMD...: options into o, the session's name into *id. */
@@ -125,8 +140,9 @@ static int parse_exec(struct exec_opts *o, int argc, char **argv, const char **i
 	o->cmd = lb_box_shell_join(argv + p.cmd);
 	o->req.cmd = o->cmd;
 	o->req.env = o->env;
-	set_io(o);
-	return o->cmd ? 0 : lb_err_set(err, ENOMEM, "command");
+	if (!o->cmd)
+		return lb_err_set(err, ENOMEM, "command");
+	return set_io(o, err);
 }
 
 static void print_stream(FILE *f, const char *text, int64_t limit)
@@ -187,8 +203,14 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 		r = lb_reexec_sealed(g->argv, &err);
 	if (r == 0)
 		r = quota_check(box, &s, "before execution", &err);
+	if (r == 0 && o.tty && (r = lb_tty_open(&o.term, o.interactive, &err)) == 0)
+		o.io.tty = &o.term;
 	if (r == 0)
 		r = lb_box_exec(box, id, &o.req, &res, &err);
+	if (o.io.tty) {
+		lb_tty_finish(&o.term);
+		lb_tty_close(&o.term);
+	}
 	if (r == 0 && !res.timed_out && quota_check(box, &s, "after execution", &err) < 0) {
 		lb_box_session_delete(box, id, NULL); /* as LangBot does after a violation */
 		lb_box_exec_result_free(&res);

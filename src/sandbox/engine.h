@@ -31,8 +31,10 @@ struct lb_child_ctx {
 	int status_fd;		    /* init -> parent: the command's raw wait status */
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
-	int alive_fd; /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
-	bool userns;  /* rootless: pid 1 is root of its own user namespace only */
+	int alive_fd;	/* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
+	bool userns;	/* rootless: pid 1 is root of its own user namespace only */
+	int console_fd; /* lb_run_io.console_fd (-1: spec->console_socket, if any) */
+	const struct winsize *console_size;
 };
 
 /* In a sandbox's state directory: flocked by pid 1 for its whole life (gc.c). */

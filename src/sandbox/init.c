@@ -36,7 +36,7 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 				    .seccomp = ctx->seccomp,
 				    .first_private_fd = 3,
 				    .err_fd = err_fd,
-				    .ctty = ctx->spec->console_socket != NULL};
+				    .ctty = ctx->console_fd >= 0 || ctx->spec->console_socket};
 	lb_become_command(&b);
 }
 
@@ -126,14 +126,19 @@ static int open_gate(const char *path, struct lb_err **err)
 	return fd;
 }
 
-/* process.terminal: a pty of the sandbox's own devpts (so its name resolves inside), its master
- * to the console socket, its slave as pid 1's stdio and so the command's. */
-static int make_console(int sock, struct lb_err **err)
+/* process.terminal or lbbox run -t: a pty of the sandbox's own devpts (so its name resolves
+ * inside, and the host's terminal is never within reach), its master to the console socket, its
+ * slave as pid 1's stdio and so the command's. */
+static int make_console(int sock, const struct winsize *size, struct lb_err **err)
 {
-	int slave = lb_console_send_pty(sock, "/dev/ptmx", err);
+	int slave = lb_console_send_pty(sock, "/dev/ptmx", size, err);
 	close(sock);
 	if (slave < 0)
 		return -1;
+	/* out of the caller's session, as runc's init: the caller's terminal signals its foreground
+	 * process group, which pid 1 (a clone of lbbox) was in; its SIGWINCH or SIGINT would reach
+	 * the command twice, once through pid 1 and once as the relay passes it on */
+	setsid();
 	for (int fd = 0; fd < 3; fd++)
 		if (dup2(slave, fd) < 0)
 			return lb_err_set(err, errno, "terminal as stdio");
@@ -286,15 +291,16 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
 	if (ctx->spec->start_gate && gate < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	int csock =
-	    ctx->spec->console_socket ? lb_console_connect(ctx->spec->console_socket, &err) : -1;
-	if (ctx->spec->console_socket && csock < 0)
+	int csock = ctx->console_fd;
+	if (csock < 0 && ctx->spec->console_socket &&
+	    (csock = lb_console_connect(ctx->spec->console_socket, &err)) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	int report = lb_hooks_open_report(ctx->spec, &err);
 	if (report == -2)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	pid_t host_pid = 0;
-	if (setup_world(ctx, &host_pid, &err) < 0 || (csock >= 0 && make_console(csock, &err) < 0))
+	if (setup_world(ctx, &host_pid, &err) < 0 ||
+	    (csock >= 0 && make_console(csock, ctx->console_size, &err) < 0))
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 
 	if (ctx->spec->session)

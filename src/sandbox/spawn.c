@@ -99,7 +99,8 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 	}
 	if (s->o->console_sock > 0) {
 		struct lb_err *err = NULL;
-		int slave = lb_console_send_pty(s->o->console_sock, "/dev/ptmx", &err);
+		int slave =
+		    lb_console_send_pty(s->o->console_sock, "/dev/ptmx", s->o->console_size, &err);
 		if (slave < 0)
 			fail(s->err_w, LB_EXIT_SETUP, err);
 		for (int fd = 0; fd < 3; fd++)

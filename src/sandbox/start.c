@@ -40,12 +40,13 @@ struct run {
 	pid_t ppid; /* lbbox's parent, watched with --die-with-parent */
 	const struct lb_spec *spec;
 	const char *runroot;
-	struct lb_net_handle net; /* network "on" only */
-	int init_fd;		  /* session: lbbox-init, opened before the clone */
-	int alive_fd;		  /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
-	bool userns;		  /* rootless: the sandbox gets its own user namespace */
-	uint64_t setup_deadline;  /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
-	bool setup_timeout;	  /* the deadline is the run's own --timeout */
+	struct lb_net_handle net;   /* network "on" only */
+	int init_fd;		    /* session: lbbox-init, opened before the clone */
+	int alive_fd;		    /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
+	bool userns;		    /* rootless: the sandbox gets its own user namespace */
+	uint64_t setup_deadline;    /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
+	bool setup_timeout;	    /* the deadline is the run's own --timeout */
+	const struct lb_run_io *io; /* served while the command runs; NULL = none */
 };
 
 /* Building a sandbox takes milliseconds; whatever hangs it (a hostile image, a stuck file
@@ -253,6 +254,8 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .init_fd = r->init_fd,
 		    .alive_fd = r->alive_fd,
 		    .userns = r->userns,
+		    .console_fd = r->io ? r->io->console_fd : -1,
+		    .console_size = r->io ? r->io->console_size : NULL,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -403,25 +406,59 @@ static void on_signal(struct run *r, int sig)
 		kill(r->pid, sig);
 }
 
-static void on_signals(void *ctx, struct pollfd *fd)
+static void take_signals(struct run *r)
 {
-	struct run *r = ctx;
+	const struct lb_run_io *io = r->io;
 	struct signalfd_siginfo si;
-	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si))
-		if (si.ssi_signo != SIGCHLD)
-			on_signal(r, (int)si.ssi_signo);
+	while (read(r->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+		if (sig != SIGCHLD && !(io && io->on_signal && io->on_signal(io->ctx, sig)))
+			on_signal(r, sig);
+	}
+}
+
+/* The wait's descriptors: the signalfd, then io's (copied back and forth, as io's callback
+ * reads and rearms its own). */
+struct waiting {
+	struct run *r;
+	struct pollfd fds[1 + LB_RUN_IO_MAX_FDS];
+	size_t n;
+};
+
+static void waiting_arm(struct waiting *w)
+{
+	const struct lb_run_io *io = w->r->io;
+	w->fds[0] = (struct pollfd){.fd = w->r->sigfd};
+	w->n = 1;
+	for (size_t i = 0; io && i < io->n && i < LB_RUN_IO_MAX_FDS; i++)
+		w->fds[w->n++] = (struct pollfd){.fd = io->fds[i].fd, .events = io->fds[i].events};
+}
+
+static void on_ready(void *ctx, struct pollfd *fd)
+{
+	struct waiting *w = ctx;
+	const struct lb_run_io *io = w->r->io;
+	long i = fd - w->fds;
+	if (i == 0) {
+		take_signals(w->r);
+	} else {
+		io->fds[i - 1].revents = fd->revents;
+		io->on_ready(io->ctx, &io->fds[i - 1]);
+	}
+	waiting_arm(w);
 }
 
 /* Waits for pid 1, forwarding signals, killing the sandbox at the deadline (0: none); returns
  * pid 1's wait status. */
 static int wait_child(struct run *r, uint64_t deadline_ns, struct lb_result *res)
 {
-	struct pollfd sig = {.fd = r->sigfd};
+	struct waiting w = {.r = r};
 	int status = 0;
-	if (!lb_wait_exit(r->pidfd, &sig, 1, deadline_ns, on_signals, r)) {
+	waiting_arm(&w);
+	if (!lb_wait_exit(r->pidfd, w.fds, w.n, deadline_ns, on_ready, &w)) {
 		res->timed_out = true;
 		kill_sandbox(r);
-		lb_wait_exit(r->pidfd, &sig, 1, 0, on_signals, r);
+		lb_wait_exit(r->pidfd, w.fds, w.n, 0, on_ready, &w);
 	}
 	while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -492,12 +529,22 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
 		   int *setup_exit, struct lb_err **err)
 {
+	return lb_sandbox_run_io(spec, paths, NULL, res, setup_exit, err);
+}
+
+int lb_sandbox_run_io(const struct lb_spec *spec, const struct lb_paths *paths,
+		      const struct lb_run_io *io, struct lb_result *res, int *setup_exit,
+		      struct lb_err **err)
+{
 	struct run r;
 	uint64_t start = lb_now_ns();
 
 	memset(res, 0, sizeof(*res));
 	*setup_exit = LB_EXIT_SETUP;
 	run_init(&r, spec, paths, start);
+	r.io = io;
+	if (io && spec->console_socket)
+		return lb_err_set(err, EINVAL, "a run has one terminal: a console socket or io's");
 	if (run_start(&r, paths, setup_exit, err) < 0)
 		goto fail;
 

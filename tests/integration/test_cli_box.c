@@ -306,7 +306,7 @@ LBT_TEST(cli_box, info_is_human_by_default_and_json_on_request)
 LBT_TEST(cli_box, errors_name_the_exact_bad_token)
 {
 	static const char *const cases[][8] = {
-	    {"session", "exec", "-it", "s1", "sh", NULL, NULL, "unknown option '-t' (in '-it')"},
+	    {"session", "exec", "-iq", "s1", "sh", NULL, NULL, "unknown option '-q' (in '-iq')"},
 	    {"session", "exec", "s1", "-w", NULL, NULL, NULL, "option '-w' requires a value"},
 	    {"session", "exec", "s1", "--timeout", NULL, NULL, NULL,
 	     "option '--timeout' requires a value"},

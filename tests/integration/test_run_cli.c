@@ -205,7 +205,7 @@ LBT_TEST(run_cli, rm_and_read_only_as_podman_spells_them)
 
 LBT_TEST(run_cli, errors_name_the_exact_token)
 {
-	assert_refused("'-t' (in '-it')", (const char *[]){"run", "-it", IMG, "sh", NULL});
+	assert_refused("'-q' (in '-tq')", (const char *[]){"run", "-tq", IMG, "sh", NULL});
 	assert_refused("'-x' (in '-ix')", (const char *[]){"run", "-ix", IMG, "sh", NULL});
 	assert_refused("missing value for option '--memory'",
 		       (const char *[]){"run", "--memory", NULL});

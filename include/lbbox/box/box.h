@@ -131,10 +131,14 @@ void lb_box_instance_release(struct lb_box *box, int fd);
  * byte for byte (-1: captured into the result as LangBot's text). A reader that goes away
  * (EPIPE) closes the command's pipe, so the command sees EPIPE as in a shell pipeline.
  */
+struct lb_tty;
 struct lb_box_exec_io {
 	int in_fd, out_fd, err_fd;
 	uint64_t
 	    out_limit; /* bytes passed to each of out_fd and err_fd, the rest dropped; 0: all */
+	/* a pty (lbbox/base/tty.h) instead: the command's stdio is the slave, the relay serves
+	 * in_fd and out_fd meanwhile; err_fd only says why the command could not start */
+	struct lb_tty *tty;
 };
 
 /* One exec (§3.4): sh -lc "mkdir -p W && cd W && CMD", output captured. */
@@ -208,6 +212,10 @@ int lb_box_proc_remove(struct lb_box *box, const char *session_id, const char *p
  * when not running. */
 int lb_box_proc_attach(struct lb_box *box, const char *session_id, const char *process_id,
 		       bool nonblock, int *fd, struct lb_err **err);
+/* A process started with a terminal (lb_box_proc_spec.tty): a socket taking its window size, a
+ * struct winsize (8 bytes) per change. BoxValidationError when it has no terminal. */
+int lb_box_proc_tty(struct lb_box *box, const char *session_id, const char *process_id, int *fd,
+		    struct lb_err **err);
 /* A history process's output as its keeper reads it, as chunks of the history's format (8-byte
  * header, lb_box_log_header_parse), stdout and stderr in the order read, to one follower at a
  * time: the keeper reads no faster than the follower takes it (back-pressure), and with

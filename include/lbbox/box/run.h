@@ -52,11 +52,13 @@ int lb_box_run_stop(struct lb_box *box, const char *name, unsigned grace_sec, st
 int lb_box_run_remove(struct lb_box *box, const char *name, bool force, struct lb_err **err);
 
 /* A command in a running run's session, on the caller's descriptors. */
+struct lb_tty;
 struct lb_box_run_exec {
 	char *const *argv;
-	char *const *env; /* KEY=VALUE added to the run's, may be NULL */
-	const char *cwd;  /* NULL = the run's workdir */
-	int fds[3];	  /* -1 = /dev/null */
+	char *const *env;   /* KEY=VALUE added to the run's, may be NULL */
+	const char *cwd;    /* NULL = the run's workdir */
+	int fds[3];	    /* -1 = /dev/null */
+	struct lb_tty *tty; /* a pty instead (lbbox/base/tty.h): fds[1] and fds[2] unused */
 };
 /* Runs it, waits, its exit status as a shell reports it in *code. */
 int lb_box_run_exec(struct lb_box *box, const char *name, const struct lb_box_run_exec *x,

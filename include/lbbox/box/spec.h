@@ -90,6 +90,8 @@ struct lb_box_proc_spec {
 	bool history; /* stdout and stderr always read into a bounded history (proc logs) */
 	bool direct;  /* command and args exec'd as they are in cwd, not through `sh -lc` */
 	bool hold;    /* history: no output is read until a follower came (lb_box_proc_follow) */
+	bool tty;     /* proc start -t: a pty of the sandbox's as its stdio, its master kept by the
+			 keeper (attach relays it; lb_box_proc_resize sets its size) */
 };
 
 /* Fills *out with every default (session_id NULL). */

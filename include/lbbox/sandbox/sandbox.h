@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 #include "lbbox/base/err.h"
 #include "lbbox/base/process.h"
@@ -68,6 +69,28 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err);
  */
 int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, struct lb_result *res,
 		   int *setup_exit, struct lb_err **err);
+
+/* What the caller serves while lb_sandbox_run_io waits for the command (lbbox run -t's relay). */
+#define LB_RUN_IO_MAX_FDS 3
+struct pollfd;
+struct lb_run_io {
+	/* a connected stream socket (lb_tty's child end): pid 1 opens a pty on the sandbox's own
+	 * devpts, sends its master there and makes the slave the command's stdio and controlling
+	 * terminal; -1 = none */
+	int console_fd;
+	const struct winsize *console_size; /* the pty's size to start with; NULL = 0x0 */
+	struct pollfd *fds; /* served meanwhile (at most LB_RUN_IO_MAX_FDS), as lb_wait_exit's */
+	size_t n;
+	void (*on_ready)(void *ctx, struct pollfd *fd);
+	/* a signal lbbox received: true when it was taken (SIGWINCH: the pty's size), else it is
+	 * forwarded as without io */
+	bool (*on_signal)(void *ctx, int sig);
+	void *ctx;
+};
+/* lb_sandbox_run with io served during the wait (NULL: the same as lb_sandbox_run). */
+int lb_sandbox_run_io(const struct lb_spec *spec, const struct lb_paths *paths,
+		      const struct lb_run_io *io, struct lb_result *res, int *setup_exit,
+		      struct lb_err **err);
 
 /*
  * Removes the state directories and cgroups of sandboxes whose lbbox died without cleaning up
@@ -135,6 +158,7 @@ struct lb_exec_opts {
 	 * devpts, sends its master there and takes the slave as stdio and controlling terminal
 	 * (fds are then unused); 0 = none */
 	int console_sock;
+	const struct winsize *console_size; /* the pty's size to start with; NULL = 0x0 */
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
