@@ -41,9 +41,13 @@ static int open_volume(const struct lb_mount *m, int *out, struct lb_err **err)
 {
 	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
 	*out = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
-	return *out < 0
-		   ? lb_err_set(err, errno, "volume %s changed since it was checked", m->source)
-		   : 0;
+	if (*out >= 0)
+		return 0;
+	/* with mapped ids, pid 1 reaches what the host's root owns, not others' private
+	 * directories (it has no capability over host files) */
+	if (errno == EACCES)
+		return lb_err_set(err, errno, "volume %s", m->source);
+	return lb_err_set(err, errno, "volume %s changed since it was checked", m->source);
 }
 
 /* Read side, non-blocking: the open needs no writer, and poll() sees nothing until `start`

@@ -340,7 +340,9 @@ def part_runtime(tmp):
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root ({left})")
     r = sh([RUNC, "features"])
-    check(r.returncode == 0 and json.loads(r.stdout)["ociVersionMin"] == "1.0.0", "features")
+    feats = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(feats.get("ociVersionMin") == "1.0.0" and "user" in feats["linux"]["namespaces"],
+          "features (user namespaces among them)")
     part_userns(tmp, R, root)
 
 
@@ -464,6 +466,20 @@ def part_userns(tmp, R, root):
         r = sh(R + ["create", "-b", bad, "u3"])
         check(r.returncode == 1 and r.stderr.count("\n") == 1 and what in r.stderr,
               f"uidMappings that {what}: refused, one line ({r.stderr.strip()})")
+    # pid 1 opens host paths as the host's root without its capabilities: another user's
+    # private directory is out of its reach, and that is one line
+    home = os.path.join(tmp, "alice")
+    os.makedirs(os.path.join(home, "data"))
+    os.chown(home, 1234, 1234)
+    os.chmod(home, 0o700)
+    bv = userns_bundle(tmp, "ubv", ["true"])
+    cfg = json.load(open(os.path.join(bv, "config.json")))
+    cfg["mounts"].append({"destination": "/data", "type": "bind",
+                          "source": os.path.join(home, "data"), "options": ["rbind"]})
+    json.dump(cfg, open(os.path.join(bv, "config.json"), "w"))
+    rc, err = create(R, tmp, ["-b", bv, "u4"])
+    check(rc == 1 and err.count("\n") == 1 and "Permission denied" in err,
+          f"a volume in another user's 0700 directory: refused, one line ({err.strip()})")
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root after the user namespace cases ({left})")
@@ -593,6 +609,11 @@ def podman_userns(P, U, img, run, tmp):
           and st and st.st_uid == 100000,
           f"podman run --uidmap 0:100000:65536: root inside is the host's 100000, the image "
           f"its own, the network podman's ({r.stdout.split()} {r.stderr.strip()[-200:]})")
+    # -t: the console socket, connected by pid 1 before it became the namespace's root
+    cmd = " ".join(run + ["-t", "--network", "none"] + maps + [img, "sh", "-c", "'tty; id -u'"])
+    r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
+    check(r.returncode == 0 and r.stdout.split() == ["/dev/pts/0", "0"],
+          f"podman run -t --uidmap: a terminal inside ({r.returncode} {r.stdout!r})")
     r = sh(P + ["run", "-d", "--name", "lbt-u1", "--network", "none"] + maps + U +
            [img, "sleep", "300"])
     cpid = sh(P + ["inspect", "--format", "{{.State.Pid}}", "lbt-u1"]).stdout.strip()
@@ -602,7 +623,15 @@ def podman_userns(P, U, img, run, tmp):
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
     check(r.returncode == 0 and "/dev/pts/" in r.stdout and "100000" in r.stdout,
           f"podman exec -t into it: a pty, the same mapping ({r.returncode} {r.stdout!r})")
-    check(sh(P + ["rm", "-f", "lbt-u1"]).returncode == 0, "podman rm -f of the --uidmap one")
+    r = sh(P + ["rm", "-f", "lbt-u1"])
+    if r.returncode != 0 and "userdata/shm: device or resource busy" in r.stderr:
+        # podman 4.3 removing a --uidmap container that ended at once sometimes finds the
+        # shm directory it unmounts still busy (seen about 1 run in 8, with runc's timing
+        # it does not show); its second try removes it
+        print(f"note podman rm -f: {r.stderr.strip()[-200:]}; retried", flush=True)
+        time.sleep(0.5)
+        r = sh(P + ["rm", "-f", "lbt-u1"])
+    check(r.returncode == 0, f"podman rm -f of the --uidmap one ({r.stderr.strip()[-300:]})")
 
 
 def part_containerd(tmp):
