@@ -386,7 +386,8 @@ def part_userns(tmp, R, root):
     probe = ("id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; stat -c %u:%g /bin/sh; "
              "touch /data/made && echo made; (echo x >> /hostfile) 2>/dev/null || echo denied; "
              "cat /sys/fs/cgroup/memory/memory.limit_in_bytes; readlink /proc/1/exe >/dev/null "
-             "2>&1 || echo pid1-hidden; grep CapEff /proc/self/status; sleep 300")
+             "2>&1 || echo pid1-hidden; grep -E 'CapEff|NoNewPrivs|Seccomp:' /proc/self/status; "
+             "sleep 300")
     b = userns_bundle(tmp, "ub", ["sh", "-c", probe])
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["mounts"] += [{"destination": "/data", "type": "bind", "source": data,
@@ -410,15 +411,16 @@ def part_userns(tmp, R, root):
     check(state("u1")["status"] == "created", "state created")
     sh(R + ["start", "u1"])
     end = time.time() + 10
-    while time.time() < end and "CapEff" not in open(out).read():
+    while time.time() < end and "Seccomp" not in open(out).read():
         time.sleep(0.05)
     lines = open(out).read().splitlines()
     want = ["0", "0", "0 100000 65536", "0 100000 65536", "65534:65534", "made", "denied",
-            str(64 << 20), "pid1-hidden", "CapEff: 0000000020000420"]
+            str(64 << 20), "pid1-hidden", "CapEff: 0000000020000420", "NoNewPrivs: 1",
+            "Seccomp: 2"]
     check([" ".join(l.split()) for l in lines] == want,
           f"inside: uid 0, the mapping, host root's files as nobody, a mapped volume written, "
           f"a root-owned bind not, the cgroup limit, pid 1 out of reach, the bundle's "
-          f"capabilities ({lines})")
+          f"capabilities, no_new_privs and lbbox's seccomp filter ({lines})")
     made = os.path.join(data, "made")
     st = os.stat(made) if os.path.exists(made) else None
     check(st and (st.st_uid, st.st_gid) == (100000, 100000),
