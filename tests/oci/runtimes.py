@@ -436,7 +436,7 @@ def part_userns(tmp, R, root):
     check(st and (st.st_uid, st.st_gid) == (101000, 101000),
           f"exec --user 1000: the host's 101000 ({r.stderr.strip()})")
     r = sh(R + ["exec", "--user", "70000:0", "u1", "true"])
-    check(r.returncode != 0 and r.stderr.count("\n") == 1,
+    check(r.returncode != 0 and r.stderr.count("\n") == 1 and "not mapped" in r.stderr,
           f"exec as an unmapped user: one line ({r.stderr.strip()})")
     r = sh(R + ["kill", "u1", "KILL"])
     check(r.returncode == 0 and wait_exit(pid) == -9, "kill KILL")
