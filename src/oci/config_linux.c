@@ -26,8 +26,9 @@ static char **join_slot(struct lb_spec *spec, const char *type)
 					: NULL;
 }
 
-/* One entry of linux.namespaces; seen[] marks the ones of always[], *net the network one. */
-static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool *net,
+/* One entry of linux.namespaces; seen[] marks the ones of always[], *net the network one,
+ * *user a new user namespace. */
+static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool *net, bool *user,
 			   struct lb_err **err)
 {
 	const char *type, *path;
@@ -38,9 +39,16 @@ static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool 
 		return -1;
 	if (path && !*path)
 		path = NULL;
-	if (!strcmp(type, "user"))
+	if (!strcmp(type, "user") && path)
 		return lb_err_set(err, ENOTSUP,
-				  "config: user namespaces are not supported by lbbox-runc");
+				  "config: joining a user namespace by path is not supported by "
+				  "lbbox-runc (a new one with uidMappings is)");
+	if (!strcmp(type, "user")) {
+		if (*user)
+			return lb_err_set(err, EINVAL, "config: user namespace twice");
+		*user = true;
+		return 0;
+	}
 	bool known = !strcmp(type, "network") || !strcmp(type, "cgroup");
 	for (size_t k = 0; k < 4; k++)
 		if (!strcmp(type, always[k])) {
@@ -70,7 +78,7 @@ static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool 
 	return *slot ? 0 : lb_err_set(err, ENOMEM, "config: namespaces");
 }
 
-static int parse_namespaces(json_t *lx, struct lb_spec *spec, struct lb_err **err)
+static int parse_namespaces(json_t *lx, struct lb_spec *spec, bool *user, struct lb_err **err)
 {
 	json_t *a = lb_oci_get_typed(lx, "namespaces", JSON_ARRAY, err), *ns;
 	bool seen[4] = {false}, net = false;
@@ -81,7 +89,7 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, struct lb_err **er
 		return lb_err_set(err, E2BIG, "config: too many namespaces");
 	json_array_foreach(a, i, ns)
 	{
-		if (parse_namespace(ns, spec, seen, &net, err) < 0)
+		if (parse_namespace(ns, spec, seen, &net, user, err) < 0)
 			return -1;
 	}
 	for (size_t k = 0; k < 4; k++)
@@ -246,10 +254,10 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 {
 	json_t *lx = lb_oci_get_typed(root, "linux", JSON_OBJECT, err);
 	const char *s;
+	bool user = false;
 	if (!lx)
 		return *err ? -1 : lb_err_set(err, EINVAL, "config: linux is required");
-	static const char *const refused[] = {"uidMappings", "gidMappings", "devices",
-					      "intelRdt",    "personality", "timeOffsets"};
+	static const char *const refused[] = {"devices", "intelRdt", "personality", "timeOffsets"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (refuse_nonempty(lx, refused[i], err) < 0)
 			return -1;
@@ -263,8 +271,9 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 		if (strcmp(k, "net.ipv4.ping_group_range"))
 			return lb_err_set(err, ENOTSUP, "config: sysctl %.64s is not supported", k);
 	}
-	if (parse_namespaces(lx, &cfg->spec, err) < 0 || parse_resources(lx, &cfg->spec, err) < 0 ||
-	    parse_seccomp(lx, cfg, err) < 0 ||
+	if (parse_namespaces(lx, &cfg->spec, &user, err) < 0 ||
+	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0 ||
+	    parse_resources(lx, &cfg->spec, err) < 0 || parse_seccomp(lx, cfg, err) < 0 ||
 	    parse_paths(lx, "maskedPaths", &cfg->spec.masked_paths, err) < 0 ||
 	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||
 	    parse_cgroups_path(lx, cfg, err) < 0 ||

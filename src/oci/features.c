@@ -6,13 +6,13 @@
 json_t *lb_oci_features(void)
 {
 	return json_pack(
-	    "{s:s, s:s, s:[s,s,s,s,s,s], s:[s,s,s,s], s:{s:[s,s,s,s,s,s], s:{s:b, s:b, s:b}, s:{s:b, "
+	    "{s:s, s:s, s:[s,s,s,s,s,s], s:[s,s,s,s], s:{s:[s,s,s,s,s,s,s], s:{s:b, s:b, s:b}, s:{s:b, "
 	    "s:[s,s,s,s,s,s], s:[s]}}, s:{s:s}}",
 	    "ociVersionMin", "1.0.0", "ociVersionMax", "1.2.0", "hooks", "prestart",
 	    "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
 	    "mountOptions", "ro", "rw", "size", "mode", "linux", "namespaces", "mount", "pid",
-	    "ipc", "uts", "network", "cgroup", "cgroup", "v1", 1, "v2", 1, "systemd", 0, "seccomp",
-	    "enabled", 1, "actions", "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+	    "ipc", "uts", "network", "cgroup", "user", "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+	    "seccomp", "enabled", 1, "actions", "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
 	    "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_LOG", "SCMP_ACT_TRAP", "operators", "SCMP_CMP_EQ",
 	    "annotations", "org.lbbox.runtime", "lbbox-runc");
 }

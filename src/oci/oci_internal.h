@@ -33,6 +33,8 @@ int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
 /* Control characters of (*err)->msg (from a config's strings) made '?'; returns -1. */
 int lb_oci_one_line(struct lb_err **err);
 int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **err);
+/* config_userns.c: linux.uidMappings / gidMappings, with userns: a new user namespace asked. */
+int lb_oci_parse_userns(json_t *lx, bool userns, struct lb_spec *spec, struct lb_err **err);
 
 /* hooks.c */
 int lb_oci_hooks_check(json_t *hooks, struct lb_err **err);

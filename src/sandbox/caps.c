@@ -44,10 +44,15 @@ static int set_identity(uid_t uid, gid_t gid, struct lb_err **err)
 	 * newgidmap): its supplementary groups stay the caller's, shown as the overflow gid */
 	if (setgroups(0, NULL) < 0 && !(errno == EPERM && setgroups_denied()))
 		return lb_err_set(err, errno, "setgroups");
+	/* EINVAL: an id the sandbox's user namespace does not map */
 	if (setresgid(gid, gid, gid) < 0)
-		return lb_err_set(err, errno, "setgid %u", gid);
+		return errno == EINVAL
+			   ? lb_err_set(err, 0, "group %u is not mapped in the sandbox", gid)
+			   : lb_err_set(err, errno, "setgid %u", gid);
 	if (setresuid(uid, uid, uid) < 0)
-		return lb_err_set(err, errno, "setuid %u", uid);
+		return errno == EINVAL
+			   ? lb_err_set(err, 0, "user %u is not mapped in the sandbox", uid)
+			   : lb_err_set(err, errno, "setuid %u", uid);
 	return 0;
 }
 

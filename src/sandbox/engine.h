@@ -19,11 +19,50 @@ struct lb_net_lease {
 	bool pasta; /* rootless: pasta configured the interface; pid 1 only reads its address */
 };
 
+/*
+ * Host objects pid 1 needs, opened by pid 1 first (host_fds.c): in a user namespace with mapped
+ * ids, it then becomes uid 0 of that namespace, which may not reach them by path (a private
+ * --root, a bundle below a 0700 directory). All close-on-exec; -1 = none.
+ */
+struct lb_host_fds {
+	int statedir;		   /* O_PATH */
+	int rootfs;		   /* O_PATH: spec->rootfs or its copy; -1 for layers or the host */
+	int mounts[LB_MAX_MOUNTS]; /* O_PATH of each bind's source; -1 for a tmpfs */
+	int gate;		   /* the start gate's read side, non-blocking */
+	int console;		   /* connected to spec->console_socket */
+};
+/* host_fds.c: init (all -1), then open; close is idempotent. */
+void lb_host_fds_init(struct lb_host_fds *h);
+int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, struct lb_host_fds *h,
+		     struct lb_err **err);
+void lb_host_fds_close(struct lb_host_fds *h);
+/* "/proc/self/fd/N": a path through which a descriptor's object is reached without a lookup of
+ * its host path (mount sources and targets, overlay directories). */
+#define LB_FD_PATH_BUF 32
+const char *lb_fd_path(int fd, char buf[LB_FD_PATH_BUF]);
+
+/*
+ * nsjoin.c: namespaces an OCI bundle names by path (network, ipc, uts) are entered by lbbox around
+ * the clone, so pid 1 is born in them: from inside a user namespace of its own it could no
+ * longer join namespaces the host's user namespace owns.
+ */
+struct lb_ns_join {
+	int target[3], saved[3], type[3];
+	size_t n;
+};
+int lb_ns_join_open(const struct lb_spec *spec, struct lb_ns_join *j, struct lb_err **err);
+int lb_ns_join_enter(const struct lb_ns_join *j, struct lb_err **err);
+/* Back in lbbox's own namespaces; a failure there is fatal for lbbox's caller to know. */
+int lb_ns_join_leave(const struct lb_ns_join *j, struct lb_err **err);
+void lb_ns_join_close(struct lb_ns_join *j);
+
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
 struct lb_child_ctx {
 	const struct lb_spec *spec;
-	const char
-	    *statedir; /* host path; holds root/ (the mount point) and generated /etc files */
+	/* holds root/ (the mount point) and generated /etc files: the host path for lbbox, then
+	 * (pid 1, once the scratch tmpfs covers it) a /proc/self/fd path of that tmpfs */
+	const char *statedir;
+	const struct lb_host_fds *fds;
 	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
 	const struct lb_cgroup *cg;
 	int sync_fd;		    /* parent -> child: one byte once the child is in its cgroup */
@@ -32,7 +71,8 @@ struct lb_child_ctx {
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
 	int alive_fd;	/* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
-	bool userns;	/* rootless: pid 1 is root of its own user namespace only */
+	bool userns;	/* pid 1 is root of its own user namespace only (rootless, or mapped ids) */
+	bool rootless;	/* that namespace maps the caller alone */
 	int console_fd; /* lb_run_io.console_fd (-1: spec->console_socket, if any) */
 	const struct winsize *console_size;
 };
@@ -57,7 +97,9 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 
 /* rootfs.c / rootfs_host.c / procfs.c / dev.c */
 /* Builds the whole filesystem below <statedir>/root (returned in newroot) in the child. */
-int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+/* *scratch: the scratch tmpfs's handle, which newroot's path goes through (kept until
+ * pivot_root, then closed by the caller). */
+int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len, int *scratch,
 		      struct lb_err **err);
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
@@ -85,9 +127,15 @@ int lb_apply_masks(const struct lb_spec *spec, const char *newroot, struct lb_er
 int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
 		    const char *statedir, struct lb_err **err);
 
-/* userns.c: rootless sandboxes (a user namespace mapping the caller to uid 0). */
-/* Writes pid's uid_map, setgroups and gid_map: the caller's uid and gid as 0, nothing else. */
-int lb_userns_map(pid_t pid, struct lb_err **err);
+/* userns.c: a sandbox's user namespace: rootless (the caller as uid 0), or the spec's maps. */
+/* Writes pid's uid_map and gid_map: the spec's, or (rootless: setgroups denied first) the
+ * caller's uid and gid as 0, nothing else. */
+int lb_userns_map(pid_t pid, const struct lb_spec *spec, bool rootless, struct lb_err **err);
+/* pid 1 with mapped ids: becomes uid and gid 0 of its namespace (it was the host's root there,
+ * an unmapped id that could create nothing on the namespace's own file systems). */
+int lb_userns_become_root(struct lb_err **err);
+/* idmap.c: a map as the kernel reads it ("inside outside count" lines); -1 when it exceeds size. */
+int lb_id_map_text(const struct lb_id_map *map, size_t n, char *out, size_t size);
 
 /* become.c: the command's last steps, then execvp; a failure goes to err_fd (never returns). */
 struct lb_become {

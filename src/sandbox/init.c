@@ -91,41 +91,6 @@ __attribute__((noreturn)) static void session_loop(const struct lb_child_ctx *ct
 	lb_pid1_idle();
 }
 
-/* An OCI bundle's namespace path, joined before anything is configured in it. Whoever wrote the
- * bundle chose it (as with runc); non-blocking, so a fifo there cannot hang pid 1. */
-static int join_ns(const char *path, int type, struct lb_err **err)
-{
-	if (!path)
-		return 0;
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return lb_err_set(err, errno, "namespace %s", path);
-	int r = setns(fd, type);
-	int e = errno;
-	close(fd);
-	return r < 0 ? lb_err_set(err, e, "join %s namespace %s",
-				  type == CLONE_NEWNET	 ? "network"
-				  : type == CLONE_NEWIPC ? "ipc"
-							 : "uts",
-				  path)
-		     : 0;
-}
-
-/* The start gate, opened while the host's paths are still visible. Read side, non-blocking:
- * the open needs no writer, and poll() sees nothing until `start` writes. */
-static int open_gate(const char *path, struct lb_err **err)
-{
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0)
-		return lb_err_set(err, errno, "start gate %s", path);
-	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
-		close(fd);
-		return lb_err_set(err, EINVAL, "start gate %s is not a fifo", path);
-	}
-	return fd;
-}
-
 /* process.terminal or lbbox run -t: a pty of the sandbox's own devpts (so its name resolves
  * inside, and the host's terminal is never within reach), its master to the console socket, its
  * slave as pid 1's stdio and so the command's. */
@@ -175,6 +140,22 @@ static void wait_gate(const struct lb_child_ctx *ctx, int gate)
 	close(gate);
 }
 
+/* The new root built, the hooks run at their point (host_pid: filled there), the masks
+ * applied, then pivot_root into it. */
+static int build_root(const struct lb_child_ctx *ctx, char *newroot, size_t len, int *scratch,
+		      pid_t *host_pid, struct lb_err **err)
+{
+	const struct lb_spec *spec = ctx->spec;
+	if (lb_rootfs_prepare(ctx, newroot, len, scratch, err) < 0)
+		return -1;
+	if (spec->hooks && lb_hooks_mounted(ctx, newroot, host_pid, err) < 0)
+		return -1;
+	/* after the hooks: whatever they mounted, the bundle's masks have the last word */
+	if (lb_apply_masks(spec, newroot, err) < 0)
+		return -1;
+	return lb_pivot_root(newroot, spec->readonly_root, err);
+}
+
 /* host_pid: filled at the hook point (spec->hooks only). */
 static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct lb_err **err)
 {
@@ -185,17 +166,18 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
 	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		return lb_err_set(err, errno, "unshare cgroup namespace");
-	if (lb_rootfs_prepare(ctx, newroot, sizeof(newroot), err) < 0)
-		return -1;
-	if (spec->hooks && lb_hooks_mounted(ctx, newroot, host_pid, err) < 0)
-		return -1;
-	/* after the hooks: whatever they mounted, the bundle's masks have the last word */
-	if (lb_apply_masks(spec, newroot, err) < 0 ||
-	    lb_pivot_root(newroot, spec->readonly_root, err) < 0)
+	int scratch = -1;
+	int r = build_root(ctx, newroot, sizeof(newroot), &scratch, host_pid, err);
+	if (scratch >= 0)
+		close(scratch);
+	if (r < 0)
 		return -1;
 	if (!spec->utsns_path && sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
-	if (spec->net != LB_NET_HOST && lb_net_loopback_up(err) < 0)
+	/* a joined network namespace seen from a user namespace of its own is the host's user
+	 * namespace's to configure (its owner, CNI, brought lo up) */
+	bool foreign_net = spec->netns_path && ctx->userns;
+	if (spec->net != LB_NET_HOST && !foreign_net && lb_net_loopback_up(err) < 0)
 		return -1;
 	if (spec->net == LB_NET_ON && !ctx->lease->pasta &&
 	    lb_net_eth_configure(ctx->lease, err) < 0)
@@ -212,7 +194,7 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
  * command still cannot read it, as it lacks capabilities pid 1 has (the kernel's ptrace rule;
  * CAP_SYS_PTRACE is refused, userns.c). A session's lbbox-init makes itself non-dumpable.
  */
-static void hide_lbbox(bool userns)
+static void hide_lbbox(bool rootless)
 {
 	char buf[1024];
 	unsigned long v[4];
@@ -220,7 +202,7 @@ static void hide_lbbox(bool userns)
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	if (fd >= 0)
 		close(fd);
-	if (!userns)
+	if (!rootless)
 		prctl(PR_SET_DUMPABLE, 0);
 	if (n <= 0)
 		return;
@@ -262,18 +244,44 @@ static void cloexec_fds(void)
 		closedir(d);
 }
 
-void lb_child_main(const struct lb_child_ctx *ctx)
+/* Mounted by now: pid 1 keeps no handle on the host's directories. */
+static void close_host_fds(const struct lb_host_fds *fds)
+{
+	int fd[] = {fds->statedir, fds->rootfs};
+	for (size_t i = 0; i < 2; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	for (size_t i = 0; i < LB_MAX_MOUNTS; i++)
+		if (fds->mounts[i] >= 0)
+			close(fds->mounts[i]);
+}
+
+void lb_child_main(const struct lb_child_ctx *host_ctx)
 {
 	struct lb_err *err = NULL;
+	struct lb_host_fds fds;
+	struct lb_child_ctx c = *host_ctx;
+	const struct lb_child_ctx *ctx = &c;
 	char go;
 
+	lb_host_fds_init(&fds);
+	c.fds = &fds;
+
 	cloexec_fds();
-	hide_lbbox(ctx->userns);
+	hide_lbbox(ctx->rootless);
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
 	if (read(ctx->sync_fd, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
+	/* the maps are written by now: the host's objects are opened while pid 1 is still the
+	 * host's root (host_fds.c), then it becomes its namespace's */
+	if (lb_host_fds_open(ctx->spec, ctx->statedir, &fds, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	/* the start report is the host's too (beside the gate, in the state directory) */
+	int report = lb_hooks_open_report(ctx->spec, &err);
+	if (report == -2 || (ctx->userns && !ctx->rootless && lb_userns_become_root(&err) < 0))
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	/* network "on": the address the parent leased follows the byte, in the same write */
 	if (ctx->spec->net == LB_NET_ON &&
 	    lb_read_all(ctx->sync_fd, ctx->lease, sizeof(*ctx->lease)) != sizeof(*ctx->lease))
@@ -284,24 +292,13 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
 	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	if (join_ns(ctx->spec->netns_path, CLONE_NEWNET, &err) < 0 ||
-	    join_ns(ctx->spec->ipcns_path, CLONE_NEWIPC, &err) < 0 ||
-	    join_ns(ctx->spec->utsns_path, CLONE_NEWUTS, &err) < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	int gate = ctx->spec->start_gate ? open_gate(ctx->spec->start_gate, &err) : -1;
-	if (ctx->spec->start_gate && gate < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	int csock = ctx->console_fd;
-	if (csock < 0 && ctx->spec->console_socket &&
-	    (csock = lb_console_connect(ctx->spec->console_socket, &err)) < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	int report = lb_hooks_open_report(ctx->spec, &err);
-	if (report == -2)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	int gate = ctx->fds->gate;
+	int csock = ctx->console_fd >= 0 ? ctx->console_fd : ctx->fds->console;
 	pid_t host_pid = 0;
 	if (setup_world(ctx, &host_pid, &err) < 0 ||
 	    (csock >= 0 && make_console(csock, ctx->console_size, &err) < 0))
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	close_host_fds(ctx->fds);
 
 	if (ctx->spec->session)
 		session_loop(ctx);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -103,12 +104,36 @@ static int mount_cgroup(int sysfd, const struct lb_cgroup *cg, struct lb_err **e
 	}
 }
 
-static int mount_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err)
+/*
+ * A sysfs shows the network namespace of whoever mounts it, and only that namespace's owner may:
+ * in a user namespace of its own whose network namespace is the host's or a joined one (CNI's),
+ * EPERM. Then, as runc does, the host's /sys is bound instead, read-only; the masks and the
+ * cgroup mounts below go over it the same way.
+ */
+static int mount_sysfs(int rootfd, struct lb_err **err)
 {
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, bound = -1;
 	if (lb_open_in_root(rootfd, "/sys", true, true, &fd, err) < 0)
 		return -1;
-	if (lb_mount_fd("sysfs", fd, "sysfs", MS_RDONLY | NOSUID_NODEV_NOEXEC, NULL, err) < 0)
+	if (mount("sysfs", lb_fd_path(fd, (char[LB_FD_PATH_BUF]){0}), "sysfs",
+		  MS_RDONLY | NOSUID_NODEV_NOEXEC, NULL) == 0)
+		return 0;
+	if (errno != EPERM)
+		return lb_err_set(err, errno, "mount sysfs");
+	if (lb_mount_fd("/sys", fd, NULL, MS_BIND | MS_REC, NULL, err) < 0 ||
+	    lb_open_in_root(rootfd, "/sys", false, true, &bound, err) < 0)
+		return lb_err_wrap(err, "the host's /sys");
+	return lb_mount_setattr(bound, true,
+				MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				    MOUNT_ATTR_NOEXEC,
+				0, err) < 0
+		   ? lb_err_wrap(err, "the host's /sys")
+		   : 0;
+}
+
+static int mount_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err)
+{
+	if (mount_sysfs(rootfd, err) < 0)
 		return -1;
 	_cleanup_close_ int sysfd = -1;
 	if (lb_open_in_root(rootfd, "/sys", false, true, &sysfd, err) < 0)

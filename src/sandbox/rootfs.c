@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -16,16 +15,32 @@
 /*
  * The state directory is covered, in the sandbox's mount namespace only, by a small tmpfs that
  * holds the generated /etc files and the new root's mount point: per-run files then cost no
- * disk I/O, and nothing of them exists on the host.
+ * disk I/O, and nothing of them exists on the host. Made with the new mount API, so *out is a
+ * handle on the tmpfs itself: everything below is reached through it, never by the host path.
  */
-static int mount_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t len,
-			 struct lb_err **err)
+static int mount_scratch(const struct lb_child_ctx *ctx, int *out, struct lb_err **err)
 {
 	/* A writable image root keeps its changes here too (charged to the sandbox's memory). */
-	const char *opts = ctx->spec->layers && !ctx->spec->readonly_root ? "mode=0755,size=1g"
-									  : "mode=0755,size=1m";
-	if (mount("lbbox-scratch", ctx->statedir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+	const char *size = ctx->spec->layers && !ctx->spec->readonly_root ? "1g" : "1m";
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "lbbox-scratch", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return lb_err_set(err, errno, "scratch tmpfs");
+	*out = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (*out < 0)
+		return lb_err_set(err, errno, "scratch tmpfs");
+	if (syscall(SYS_move_mount, *out, "", ctx->fds->statedir, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return lb_err_set(err, errno, "mount scratch tmpfs on %s", ctx->statedir);
+	return 0;
+}
+
+static int fill_scratch(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+			struct lb_err **err)
+{
 	snprintf(newroot, len, "%s/root", ctx->statedir);
 	if (mkdir(newroot, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir %s", newroot);
@@ -43,13 +58,10 @@ static bool exists_in_root(int rootfd, const char *path)
 }
 
 /* Whether building the sandbox would have to create a mount point inside the rootfs. */
-static bool needs_mountpoints(const struct lb_spec *spec)
+static bool needs_mountpoints(const struct lb_spec *spec, int rootfd)
 {
 	static const char *const fixed[] = {
 	    "/proc", "/sys", "/dev", "/tmp", "/etc/hosts", "/etc/resolv.conf", "/etc/hostname"};
-	_cleanup_close_ int rootfd = open(spec->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
-		return false;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (!exists_in_root(rootfd, fixed[i]))
 			return true;
@@ -81,27 +93,24 @@ static int mount_overlay_root(const struct lb_child_ctx *ctx, const char *lower,
 }
 
 /* pivot_root needs the new root to be a mount point: the rootfs, or the host image's tmpfs dir. */
-static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, int copyfd,
-		      struct lb_err **err)
+static int mount_root(const struct lb_child_ctx *ctx, const char *newroot, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
-	if (copyfd >= 0) { /* the per-sandbox copy, opened before the scratch tmpfs hid it */
-		char src[64];
-		snprintf(src, sizeof(src), "/proc/self/fd/%d", copyfd);
-		if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
+	char fdpath[LB_FD_PATH_BUF];
+	int rootfd = ctx->fds->rootfs; /* the rootfs, or the per-sandbox copy of it */
+	if (spec->copy_rootfs) {
+		if (mount(lb_fd_path(rootfd, fdpath), newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
 			return lb_err_set(err, errno, "bind the copy of %s", spec->rootfs);
 		return 0;
 	}
 	/* an image: its layers under a private upper layer, so the snapshots are never written */
 	if (spec->layers)
 		return mount_overlay_root(ctx, spec->layers, newroot, err);
-	/* overlay options cannot carry these characters in a path */
-	if (spec->rootfs && spec->readonly_root && !spec->copy_rootfs &&
-	    !strpbrk(spec->rootfs, ",:\\") && needs_mountpoints(spec))
-		return mount_overlay_root(ctx, spec->rootfs, newroot, err);
-	const char *src = spec->rootfs ? spec->rootfs : newroot;
+	if (rootfd >= 0 && spec->readonly_root && needs_mountpoints(spec, rootfd))
+		return mount_overlay_root(ctx, lb_fd_path(rootfd, fdpath), newroot, err);
+	const char *src = rootfd >= 0 ? lb_fd_path(rootfd, fdpath) : newroot;
 	if (mount(src, newroot, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return lb_err_set(err, errno, "bind rootfs %s", src);
+		return lb_err_set(err, errno, "bind rootfs %s", spec->rootfs ? spec->rootfs : src);
 	return 0;
 }
 
@@ -132,20 +141,11 @@ static int bind_etc(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **
 	return 0;
 }
 
-/*
- * The source was canonicalised and checked against the blocked paths by lbbox before the clone.
- * Opening that symlink-free path again with RESOLVE_NO_SYMLINKS and binding the opened inode
- * closes the window in which a path component could be swapped for a symlink to /etc.
- */
-static int bind_volume(int rootfd, const struct lb_mount *m, struct lb_err **err)
+/* The source, opened by lbbox without following links (host_fds.c): the inode it checked. */
+static int bind_volume(int rootfd, const struct lb_mount *m, int fd, struct lb_err **err)
 {
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS};
-	_cleanup_close_ int fd = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
-	if (fd < 0)
-		return lb_err_set(err, errno, "volume %s changed since it was checked", m->source);
-	char src[64];
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
-	if (lb_bind_in_root(rootfd, src, m->target, m->readonly, err) < 0)
+	char src[LB_FD_PATH_BUF];
+	if (lb_bind_in_root(rootfd, lb_fd_path(fd, src), m->target, m->readonly, err) < 0)
 		return lb_err_wrap(err, "volume %s", m->source);
 	return 0;
 }
@@ -165,34 +165,35 @@ static int mount_user_tmpfs(int rootfd, const struct lb_mount *m, struct lb_err 
 		   : 0;
 }
 
-static int user_mounts(int rootfd, const struct lb_spec *spec, struct lb_err **err)
+static int user_mounts(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err)
 {
+	const struct lb_spec *spec = ctx->spec;
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		const struct lb_mount *m = &spec->mounts[i];
 		if ((m->tmpfs_size ? mount_user_tmpfs(rootfd, m, err)
-				   : bind_volume(rootfd, m, err)) < 0)
+				   : bind_volume(rootfd, m, ctx->fds->mounts[i], err)) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
+int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t len, int *scratch,
 		      struct lb_err **err)
 {
-	const struct lb_spec *spec = ctx->spec;
+	const struct lb_spec *spec = host_ctx->spec;
+	char scratch_path[LB_FD_PATH_BUF];
 
+	*scratch = -1;
 	/* Nothing we mount may propagate back to the host, but host unmounts still reach us. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return lb_err_set(err, errno, "make mounts private");
-	_cleanup_close_ int copyfd = -1;
-	if (spec->copy_rootfs) {
-		char copy[LB_PATH_BUF];
-		snprintf(copy, sizeof(copy), "%s/rootfs", ctx->statedir);
-		copyfd = open(copy, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (copyfd < 0)
-			return lb_err_set(err, errno, "open %s", copy);
-	}
-	if (mount_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, copyfd, err) < 0)
+	if (mount_scratch(host_ctx, scratch, err) < 0)
+		return -1;
+	/* from here the state directory is the scratch tmpfs, reached through its handle */
+	struct lb_child_ctx c = *host_ctx;
+	const struct lb_child_ctx *ctx = &c;
+	c.statedir = lb_fd_path(*scratch, scratch_path);
+	if (fill_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, err) < 0)
 		return -1;
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0)
@@ -212,7 +213,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		return -1;
 	if (bind_etc(rootfd, ctx, err) < 0)
 		return -1;
-	if (user_mounts(rootfd, spec, err) < 0)
+	if (user_mounts(rootfd, ctx, err) < 0)
 		return -1;
 	/* Like podman, a missing working directory is created (before the root turns read-only). */
 	_cleanup_close_ int cwdfd = -1;

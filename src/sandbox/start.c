@@ -43,7 +43,8 @@ struct run {
 	struct lb_net_handle net;   /* network "on" only */
 	int init_fd;		    /* session: lbbox-init, opened before the clone */
 	int alive_fd;		    /* LB_ALIVE_LOCK, held (with pid 1) for the sandbox's life */
-	bool userns;		    /* rootless: the sandbox gets its own user namespace */
+	bool userns;		    /* the sandbox gets its own user namespace */
+	bool rootless;		    /* ... mapping the caller alone (else the spec's maps) */
 	uint64_t setup_deadline;    /* CLOCK_MONOTONIC ns by which pid 1 must be ready */
 	bool setup_timeout;	    /* the deadline is the run's own --timeout */
 	const struct lb_run_io *io; /* served while the command runs; NULL = none */
@@ -178,8 +179,13 @@ static int block_signals(struct run *r, struct lb_err **err)
 
 static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
 {
-	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-	if (spec->net != LB_NET_HOST)
+	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID;
+	/* one joined by path is lbbox's own around the clone (nsjoin.c) */
+	if (!spec->utsns_path)
+		flags |= CLONE_NEWUTS;
+	if (!spec->ipcns_path)
+		flags |= CLONE_NEWIPC;
+	if (spec->net != LB_NET_HOST && !spec->netns_path)
 		flags |= CLONE_NEWNET;
 	if (userns)
 		flags |= CLONE_NEWUSER;
@@ -200,9 +206,9 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 {
 	char msg[1 + sizeof(struct lb_net_lease)] = "1";
 	/* a session's pasta outlives this lbbox: recorded in the state directory (gc.c) */
-	int set = r->userns ? lb_net_pasta_setup(spec, r->pid, spec->session ? r->statedir : NULL,
-						 &r->net, err)
-			    : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
+	int set = r->rootless ? lb_net_pasta_setup(spec, r->pid, spec->session ? r->statedir : NULL,
+						   &r->net, err)
+			      : lb_net_on_setup(spec, r->runroot, r->id, r->pid, &r->net, err);
 	if (set < 0 || lb_state_write(r->statedir, r->id, r->pid, spec, r->cg, &r->net.lease,
 				      r->userns, err) < 0)
 		return -1;
@@ -224,6 +230,33 @@ static int open_init(void)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/* pid 1, born in the namespaces the spec joins by path; lbbox is back in its own after. In the
+ * child: 0. On failure -1, *err set (and r->pid stays 0, or names a child to kill). */
+static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, struct lb_err **err)
+{
+	struct lb_ns_join j;
+	if (lb_ns_join_open(spec, &j, err) < 0 || lb_ns_join_enter(&j, err) < 0) {
+		lb_ns_join_leave(&j, NULL);
+		lb_ns_join_close(&j);
+		return -1;
+	}
+	pid_t pid = clone_sandbox(spec, r->userns, cgfd, &r->pidfd);
+	if (pid == 0) { /* pid 1 keeps no handle on lbbox's own namespaces */
+		lb_ns_join_close(&j);
+		return 0;
+	}
+	int e = errno;
+	int left = lb_ns_join_leave(&j, err);
+	lb_ns_join_close(&j);
+	if (pid < 0)
+		return lb_err_set(err, e, "clone the sandbox");
+	if (left < 0) {
+		r->pid = pid; /* killed and reaped by run_release */
+		return -1;
+	}
+	return pid;
+}
+
 static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	int sync[2], errp[2], status[2];
@@ -240,7 +273,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	r->sync_w = sync[1], r->err_r = errp[0], r->status_r = status[0];
 
 	int cgfd = lb_cgroup_dirfd(r->cg);
-	pid_t pid = clone_sandbox(spec, r->userns, cgfd, &r->pidfd);
+	pid_t pid = clone_joined(r, spec, cgfd, err);
 	if (pid == 0) {
 		struct lb_child_ctx ctx = {
 		    .spec = spec,
@@ -256,16 +289,16 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .userns = r->userns,
 		    .console_fd = r->io ? r->io->console_fd : -1,
 		    .console_size = r->io ? r->io->console_size : NULL,
+		    .rootless = r->rootless,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
 	}
-	int e = errno;
 	close(sync[0]), close(errp[1]), close(status[1]);
 	if (pid < 0)
-		return lb_err_set(err, e, "clone the sandbox");
+		return -1;
 	r->pid = pid;
-	if (r->userns && lb_userns_map(pid, err) < 0)
+	if (r->userns && lb_userns_map(pid, spec, r->rootless, err) < 0)
 		return -1;
 	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
 	if (cgfd < 0 && lb_cgroup_attach(r->cg, pid, err) < 0)
@@ -498,7 +531,8 @@ static void run_init(struct run *r, const struct lb_spec *spec, const struct lb_
 			  .alive_fd = -1,
 			  .spec = spec,
 			  .runroot = paths->runroot,
-			  .userns = lb_rootless()};
+			  .rootless = lb_rootless()};
+	r->userns = r->rootless || spec->n_uid_map > 0;
 	set_setup_deadline(r, start);
 }
 
@@ -508,7 +542,7 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 {
 	const struct lb_spec *spec = r->spec;
 	char cgname[256];
-	if (r->userns && lb_rootless_check(spec, err) < 0)
+	if (r->rootless && lb_rootless_check(spec, err) < 0)
 		return -1;
 	lb_sandbox_gc(paths, NULL);
 	if (prepare_seccomp(r, spec, paths, err) < 0 || make_statedir(r, paths, err) < 0 ||

@@ -3,9 +3,14 @@
  * the caller's uid and gid are 0, and nothing else is mapped (subordinate ranges would need the
  * setuid newuidmap). That user namespace owns the sandbox's other namespaces, so pid 1 holds
  * every capability over its own mounts, network and hostname, and none over the host's.
+ *
+ * As root, a spec may give uid and gid maps of its own (an OCI bundle's uidMappings: podman
+ * --uidmap, Kubernetes' user namespaces): root writes them directly, and pid 1, once they are
+ * written, becomes the namespace's uid 0 (a host id such as 100000) before it builds anything.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
@@ -48,6 +53,11 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		       {CAP_NET_RAW, "NET_RAW", true},
 		       /* the sandbox's mounts are its own: /proc/sys could be made writable */
 		       {CAP_SYS_ADMIN, "SYS_ADMIN", true}};
+	if (spec->n_uid_map || spec->n_gid_map)
+		return lb_err_set(
+		    err, EPERM,
+		    "uid/gid maps need lbbox run as root (without root, a sandbox maps "
+		    "only your own user)");
 	if (spec->uid != 0 || spec->gid != 0)
 		return lb_err_set(
 		    err, 0,
@@ -85,10 +95,26 @@ static int write_proc(pid_t pid, const char *file, const char *text, struct lb_e
 	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), 0, 0, err);
 }
 
+/* Root writes any map of its ids; setgroups stays allowed, as with runc (every group a process
+ * of the namespace could take is one of its mapped ones). */
+static int write_maps(pid_t pid, const struct lb_spec *spec, struct lb_err **err)
+{
+	char text[4096];
+	if (lb_id_map_text(spec->uid_map, spec->n_uid_map, text, sizeof(text)) < 0 ||
+	    write_proc(pid, "uid_map", text, err) < 0)
+		return lb_err_wrap(err, "uid map of the sandbox");
+	if (lb_id_map_text(spec->gid_map, spec->n_gid_map, text, sizeof(text)) < 0 ||
+	    write_proc(pid, "gid_map", text, err) < 0)
+		return lb_err_wrap(err, "gid map of the sandbox");
+	return 0;
+}
+
 /* setgroups must be denied before an unprivileged gid_map can be written (user_namespaces(7)). */
-int lb_userns_map(pid_t pid, struct lb_err **err)
+int lb_userns_map(pid_t pid, const struct lb_spec *spec, bool rootless, struct lb_err **err)
 {
 	char map[64];
+	if (!rootless)
+		return write_maps(pid, spec, err);
 	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)geteuid());
 	if (write_proc(pid, "uid_map", map, err) < 0 ||
 	    write_proc(pid, "setgroups", "deny\n", err) < 0)
@@ -96,5 +122,15 @@ int lb_userns_map(pid_t pid, struct lb_err **err)
 	snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)getegid());
 	if (write_proc(pid, "gid_map", map, err) < 0)
 		return lb_err_wrap(err, "user namespace of the sandbox");
+	return 0;
+}
+
+/* Groups first: the host's supplementary groups of lbbox mean nothing inside. */
+int lb_userns_become_root(struct lb_err **err)
+{
+	if (setgroups(0, NULL) < 0)
+		return lb_err_set(err, errno, "setgroups in the sandbox's user namespace");
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		return lb_err_set(err, errno, "become root of the sandbox's user namespace");
 	return 0;
 }

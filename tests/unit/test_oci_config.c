@@ -167,9 +167,8 @@ Test(oci_config, hooks_and_masks)
 Test(oci_config, hostile)
 {
 	static const struct bad bad[] = {
-	    {",\"namespaces\":[{\"type\":\"user\"}]", "", "", "user namespaces"},
 	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]", "", "",
-	     "uidMappings"},
+	     "without a user namespace"},
 	    {",\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/1/ns/pid\"}]", "", "",
 	     "joining a pid"},
 	    {",\"namespaces\":[{\"type\":\"pid\"}]", "", "", "sharing the host"},
@@ -346,4 +345,139 @@ Test(oci_config, exec_process)
 	cr_assert_lt(lb_oci_process_parse(bad, strlen(bad), &p, &err), 0);
 	lb_err_free(&err);
 	lb_oci_process_free(&p);
+}
+
+/* The default namespaces plus a new user one, with these maps (JSON members, or ""). */
+static char *userns_config(const char *maps, const char *user)
+{
+	char *s = NULL;
+	cr_assert_gt(asprintf(&s,
+			      "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+			      "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":%s},"
+			      "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},"
+			      "{\"type\":\"ipc\"},{\"type\":\"uts\"},{\"type\":\"user\"}]%s}}",
+			      user, maps),
+		     0);
+	return s;
+}
+
+/* podman run --uidmap 0:100000:65536 (and a second range, as --uidmap may be repeated). */
+Test(oci_config, user_namespace)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	char *text =
+	    userns_config(",\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536},"
+			  "{\"containerID\":65536,\"hostID\":300000,\"size\":1}],"
+			  "\"gidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536}]",
+			  "{\"uid\":65536,\"gid\":5}");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.n_uid_map, 2);
+	cr_assert_eq(cfg.spec.n_gid_map, 1);
+	cr_assert_eq(cfg.spec.uid_map[0].outside, 100000);
+	cr_assert_eq(cfg.spec.uid_map[0].count, 65536);
+	cr_assert_eq(cfg.spec.uid_map[1].inside, 65536);
+	cr_assert_eq(cfg.spec.uid_map[1].outside, 300000);
+	cr_assert_eq(cfg.spec.gid_map[0].inside, 0);
+	lb_oci_config_free(&cfg);
+	free(text);
+	/* the host's root mapped on purpose (as runc allows): the caller's choice */
+	text = userns_config(",\"uidMappings\":[{\"containerID\":0,\"hostID\":0,\"size\":1}],"
+			     "\"gidMappings\":[{\"containerID\":0,\"hostID\":0,\"size\":1}]",
+			     "{\"uid\":0,\"gid\":0}");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	lb_oci_config_free(&cfg);
+	free(text);
+}
+
+static char *many_ranges(size_t n, uint64_t inside0, uint64_t outside0)
+{
+	size_t cap = 64 + n * 96, len = 0;
+	char *s = malloc(cap);
+	cr_assert_not_null(s);
+	len += (size_t)snprintf(s, cap,
+				",\"gidMappings\":[{\"containerID\":0,\"hostID\":1,"
+				"\"size\":1}],\"uidMappings\":[");
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)snprintf(s + len, cap - len,
+					"%s{\"containerID\":%llu,\"hostID\":%llu,\"size\":1}",
+					i ? "," : "", (unsigned long long)(inside0 + i),
+					(unsigned long long)(outside0 + i));
+	snprintf(s + len, cap - len, "]");
+	return s;
+}
+
+/* Hostile maps: each refused with one line before anything exists, nothing leaked (ASan). */
+Test(oci_config, hostile_id_maps)
+{
+	static const char gid[] = ",\"gidMappings\":[{\"containerID\":0,\"hostID\":1,\"size\":9}]";
+	static const struct {
+		const char *uid, *user, *want;
+	} bad[] = {
+	    {"", "{\"uid\":0,\"gid\":0}", "needs linux.uidMappings"},
+	    {",\"uidMappings\":[]", "{\"uid\":0,\"gid\":0}", "needs linux.uidMappings"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":0}]",
+	     "{\"uid\":0,\"gid\":0}", "size 0"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10},"
+	     "{\"containerID\":5,\"hostID\":5000,\"size\":10}]",
+	     "{\"uid\":0,\"gid\":0}", "overlap"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10},"
+	     "{\"containerID\":100,\"hostID\":1009,\"size\":10}]",
+	     "{\"uid\":0,\"gid\":0}", "overlap"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":4294967295,\"size\":1}]",
+	     "{\"uid\":0,\"gid\":0}", "goes past"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1,\"size\":4294967295}]",
+	     "{\"uid\":0,\"gid\":0}", "goes past"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":4294967296,\"size\":1}]",
+	     "{\"uid\":0,\"gid\":0}", "out of range"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":-1,\"size\":1}]",
+	     "{\"uid\":0,\"gid\":0}", "out of range"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":\"1\",\"size\":1}]",
+	     "{\"uid\":0,\"gid\":0}", "must be an integer"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"size\":1}]", "{\"uid\":0,\"gid\":0}",
+	     "no hostID"},
+	    {",\"uidMappings\":[7]", "{\"uid\":0,\"gid\":0}", "must be objects"},
+	    {",\"uidMappings\":{}", "{\"uid\":0,\"gid\":0}", "must be an array"},
+	    {",\"uidMappings\":[{\"containerID\":1,\"hostID\":1000,\"size\":10}]",
+	     "{\"uid\":1,\"gid\":0}", "must map 0"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10}]",
+	     "{\"uid\":10,\"gid\":0}", "not mapped"},
+	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10}]",
+	     "{\"uid\":0,\"gid\":9}", "not mapped"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 3; i++) {
+		struct lb_oci_config cfg;
+		struct lb_err *err = NULL;
+		char *maps = NULL, *text;
+		const char *want;
+		if (i < sizeof(bad) / sizeof(bad[0])) {
+			cr_assert_gt(asprintf(&maps, "%s%s", bad[i].uid, gid), 0);
+			text = userns_config(maps, bad[i].user);
+			want = bad[i].want;
+		} else if (i ==
+			   sizeof(bad) / sizeof(bad[0])) { /* one range over the kernel's 340 */
+			maps = many_ranges(LB_MAX_ID_MAPS + 1, 0, 1000);
+			text = userns_config(maps, "{\"uid\":0,\"gid\":0}");
+			want = "at most 340";
+		} else if (i ==
+			   sizeof(bad) / sizeof(bad[0]) + 1) { /* 340 ranges, too long a text */
+			maps = many_ranges(LB_MAX_ID_MAPS, 4000000000ULL, 3000000000ULL);
+			text = userns_config(maps, "{\"uid\":4000000000,\"gid\":0}");
+			want = "too long";
+		} else { /* joining one by path */
+			text = strdup("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+				      "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
+				      "{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+				      "{\"type\":\"user\",\"path\":\"/proc/1/ns/user\"}]}}");
+			want = "joining a user namespace";
+		}
+		cr_assert_lt(parse(text, &cfg, &err), 0, "accepted: %s", text);
+		cr_assert_not_null(err);
+		cr_assert_not_null(strstr(err->msg, want), "'%s' lacks '%s'", err->msg, want);
+		cr_assert_null(strchr(err->msg, '\n'), "one line: %s", err->msg);
+		lb_err_free(&err);
+		lb_oci_config_free(&cfg);
+		free(maps);
+		free(text);
+	}
 }

@@ -30,6 +30,15 @@ struct lb_mount {
 	uint32_t tmpfs_mode;
 };
 
+/* One range of a user namespace's uid or gid map: count ids from inside on map to outside on (the
+ * ids of lbbox's own user namespace, the host's when lbbox runs as root). */
+struct lb_id_map {
+	uint32_t inside, outside, count;
+};
+
+/* The kernel's limit on the ranges of one uid_map or gid_map (since 4.15). */
+#define LB_MAX_ID_MAPS 340
+
 struct lb_rlimit {
 	int resource; /* RLIMIT_* */
 	rlim_t soft, hard;
@@ -116,6 +125,11 @@ struct lb_spec {
 	uid_t uid;
 	gid_t gid;
 	char *hostname;
+	/* Root only: the sandbox gets a user namespace of its own, which owns its other namespaces,
+	 * with these uid and gid maps (both given, each mapping id 0). n_uid_map 0 = none (a
+	 * rootless sandbox always has one, mapping the caller alone). */
+	struct lb_id_map *uid_map, *gid_map;
+	size_t n_uid_map, n_gid_map;
 
 	struct lb_mount mounts[LB_MAX_MOUNTS];
 	size_t n_mounts;
@@ -180,6 +194,16 @@ void lb_spec_free(struct lb_spec *spec);
 
 /* LangBot's blocked-path rule on an already canonical path: 0 when allowed. */
 int lb_check_host_path(const char *canonical, const char *original, struct lb_err **err);
+
+/* The kernel's rules for one map, checked before anything exists: 1..LB_MAX_ID_MAPS ranges, sizes
+ * above 0, no range past 2^32 - 1, no two overlapping inside or outside, its text within a
+ * page. what: "uid" or "gid", for the message. */
+int lb_id_map_check(const struct lb_id_map *map, size_t n, const char *what, struct lb_err **err);
+/* Whether id is inside one of the map's ranges. */
+bool lb_id_map_has(const struct lb_id_map *map, size_t n, uint32_t id);
+/* A spec's maps (none, or both): each checked, uid and gid 0 mapped and so the command's uid
+ * and gid; a directory rootfs (an image's layers are not reachable from inside). */
+int lb_spec_check_userns(const struct lb_spec *spec, struct lb_err **err);
 
 struct lb_paths;
 /*

@@ -1,0 +1,92 @@
+/*
+ * Namespaces joined by path (an OCI bundle's network namespace from CNI, a pod's ipc and uts):
+ * lbbox enters them just around the clone of pid 1 and returns to its own at once, so pid 1 is
+ * born in them. pid 1 cannot join them itself once it is in a user namespace of its own: setns
+ * needs CAP_SYS_ADMIN over the user namespace that owns the target, the host's. runc's nsexec
+ * joins them before it makes the user namespace for the same reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+static const char *ns_name(int type)
+{
+	return type == CLONE_NEWNET ? "network" : type == CLONE_NEWIPC ? "ipc" : "uts";
+}
+
+static const char *ns_proc(int type)
+{
+	return type == CLONE_NEWNET ? "net" : type == CLONE_NEWIPC ? "ipc" : "uts";
+}
+
+/* Non-blocking: a fifo at the path cannot hang lbbox. Whoever wrote the bundle chose the path
+ * (as with runc). */
+static int open_one(const char *path, int type, struct lb_ns_join *j, struct lb_err **err)
+{
+	char self[32];
+	size_t k = j->n;
+	if (!path)
+		return 0;
+	j->type[k] = type;
+	j->target[k] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (j->target[k] < 0)
+		return lb_err_set(err, errno, "%s namespace %s", ns_name(type), path);
+	j->n++;
+	snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_proc(type));
+	j->saved[k] = open(self, O_RDONLY | O_CLOEXEC);
+	if (j->saved[k] < 0)
+		return lb_err_set(err, errno, "open %s", self);
+	/* checked now, so a bad path is a clear refusal before anything is created */
+	if (setns(j->target[k], type) < 0)
+		return lb_err_set(err, errno, "join %s namespace %s", ns_name(type), path);
+	if (setns(j->saved[k], type) < 0)
+		return lb_err_set(err, errno, "return to lbbox's %s namespace", ns_name(type));
+	return 0;
+}
+
+int lb_ns_join_open(const struct lb_spec *spec, struct lb_ns_join *j, struct lb_err **err)
+{
+	memset(j, 0, sizeof(*j));
+	for (size_t k = 0; k < 3; k++)
+		j->target[k] = j->saved[k] = -1;
+	if (open_one(spec->netns_path, CLONE_NEWNET, j, err) < 0 ||
+	    open_one(spec->ipcns_path, CLONE_NEWIPC, j, err) < 0 ||
+	    open_one(spec->utsns_path, CLONE_NEWUTS, j, err) < 0)
+		return -1;
+	return 0;
+}
+
+int lb_ns_join_enter(const struct lb_ns_join *j, struct lb_err **err)
+{
+	for (size_t k = 0; k < j->n; k++)
+		if (setns(j->target[k], j->type[k]) < 0)
+			return lb_err_set(err, errno, "join a %s namespace", ns_name(j->type[k]));
+	return 0;
+}
+
+int lb_ns_join_leave(const struct lb_ns_join *j, struct lb_err **err)
+{
+	int r = 0;
+	for (size_t k = 0; k < j->n; k++)
+		if (j->saved[k] >= 0 && setns(j->saved[k], j->type[k]) < 0 && r == 0)
+			r = lb_err_set(err, errno, "return to lbbox's %s namespace",
+				       ns_name(j->type[k]));
+	return r;
+}
+
+void lb_ns_join_close(struct lb_ns_join *j)
+{
+	for (size_t k = 0; k < 3; k++) {
+		if (j->target[k] >= 0)
+			close(j->target[k]);
+		if (j->saved[k] >= 0)
+			close(j->saved[k]);
+		j->target[k] = j->saved[k] = -1;
+	}
+	j->n = 0;
+}
