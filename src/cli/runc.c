@@ -102,6 +102,9 @@ static void usage(FILE *f)
 	      "  exec [-p process.json | CMD...] [-d] [-t] [--pid-file F] [--cwd D] [-e K=V] ID\n"
 	      "  list [-f table|json] [-q] | ps [-f table|json] ID | features | spec [-b BUNDLE]\n"
 	      "  pause ID | resume ID\n"
+	      "  update [-r RESOURCES.json|-] [--memory N] [--memory-swap N]\n"
+	      "         [--memory-reservation N] [--pids-limit N] [--cpu-quota N]\n"
+	      "         [--cpu-period N] [--cpu-share N] ID   new limits for a container\n"
 	      "\n"
 	      "global options:\n"
 	      "  --root DIR   container state (default " RUNC_DEFAULT_ROOT ")\n"
@@ -131,10 +134,10 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(struct runc_globals *, int, char **);
-	} verbs[] = {{"start", runc_start},   {"state", runc_state}, {"kill", runc_kill},
-		     {"delete", runc_delete}, {"list", runc_list},   {"ps", runc_ps},
-		     {"exec", runc_exec},     {"spec", runc_spec},   {"pause", runc_pause},
-		     {"resume", runc_pause}};
+	} verbs[] = {{"start", runc_start},   {"state", runc_state},  {"kill", runc_kill},
+		     {"delete", runc_delete}, {"list", runc_list},    {"ps", runc_ps},
+		     {"exec", runc_exec},     {"spec", runc_spec},    {"pause", runc_pause},
+		     {"resume", runc_pause},  {"update", runc_update}};
 	if (!strcmp(verb, "features"))
 		return features();
 	if (!strcmp(verb, "create") || !strcmp(verb, "run")) {
@@ -146,8 +149,7 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 			int r = strcmp(verb, "spec") ? runc_open_root(g) : 0;
 			return r ? r : verbs[i].fn(g, argc, argv);
 		}
-	static const char *const refused[] = {"update", "checkpoint", "restore", "events",
-					      "ps-all"};
+	static const char *const refused[] = {"checkpoint", "restore", "events", "ps-all"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (!strcmp(verb, refused[i]))
 			return refuse_verb(g, verb);

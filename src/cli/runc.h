@@ -39,5 +39,7 @@ int runc_list(struct runc_globals *g, int argc, char **argv);
 int runc_ps(struct runc_globals *g, int argc, char **argv);
 int runc_exec(struct runc_globals *g, int argc, char **argv);
 int runc_spec(struct runc_globals *g, int argc, char **argv);
+/* runc_update.c */
+int runc_update(struct runc_globals *g, int argc, char **argv);
 
 #endif

@@ -24,10 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
                      podman_cmd, podman_host, podman_import, sh, subreaper)
+from update_checks import update_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
@@ -300,6 +302,11 @@ def part_runtime(tmp):
     r = sh(R + ["create", "-b", bt, "ct2"])
     check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without a console socket")
 
+    # update (flags and --resources)
+    update_checks(types.SimpleNamespace(R=R, root=root, tmp=tmp, check=check, sh=sh,
+                                        bundle=bundle, create=create, cgroup_dirs=cgroup_dirs,
+                                        wait_exit=wait_exit))
+
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])
     cfg = json.load(open(os.path.join(bad, "config.json")))
@@ -334,8 +341,6 @@ def part_runtime(tmp):
     r = sh([RUNC, "--root", open_root, "list"])
     check(r.returncode == 1 and "open to other users" in r.stderr,
           "a --root others may write to is refused")
-    r = sh(R + ["update", "--resources", "-", "c2"])
-    check(r.returncode == 1 and "not supported" in r.stderr, "update refused")
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root ({left})")
@@ -421,6 +426,12 @@ def podman_checks(P, U, img, run, tmp, root):
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
     check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
           f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
+    # podman update: the runtime's update --resources FILE, read back inside
+    r = sh(P + ["update", "--memory", "96m", "--pids-limit", "66", "lbt-d1"])
+    got = sh(P + ["exec", "lbt-d1", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                  "/sys/fs/cgroup/pids/pids.max"]).stdout.split()
+    check(r.returncode == 0 and got == ["100663296", "66"],
+          f"podman update --memory --pids-limit ({got} {r.stderr.strip()[-300:]})")
     r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
     check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
     r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])

@@ -114,6 +114,14 @@ struct lb_oci_exec_opts {
 int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci_exec_opts *o,
 		pid_t *pid, int *exit_code, struct lb_err **err);
 
+/* update: a runtime-spec LinuxResources object (--resources) as a change of limits; refuses,
+ * with one line, what lbbox cannot apply (unified, hugepageLimits, blockIO, rdma, cpuset ...). */
+int lb_oci_resources_parse(const char *text, size_t len, struct lb_cgroup_update *u,
+			   struct lb_err **err);
+/* Applies u to the container's cgroup (created, running or paused). */
+int lb_oci_update(const struct lb_oci_root *r, const char *id, const struct lb_cgroup_update *u,
+		  struct lb_err **err);
+
 /* The JSON of `features` and the default config.json of `spec`. */
 json_t *lb_oci_features(void);
 json_t *lb_oci_default_spec(void);

@@ -116,6 +116,11 @@ int lb_sandbox_freeze(const struct lb_paths *paths, const char *id, bool freeze,
 /* True while the live sandbox id is frozen. */
 bool lb_sandbox_frozen(const struct lb_paths *paths, const char *id);
 
+/* Changes the limits of the live sandbox id (an OCI runtime's update: lb_cgroup_update's rules)
+ * and records them in its state; refused, nothing changed, when its pid 1 is gone. */
+int lb_sandbox_update(const struct lb_paths *paths, const char *id,
+		      const struct lb_cgroup_update *u, struct lb_err **err);
+
 /* A command to run inside a live sandbox. */
 struct lb_exec_opts {
 	char *const *argv;

@@ -1,0 +1,95 @@
+"""lbbox-runc update, end to end (called by runtimes.py with its helpers).
+
+update on a running container: flags and a LinuxResources object on stdin, read back in the
+cgroup files from the host and from inside, and in the engine's record; what lbbox cannot apply
+is refused with one line and changes nothing; a write the kernel refuses (memory below what is in
+use) puts back the ones before it.
+"""
+import json
+import os
+
+
+def cg_value(c, pid, name):
+    for d in c.cgroup_dirs(pid):
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            return open(p).read().strip()
+    return None
+
+
+def values(c, pid, names):
+    return [cg_value(c, pid, n) for n in names]
+
+
+V2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+MEM = ["memory.max", "memory.swap.max"] if V2 else ["memory.limit_in_bytes",
+                                                     "memory.memsw.limit_in_bytes"]
+CPU = ["cpu.max", "cpu.weight"] if V2 else ["cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares"]
+
+
+def update_checks(c):
+    R, check, sh = c.R, c.check, c.sh
+    b = c.bundle(c.tmp, "bu", ["sleep", "300"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    pidfile = os.path.join(c.tmp, "bu.pid")
+    rc, err = c.create(R, c.tmp, ["-b", b, "--pid-file", pidfile, "cu"])
+    check(rc == 0 and sh(R + ["start", "cu"]).returncode == 0, f"update: container up ({err})")
+    pid = int(open(pidfile).read())
+
+    r = sh(R + ["update", "--memory", "128m", "--pids-limit", "77", "--cpu-quota", "50000",
+                "--cpu-period", "100000", "--cpu-share", "512", "cu"])
+    got = values(c, pid, MEM + ["pids.max"] + CPU)
+    want = (["134217728", "0", "77", "50000 100000", "20"] if V2 else
+            ["134217728", "134217728", "77", "50000", "100000", "512"])
+    check(r.returncode == 0 and got == want,
+          f"update flags reach the cgroup, still no swap ({got} {r.stderr.strip()})")
+    inside = "/sys/fs/cgroup/memory.max" if V2 else "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+    r = sh(R + ["exec", "cu", "cat", inside])
+    check(r.stdout.strip() == "134217728", f"the new memory limit seen inside ({r.stdout.strip()})")
+
+    res = {"memory": {"limit": 96 << 20, "swap": 128 << 20}, "pids": {"limit": -1},
+           "cpu": {"quota": -1}, "devices": [{"allow": False, "access": "rwm"}]}
+    r = sh(R + ["update", "--resources", "-", "cu"], input=json.dumps(res))
+    got = values(c, pid, MEM + ["pids.max"])
+    want = ["100663296", "33554432" if V2 else "134217728", "max"]
+    check(r.returncode == 0 and got == want,
+          f"update --resources - (a LinuxResources object on stdin) ({got} {r.stderr.strip()})")
+    sb = json.load(open(os.path.join(c.root, "cu", "state.json")))["sandbox"]
+    lim = json.load(open(os.path.join(c.root, ".sandboxes", sb, "state.json")))["spec"]["limits"]
+    check(lim["memory_bytes"] == 96 << 20 and lim["pids"] == 0,
+          f"the engine's record has the new limits ({lim})")
+
+    before = values(c, pid, MEM + ["pids.max"] + CPU)
+    bad = [(["--memory", "1m"], None, "32 MiB"),
+           (["--memory", "lots"], None, "not a valid value"),
+           (["--memory-swap", "256m"], None, "needs memory"),
+           (["--cpuset-cpus", "0"], None, "cpuset"),
+           (["--blkio-weight", "500"], None, "not supported"),
+           (["--resources", "-"], {"unified": {"memory.high": "1"}}, "unified"),
+           (["--resources", "-"], {"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]},
+            "hugepageLimits"),
+           (["--resources", "-"], {"pids": {"limit": "x"}}, "integer"),
+           (["--resources", "-"], "not json", "resources"),
+           (["--resources", "-", "--pids-limit", "5"], {"memory": {"kernel": 1}}, "kernel")]
+    for args, stdin, word in bad:
+        text = stdin if isinstance(stdin, str) else json.dumps(stdin) if stdin else ""
+        r = sh(R + ["update"] + args + ["cu"], input=text)
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and word in r.stderr,
+              f"update {args} {stdin}: refused with one line ({r.stderr.strip()})")
+    check(values(c, pid, MEM + ["pids.max"] + CPU) == before, "the refusals changed nothing")
+
+    # memory + swap unlimited goes first, then memory below what /dev/shm holds: the kernel
+    # refuses the second write (EBUSY, no swap to reclaim to) and the first is put back
+    r = sh(R + ["exec", "cu", "sh", "-c", "head -c 52428800 /dev/zero > /dev/shm/fill"])
+    r = sh(R + ["update", "--memory", "33m", "--memory-swap", "-1", "cu"])
+    after = values(c, pid, MEM + ["pids.max"] + CPU)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and after == before,
+          f"a write the kernel refuses undoes the ones before it ({after} {r.stderr.strip()})")
+
+    sh(R + ["kill", "cu", "KILL"])
+    c.wait_exit(pid)
+    r = sh(R + ["update", "--memory", "64m", "cu"])
+    check(r.returncode == 1 and "stopped" in r.stderr, "update of a stopped container refused")
+    sh(R + ["delete", "--force", "cu"])
