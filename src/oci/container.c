@@ -143,6 +143,7 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	st.created = strdup(created);
 	st.annotations = json_incref(cfg.annotations);
 	st.hooks = json_incref(cfg.hooks);
+	st.caps_bounding = cfg.caps_bounding;
 	st.status = LB_OCI_CREATED;
 	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, err)
 					 : lb_err_set(err, ENOMEM, "create");

@@ -302,7 +302,7 @@ def part_runtime(tmp):
     r = sh(R + ["create", "-b", bt, "ct2"])
     check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without a console socket")
 
-    # update (flags and --resources)
+    # update (flags and --resources), exec --cap
     update_checks(types.SimpleNamespace(R=R, root=root, tmp=tmp, check=check, sh=sh,
                                         bundle=bundle, create=create, cgroup_dirs=cgroup_dirs,
                                         wait_exit=wait_exit))

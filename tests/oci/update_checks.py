@@ -1,9 +1,10 @@
-"""lbbox-runc update, end to end (called by runtimes.py with its helpers).
+"""lbbox-runc update and exec --cap, end to end (called by runtimes.py with its helpers).
 
 update on a running container: flags and a LinuxResources object on stdin, read back in the
 cgroup files from the host and from inside, and in the engine's record; what lbbox cannot apply
 is refused with one line and changes nothing; a write the kernel refuses (memory below what is in
-use) puts back the ones before it.
+use) puts back the ones before it. exec --cap adds a capability of the container's bounding set
+to one exec (CapEff), and refuses one outside it.
 """
 import json
 import os
@@ -32,6 +33,7 @@ def update_checks(c):
     b = c.bundle(c.tmp, "bu", ["sleep", "300"])
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["linux"]["resources"] = {"memory": {"limit": 64 << 20}, "pids": {"limit": 50}}
+    cfg["process"]["capabilities"]["bounding"].append("CAP_NET_ADMIN")
     json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
     pidfile = os.path.join(c.tmp, "bu.pid")
     rc, err = c.create(R, c.tmp, ["-b", b, "--pid-file", pidfile, "cu"])
@@ -87,6 +89,19 @@ def update_checks(c):
     after = values(c, pid, MEM + ["pids.max"] + CPU)
     check(r.returncode == 1 and r.stderr.count("\n") == 1 and after == before,
           f"a write the kernel refuses undoes the ones before it ({after} {r.stderr.strip()})")
+
+    # exec --cap: within the bounding set only
+    r = sh(R + ["exec", "cu", "grep", "CapEff", "/proc/self/status"])
+    plain = int(r.stdout.split()[1], 16) if r.returncode == 0 else -1
+    r = sh(R + ["exec", "--cap", "CAP_NET_ADMIN", "cu", "grep", "CapEff", "/proc/self/status"])
+    added = int(r.stdout.split()[1], 16) if r.returncode == 0 else -1
+    check(plain >= 0 and not plain & (1 << 12) and added == plain | (1 << 12),
+          f"exec --cap CAP_NET_ADMIN: in that exec's CapEff only ({plain:x} {added:x})")
+    r = sh(R + ["exec", "--cap", "CAP_SYS_MODULE", "cu", "true"])
+    check(r.returncode != 0 and r.stderr.count("\n") == 1 and "bounding set" in r.stderr,
+          f"exec --cap outside the bounding set refused ({r.stderr.strip()})")
+    r = sh(R + ["exec", "--cap", "CAP_NOPE", "cu", "true"])
+    check(r.returncode != 0 and "not a capability" in r.stderr, "exec --cap of no capability")
 
     sh(R + ["kill", "cu", "KILL"])
     c.wait_exit(pid)

@@ -27,6 +27,8 @@ struct lb_oci_config {
 	json_t *annotations; /* "annotations", or NULL */
 	char *seccomp_json;  /* linux.seccomp, serialised (the engine reads it from a file) */
 	char *cgroups_path;  /* linux.cgroupsPath, or NULL */
+	/* process.capabilities.bounding: what exec --cap may add */
+	uint64_t caps_bounding;
 };
 
 /* Parses config.json's text; bundle (absolute) anchors a relative root.path. Refuses, with one
@@ -45,6 +47,7 @@ struct lb_oci_process {
 	bool set_user; /* process.user given (process.json) */
 	uid_t uid;
 	gid_t gid;
+	uint64_t add_caps; /* exec --cap: added to the container's, within its bounding set */
 };
 int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 			 struct lb_err **err);
@@ -68,6 +71,8 @@ struct lb_oci_state {
 	char *created; /* RFC 3339 */
 	json_t *annotations;
 	json_t *hooks;
+	/* the config's bounding set: the most exec --cap may give */
+	uint64_t caps_bounding;
 	enum lb_oci_status status; /* derived on read */
 };
 void lb_oci_state_free(struct lb_oci_state *st);

@@ -140,6 +140,9 @@ struct lb_exec_opts {
 	 * devpts, sends its master there and takes the slave as stdio and controlling terminal
 	 * (fds are then unused); 0 = none */
 	int console_sock;
+	/* capabilities added to the sandbox's for this command alone (OCI exec --cap; the caller
+	 * keeps them within what the sandbox may have); uid 0 only, as the sandbox's own */
+	uint64_t add_caps;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
