@@ -427,11 +427,11 @@ def podman_checks(P, U, img, run, tmp, root):
     check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
           f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
     # podman update: the runtime's update --resources FILE, read back inside
-    r = sh(P + ["update", "--memory", "96m", "--pids-limit", "66", "lbt-d1"])
+    r = sh(P + ["update", "--memory", "96m", "--cpu-quota", "40000", "lbt-d1"])
     got = sh(P + ["exec", "lbt-d1", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                  "/sys/fs/cgroup/pids/pids.max"]).stdout.split()
-    check(r.returncode == 0 and got == ["100663296", "66"],
-          f"podman update --memory --pids-limit ({got} {r.stderr.strip()[-300:]})")
+                  "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"]).stdout.split()
+    check(r.returncode == 0 and got == ["100663296", "40000"],
+          f"podman update --memory --cpu-quota ({got} {r.stderr.strip()[-300:]})")
     r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
     check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
     r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
