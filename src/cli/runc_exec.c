@@ -21,6 +21,7 @@ struct exec_args {
 	bool set_user;
 	uint32_t uid, gid;
 	uint64_t add_caps; /* --cap, repeatable */
+	unsigned preserve_fds;
 };
 
 /* --cap CAP_NET_ADMIN (or cap_net_admin, as libcap names it) */
@@ -177,8 +178,8 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 			/* the engine gives an exec no supplementary group */
 			return runc_fail(g, "exec: --additional-gids is not supported");
 		case O_PRESERVE:
-			if (strcmp(optarg, "0"))
-				return runc_fail(g, "exec: --preserve-fds is not supported");
+			if (runc_preserve_fds(g, optarg, &a.preserve_fds))
+				return 1;
 			break;
 		case O_NNP: /* always set */
 		case O_LABEL:
@@ -200,7 +201,10 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 	if (load_process(g, &a, argv + optind + 1, &p))
 		return 1;
 	p.add_caps = a.add_caps;
-	struct lb_oci_exec_opts o = {.proc = &p, .console_socket = a.console, .detach = a.detach};
+	struct lb_oci_exec_opts o = {.proc = &p,
+				     .console_socket = a.console,
+				     .detach = a.detach,
+				     .preserve_fds = a.preserve_fds};
 	pid_t pid = 0;
 	int code = 0;
 	int rc = lb_oci_exec(&g->oci, id, &o, &pid, &code, &err);

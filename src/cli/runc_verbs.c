@@ -42,6 +42,19 @@ static const char *one_id(const struct runc_globals *g, const char *verb, int ar
 	return argv[optind];
 }
 
+int runc_preserve_fds(const struct runc_globals *g, const char *arg, unsigned *out)
+{
+	uint64_t n;
+	if (lb_parse_u64(arg, &n, NULL) < 0 || n > LB_MAX_PRESERVE_FDS)
+		return runc_fail(g, "--preserve-fds %s is not a count", arg);
+	/* as runc: each must exist (nothing of ours is open yet to take their numbers) */
+	for (unsigned fd = 3; fd < 3 + n; fd++)
+		if (fcntl((int)fd, F_GETFD) < 0)
+			return runc_fail(g, "--preserve-fds %s: fd %u is not open", arg, fd);
+	*out = (unsigned)n;
+	return 0;
+}
+
 int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid)
 {
 	char buf[32];
@@ -95,7 +108,6 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 	const char *bundle = ".", *pid_file = NULL;
 	struct lb_oci_create_opts o = {0};
 	bool detach = false;
-	uint64_t n;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:b:d", opts, NULL)) != -1) {
@@ -110,9 +122,8 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 			o.console_socket = optarg;
 			break;
 		case O_PRESERVE:
-			if (lb_parse_u64(optarg, &n, NULL) < 0 || n > 1024)
-				return runc_fail(g, "--preserve-fds %s is not a count", optarg);
-			o.preserve_fds = (unsigned)n;
+			if (runc_preserve_fds(g, optarg, &o.preserve_fds))
+				return 1;
 			break;
 		case 'd':
 			detach = true;

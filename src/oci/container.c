@@ -124,8 +124,8 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	char dir[LB_PATH_BUF], created[64];
 	struct lb_oci_config cfg;
 	struct lb_oci_state st = {0};
-	if (o->preserve_fds)
-		return lb_err_set(err, ENOTSUP, "--preserve-fds is not supported by lbbox-runc");
+	if (o->preserve_fds > LB_MAX_PRESERVE_FDS)
+		return lb_err_set(err, EINVAL, "--preserve-fds %u is too many", o->preserve_fds);
 	if (lb_oci_container_dir(r, id, dir, sizeof(dir), err) < 0)
 		return -1;
 	if (lb_oci_config_load(o->bundle, &cfg, err) < 0) {
@@ -145,6 +145,7 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	st.hooks = json_incref(cfg.hooks);
 	st.caps_bounding = cfg.caps_bounding;
 	st.status = LB_OCI_CREATED;
+	cfg.spec.preserve_fds = o->preserve_fds;
 	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, err)
 					 : lb_err_set(err, ENOMEM, "create");
 	if (rc == 0 && st.hooks) {

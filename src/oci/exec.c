@@ -81,7 +81,8 @@ static int spawn_in(struct lb_sandbox *sb, const struct lb_oci_exec_opts *o, str
 				  .uid = o->proc->uid,
 				  .gid = o->proc->gid,
 				  .console_sock = sock > 0 ? sock : 0,
-				  .add_caps = o->proc->add_caps};
+				  .add_caps = o->proc->add_caps,
+				  .preserve_fds = o->preserve_fds};
 	return lb_sandbox_spawn(sb, &eo, proc, setup_exit, err);
 }
 

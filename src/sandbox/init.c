@@ -34,7 +34,7 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 				    .env = ctx->spec->env,
 				    .cwd = ctx->spec->cwd,
 				    .seccomp = ctx->seccomp,
-				    .first_private_fd = 3,
+				    .first_private_fd = 3 + ctx->spec->preserve_fds,
 				    .err_fd = err_fd,
 				    .ctty = ctx->spec->console_socket != NULL};
 	lb_become_command(&b);
@@ -298,5 +298,9 @@ void lb_child_main(const struct lb_child_ctx *ctx)
 		exec_command(ctx, err_fd);
 	if (err_fd >= 0)
 		close(err_fd);
+	/* the command's now: a socket must close when the command closes it, not with pid 1
+	 * (whose own descriptors were opened after them, above them) */
+	if (ctx->spec->preserve_fds)
+		syscall(SYS_close_range, 3U, 2U + ctx->spec->preserve_fds, 0U);
 	init_loop(cmd, ctx->status_fd);
 }

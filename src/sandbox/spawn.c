@@ -127,7 +127,8 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 				    .cwd = s->o->cwd,
 				    .fsize = s->o->fsize,
 				    .seccomp = s->seccomp,
-				    .first_private_fd = s->o->fd3 > 0 ? 4U : 3U,
+				    .first_private_fd =
+					s->o->fd3 > 0 ? 4U : 3U + s->o->preserve_fds,
 				    .err_fd = s->err_w,
 				    .ctty = s->o->console_sock > 0};
 	lb_become_command(&b);
@@ -172,10 +173,9 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-/* Closes every descriptor but keep[] (0, 1, 2 are always kept). */
-static void close_others(int *keep, size_t n)
+/* Closes every descriptor from `from` on but keep[]. */
+static void close_others(unsigned from, int *keep, size_t n)
 {
-	unsigned from = 3;
 	qsort(keep, n, sizeof(*keep), cmp_int);
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i] < (int)from)
@@ -216,7 +216,8 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	}
 	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0, s->o->console_sock};
-	close_others(keep, 4);
+	/* below 3 + preserve_fds: stdio and what the caller passes on; ours were opened after */
+	close_others(3U + s->o->preserve_fds, keep, 4);
 	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
 	struct clone_args args = {.flags = CLONE_PARENT};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
@@ -282,6 +283,8 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 	*p = (struct lb_proc){.pidfd = -1};
 	if (!o->argv || !o->argv[0])
 		return lb_err_set(err, EINVAL, "no command given");
+	if (o->preserve_fds && (o->fd3 > 0 || o->preserve_fds > LB_MAX_PRESERVE_FDS))
+		return lb_err_set(err, EINVAL, "cannot pass %u descriptors on", o->preserve_fds);
 	/* added capabilities open the syscalls a profile grants them (Docker's does): its own
 	 * filter, compiled for this command alone */
 	_cleanup_(lb_seccomp_prog_freep) struct lb_seccomp_prog *own = NULL;

@@ -1,4 +1,4 @@
-"""lbbox-runc update and exec --cap, end to end (called by runtimes.py with its helpers).
+"""lbbox-runc update, exec --cap and --preserve-fds, end to end (called by runtimes.py with its helpers).
 
 update on a running container: flags and a LinuxResources object on stdin, read back in the
 cgroup files from the host and from inside, and in the engine's record; what lbbox cannot apply
@@ -8,6 +8,8 @@ to one exec (CapEff), and refuses one outside it.
 """
 import json
 import os
+import subprocess
+import time
 
 
 def cg_value(c, pid, name):
@@ -108,3 +110,56 @@ def update_checks(c):
     r = sh(R + ["update", "--memory", "64m", "cu"])
     check(r.returncode == 1 and "stopped" in r.stderr, "update of a stopped container refused")
     sh(R + ["delete", "--force", "cu"])
+
+
+def preserve_fds_checks(c):
+    """--preserve-fds N: fds 3 .. 3+N-1 of the runtime arrive in the container's command (run)
+    and in an exec, at the same numbers; the next one does not, nor does anything of lbbox's."""
+    R, check, sh = c.R, c.check, c.sh
+    files = []
+    for n in (3, 4, 5):
+        p = os.path.join(c.tmp, f"fd{n}")
+        open(p, "w").write(f"content-{n}\n")
+        files.append(p)
+    redirs = " ".join(f"{n}<{p}" for n, p in zip((3, 4, 5), files))
+    probe = "cat <&3; cat <&4; cat <&5 2>/dev/null || echo no-5; ls /proc/$$/fd; true"
+    b = c.bundle(c.tmp, "bfd", ["sh", "-c", probe])
+    runc = " ".join(R)
+    r = sh(["sh", "-c", f"exec {runc} run --preserve-fds 2 -b {b} cfd {redirs}"],
+           stdin=subprocess.DEVNULL)
+    out = r.stdout.split()
+    check(r.returncode == 0 and out == ["content-3", "content-4", "no-5", "0", "1", "2", "3", "4"],
+          f"run --preserve-fds 2: fds 3 and 4 inside, 5 and nothing else not ({out} {r.stderr.strip()})")
+
+    # create: pid 1 hands them to the command and keeps none itself
+    b = c.bundle(c.tmp, "bfd2", ["sleep", "300"])
+    pidfile = os.path.join(c.tmp, "bfd2.pid")
+    r = sh(["sh", "-c", f"exec {runc} create --preserve-fds 2 -b {b} --pid-file {pidfile} cfd2"
+                        f" {redirs} </dev/null >/dev/null 2>&1"])
+    sh(R + ["start", "cfd2"])
+    pid = int(open(pidfile).read())
+    kids = []
+    for _ in range(250):  # until the command has exec'd (before, it is pid 1's copy)
+        kids = open(f"/proc/{pid}/task/{pid}/children").read().split()
+        if kids and "busybox" in os.readlink(f"/proc/{kids[0]}/exe"):
+            break
+        time.sleep(0.02)
+
+    def held(p):
+        return sorted(files.index(os.readlink(f"/proc/{p}/fd/{fd}")) + 3
+                      for fd in os.listdir(f"/proc/{p}/fd")
+                      if os.readlink(f"/proc/{p}/fd/{fd}") in files)
+    got = ([f for f in held(pid) if f in (3, 4)], held(int(kids[0])) if kids else None)
+    check(r.returncode == 0 and got == ([], [3, 4]),
+          f"create --preserve-fds 2: the command holds fds 3 and 4, pid 1 none ({got})")
+    inner = probe.replace("$", "\\$")
+    r = sh(["sh", "-c", f"exec {runc} exec --preserve-fds 1 cfd2 sh -c \"{inner}\" {redirs}"])
+    out = r.stdout.split()
+    check(r.returncode == 0 and out == ["content-3", "no-5", "0", "1", "2", "3"],
+          f"exec --preserve-fds 1: fd 3 only ({out} {r.stderr.strip()})")
+    r = sh(["sh", "-c", f"exec {runc} exec --preserve-fds 4 cfd2 true {redirs}"])
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and "fd 6 is not open" in r.stderr,
+          f"--preserve-fds past the open descriptors refused ({r.stderr.strip()})")
+    r = sh(R + ["exec", "--preserve-fds", "many", "cfd2", "true"])
+    check(r.returncode == 1 and "not a count" in r.stderr, "--preserve-fds of no count refused")
+    sh(R + ["delete", "--force", "cfd2"])

@@ -88,7 +88,7 @@ int lb_oci_root_init(struct lb_oci_root *r, const char *dir, struct lb_err **err
 struct lb_oci_create_opts {
 	const char *bundle;	    /* absolute */
 	const char *console_socket; /* a unix socket that gets the pty's master, or NULL */
-	unsigned preserve_fds;
+	unsigned preserve_fds;	    /* the caller's fds 3 .. 3 + N - 1 are the command's too */
 };
 /* Builds the container's sandbox; its pid 1 waits for `start`. *pid: pid 1. */
 int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_oci_create_opts *o,
@@ -113,6 +113,7 @@ struct lb_oci_exec_opts {
 	const struct lb_oci_process *proc;
 	const char *console_socket;
 	bool detach;
+	unsigned preserve_fds; /* the caller's fds 3 .. 3 + N - 1 passed on */
 };
 /* Runs proc in the live container id; detached: returns its pid at once (it stays a child of
  * the caller's subreaper); otherwise waits and returns its exit code in *exit_code. */

@@ -143,6 +143,9 @@ struct lb_exec_opts {
 	/* capabilities added to the sandbox's for this command alone (OCI exec --cap; the caller
 	 * keeps them within what the sandbox may have); uid 0 only, as the sandbox's own */
 	uint64_t add_caps;
+	/* the caller's descriptors 3 .. 3 + N - 1 passed on at the same numbers (OCI exec
+	 * --preserve-fds); not with fd3 */
+	unsigned preserve_fds;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */

@@ -15,6 +15,9 @@
 #define LB_MAX_RLIMITS 16
 #define LB_MIN_MEMORY  (32ULL << 20) /* same floor as LangBot's memory_mb >= 32 */
 
+/* The most descriptors --preserve-fds passes on. */
+#define LB_MAX_PRESERVE_FDS 1024
+
 struct lb_mount {
 	char *source; /* host path, canonical (realpath) after lb_spec_check */
 	char *target; /* absolute path inside the sandbox */
@@ -120,6 +123,9 @@ struct lb_spec {
 	 * pivot_root, then opens a pty on the sandbox's own devpts, sends its master there
 	 * (SCM_RIGHTS) and makes the slave the command's stdio and controlling terminal. */
 	char *console_socket;
+	/* An OCI runtime's --preserve-fds: the creator's descriptors 3 .. 3 + N - 1 are the
+	 * command's too, at the same numbers (pid 1 keeps none of them once it forked it). */
+	unsigned preserve_fds;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
