@@ -34,6 +34,11 @@ int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
 int lb_oci_one_line(struct lb_err **err);
 int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **err);
 
+/* cgroups_path.c: systemd's "slice:prefix:name" as the cgroupfs path runc's systemd driver
+ * gives it ("system.slice:libpod:x" -> "/system.slice/libpod-x.scope"); refuses, with one line,
+ * empty or hostile parts ('/', "..", control characters). */
+int lb_oci_systemd_cgroups_path(const char *p, char **out, struct lb_err **err);
+
 /* hooks.c */
 int lb_oci_hooks_check(json_t *hooks, struct lb_err **err);
 /* Runs the hooks of one kind ("prestart", "poststop" ...) with the state on their stdin. */

@@ -29,7 +29,8 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
                      podman_cmd, podman_host, podman_import, sh, subreaper)
-from update_checks import preserve_fds_checks, update_checks  # noqa: E402
+from update_checks import (preserve_fds_checks, systemd_path_checks,  # noqa: E402
+                           update_checks)
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
@@ -302,11 +303,12 @@ def part_runtime(tmp):
     r = sh(R + ["create", "-b", bt, "ct2"])
     check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without a console socket")
 
-    # update (flags and --resources), exec --cap, --preserve-fds
+    # update (flags and --resources), exec --cap, --preserve-fds, a systemd cgroupsPath
     ctx = types.SimpleNamespace(R=R, root=root, tmp=tmp, check=check, sh=sh, bundle=bundle,
                                 create=create, cgroup_dirs=cgroup_dirs, wait_exit=wait_exit)
     update_checks(ctx)
     preserve_fds_checks(ctx)
+    systemd_path_checks(ctx)
 
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])

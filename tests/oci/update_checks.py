@@ -1,4 +1,4 @@
-"""lbbox-runc update, exec --cap and --preserve-fds, end to end (called by runtimes.py with its helpers).
+"""lbbox-runc update, exec --cap, --preserve-fds and systemd cgroupsPaths, end to end (called by runtimes.py with its helpers).
 
 update on a running container: flags and a LinuxResources object on stdin, read back in the
 cgroup files from the host and from inside, and in the engine's record; what lbbox cannot apply
@@ -163,3 +163,51 @@ def preserve_fds_checks(c):
     r = sh(R + ["exec", "--preserve-fds", "many", "cfd2", "true"])
     check(r.returncode == 1 and "not a count" in r.stderr, "--preserve-fds of no count refused")
     sh(R + ["delete", "--force", "cfd2"])
+
+
+def systemd_path_checks(c):
+    """A systemd cgroupsPath, slice:prefix:name, is created where runc's systemd driver puts
+    the unit: the nested slices, then prefix-name.scope (parents made here, as systemd would)."""
+    R, check, sh = c.R, c.check, c.sh
+    top = "lbboxtest.slice"
+    sub = f"lbboxtest-{os.getpid()}.slice"
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        bases = ["/sys/fs/cgroup"]
+    else:
+        bases = [os.path.join("/sys/fs/cgroup", h) for h in os.listdir("/sys/fs/cgroup")
+                 if h not in ("unified", "systemd") and not os.path.islink(
+                     os.path.join("/sys/fs/cgroup", h))]
+    made = []
+    try:
+        for base in bases:
+            for d in (os.path.join(base, top), os.path.join(base, top, sub)):
+                if not os.path.isdir(d):
+                    os.mkdir(d)
+                    made.append(d)
+        b = c.bundle(c.tmp, "bsd", ["sleep", "300"])
+        cfg = json.load(open(os.path.join(b, "config.json")))
+        cfg["linux"]["cgroupsPath"] = f"{sub}:lbt:csd"
+        json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+        pidfile = os.path.join(c.tmp, "bsd.pid")
+        rc, err = c.create(R, c.tmp, ["-b", b, "--pid-file", pidfile, "csd"])
+        pid = int(open(pidfile).read()) if rc == 0 else 0
+        want = f"/{top}/{sub}/lbt-csd.scope"
+        cgs = c.cgroup_dirs(pid) if pid else []
+        ours = [d for d in cgs if d.endswith(want)]
+        check(rc == 0 and len(ours) >= 3,
+              f"cgroupsPath {sub}:lbt:csd is the cgroup {want} ({err.strip()} {cgs[:2]})")
+        sh(R + ["delete", "--force", "csd"])
+        check(not any(os.path.exists(d) for d in ours), "delete removed the scope's cgroups")
+        for bad, word in ((f"{sub}:lbt:../x", "no usable unit"), ("a--b.slice:p:x", "slice name"),
+                          ("x.slice:p", "slice:prefix:name")):
+            cfg["linux"]["cgroupsPath"] = bad
+            json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+            r = sh(R + ["create", "-b", b, "csd2"])
+            check(r.returncode == 1 and r.stderr.count("\n") == 1 and word in r.stderr,
+                  f"cgroupsPath {bad} refused with one line ({r.stderr.strip()})")
+    finally:
+        for d in reversed(made):
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass

@@ -168,7 +168,19 @@ Test(oci_config, hostile)
 	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "linux.devices"},
 	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
 	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
-	    {",\"cgroupsPath\":\"system.slice:lbbox:x\"", "", "", "systemd slice"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox\"", "", "", "not slice:prefix:name"},
+	    {",\"cgroupsPath\":\"a:b:c:d\"", "", "", "not slice:prefix:name"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:..\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:../../x\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:a/b:x\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:a:x\\ny\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"../x.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"system:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\".slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"a--b.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"-a.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"a-.slice:a:x\"", "", "", "not a slice name"},
 	    {",\"cgroupsPath\":\"/a/../../x\"", "", "", "not usable"},
 	    {",\"cgroupsPath\":\"/a/..\"", "", "", "not usable"},
 	    {"", ",\"cwd\":\"relative\"", "", "duplicate"}, /* JSON_REJECT_DUPLICATES */
@@ -361,5 +373,34 @@ Test(oci_config, update_resources)
 		cr_assert_not_null(err);
 		cr_assert_null(strchr(err->msg, '\n'), "%s", err->msg);
 		lb_err_free(&err);
+	}
+}
+
+/* systemd's slice:prefix:name as runc lays it out in cgroupfs. */
+Test(oci_config, systemd_cgroups_path)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"system.slice:libpod:abc", "/system.slice/libpod-abc.scope"},
+	    {":libpod:abc", "/system.slice/libpod-abc.scope"},
+	    {"machine.slice::abc", "/machine.slice/abc.scope"},
+	    {"-.slice:p:x", "/p-x.scope"},
+	    {"kubepods-besteffort-pod1.slice:cri-containerd:c1",
+	     "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/"
+	     "cri-containerd-c1.scope"},
+	    {"user.slice:p:sub.slice", "/user.slice/sub.slice"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lb_oci_config cfg;
+		struct lb_err *err = NULL;
+		char lx[256];
+		snprintf(lx, sizeof(lx), ",\"cgroupsPath\":\"%s\"", cases[i].in);
+		char *text = config(lx, "", "");
+		cr_assert_eq(parse(text, &cfg, &err), 0, "%s: %s", cases[i].in,
+			     err ? err->msg : "");
+		cr_assert_str_eq(cfg.cgroups_path, cases[i].out);
+		lb_oci_config_free(&cfg);
+		free(text);
 	}
 }
