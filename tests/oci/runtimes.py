@@ -399,7 +399,8 @@ def podman_checks(P, U, img, run, tmp, root):
     check(r.returncode == 4 and "/dev/pts/0" in r.stdout,
           f"podman run -t: a terminal inside, exit code ({r.returncode} {r.stdout!r})")
     r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
-    check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
+    check(r.returncode == 0 and r.stdout.split() == ["lo"],
+          f"--network none: lo only ({r.stdout.split()} {r.stderr.strip()[-200:]})")
     r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])
     check(r.returncode == 0 and "10.213.77." in r.stdout,
           f"default network (the test's CNI bridge, netns joined by path) ({r.stdout.strip()} {r.stderr.strip()})")

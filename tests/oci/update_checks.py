@@ -1,4 +1,5 @@
-"""lbbox-runc update, exec --cap, --preserve-fds and systemd cgroupsPaths, end to end (called by runtimes.py with its helpers).
+"""lbbox-runc update, exec --cap, --preserve-fds and systemd cgroupsPaths, end to end (called
+by runtimes.py with its helpers).
 
 update on a running container: flags and a LinuxResources object on stdin, read back in the
 cgroup files from the host and from inside, and in the engine's record; what lbbox cannot apply
