@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -225,6 +226,20 @@ static int apply_cpu(struct txn *t, bool v2, const struct cg_dir *d,
 	return txn_write(t, d, v2 ? "cpu.weight" : "cpu.shares", buf, err);
 }
 
+/* v2: a sandbox made without a limit has its controller off (create enables only what its
+ * limits need); the parent turns it on for it as create would have. No limit changes by it. */
+static int v2_enable(const struct cg_dir *d, unsigned roles, struct lb_err **err)
+{
+	_cleanup_free_ char *parent = strdup(d->path);
+	if (!parent)
+		return lb_err_set(err, ENOMEM, "cgroup %s", d->path);
+	char *slash = strrchr(parent, '/');
+	if (!roles || !slash || slash == parent)
+		return 0;
+	*slash = '\0';
+	return cg_v2_enable_controllers(parent, roles, err);
+}
+
 static int apply(struct txn *t, struct lb_cgroup *cg, const struct lb_cgroup_update *u,
 		 struct lb_err **err)
 {
@@ -234,6 +249,9 @@ static int apply(struct txn *t, struct lb_cgroup *cg, const struct lb_cgroup_upd
 	if (need(cg, CG_MEMORY, u->memory || u->memory_reservation, &mem, err) < 0 ||
 	    need(cg, CG_PIDS, u->pids != 0, &pids, err) < 0 ||
 	    need(cg, CG_CPU, u->cpu_quota || u->cpu_period || u->cpu_shares, &cpu, err) < 0)
+		return -1;
+	unsigned roles = (mem ? CG_MEMORY : 0) | (pids ? CG_PIDS : 0) | (cpu ? CG_CPU : 0);
+	if (v2 && v2_enable(&cg->dirs[0], roles, err) < 0)
 		return -1;
 	if (mem && apply_memory(t, v2, mem, u, err) < 0)
 		return -1;
