@@ -24,9 +24,9 @@ int runc_fail_err(const struct runc_globals *g, struct lb_err **err);
 int runc_open_root(struct runc_globals *g);
 /* Writes pid to path (atomically, as conmon reads it); 1 after reporting a failure. */
 int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid);
-/* --preserve-fds N: a count up to 1024 whose fds 3 .. 3 + N - 1 are all open; 1 after
+/* --preserve-fds N: a count up to 1024 whose fds first .. first + N - 1 are all open; 1 after
  * reporting otherwise. */
-int runc_preserve_fds(const struct runc_globals *g, const char *arg, unsigned *out);
+int runc_preserve_fds(const struct runc_globals *g, const char *arg, unsigned first, unsigned *out);
 /* Parses the signal of `kill`: a number, NAME or SIGNAME. */
 int runc_parse_signal(const char *s);
 

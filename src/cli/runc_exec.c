@@ -178,7 +178,7 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 			/* the engine gives an exec no supplementary group */
 			return runc_fail(g, "exec: --additional-gids is not supported");
 		case O_PRESERVE:
-			if (runc_preserve_fds(g, optarg, &a.preserve_fds))
+			if (runc_preserve_fds(g, optarg, 3, &a.preserve_fds))
 				return 1;
 			break;
 		case O_NNP: /* always set */

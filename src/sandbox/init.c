@@ -26,9 +26,21 @@
 #include "lbbox/base/util.h"
 #include "engine.h"
 
+/* Socket activation: LISTEN_PID names the command, known only now that it is forked. */
+static void set_listen_pid(char **env)
+{
+	static char entry[32];
+	snprintf(entry, sizeof(entry), "LISTEN_PID=%d", (int)getpid());
+	for (; env && *env; env++)
+		if (!strncmp(*env, "LISTEN_PID=", 11))
+			*env = entry;
+}
+
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
 __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx, int err_fd)
 {
+	if (ctx->spec->listen_pid) /* our own copy of the spec's memory: pid 1's is untouched */
+		set_listen_pid(ctx->spec->env);
 	const struct lb_become b = {.spec = ctx->spec,
 				    .argv = ctx->spec->argv,
 				    .env = ctx->spec->env,

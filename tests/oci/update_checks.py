@@ -132,6 +132,22 @@ def preserve_fds_checks(c):
     check(r.returncode == 0 and out == ["content-3", "content-4", "no-5", "0", "1", "2", "3", "4"],
           f"run --preserve-fds 2: fds 3 and 4 inside, 5 and nothing else not ({out} {r.stderr.strip()})")
 
+    # socket activation: LISTEN_FDS meant for the runtime (LISTEN_PID) come first, announced
+    # with the command's own pid; --preserve-fds follow them
+    act = "echo $LISTEN_FDS $LISTEN_PID $$; cat <&3; cat <&4; cat <&5 2>/dev/null || echo no-5"
+    b = c.bundle(c.tmp, "bact", ["sh", "-c", act])
+    r = sh(["sh", "-c", f"export LISTEN_FDS=1 LISTEN_PID=$$; "
+                        f"exec {runc} run --preserve-fds 1 -b {b} cact {redirs}"],
+           stdin=subprocess.DEVNULL)
+    out = r.stdout.split()
+    check(r.returncode == 0 and len(out) == 6 and out[0] == "1" and out[1] == out[2]
+          and out[3:] == ["content-3", "content-4", "no-5"],
+          f"LISTEN_FDS: fd 3 announced to the command (LISTEN_PID its pid), then fd 4 of "
+          f"--preserve-fds ({out} {r.stderr.strip()})")
+    r = sh(["sh", "-c", f"export LISTEN_FDS=4 LISTEN_PID=$$; exec {runc} run -b {b} cact {redirs}"])
+    check(r.returncode == 1 and "fd 6 is not open" in r.stderr,
+          f"LISTEN_FDS past the open descriptors refused ({r.stderr.strip()})")
+
     # create: pid 1 hands them to the command and keeps none itself
     b = c.bundle(c.tmp, "bfd2", ["sleep", "300"])
     pidfile = os.path.join(c.tmp, "bfd2.pid")

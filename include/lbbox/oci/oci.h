@@ -89,6 +89,9 @@ struct lb_oci_create_opts {
 	const char *bundle;	    /* absolute */
 	const char *console_socket; /* a unix socket that gets the pty's master, or NULL */
 	unsigned preserve_fds;	    /* the caller's fds 3 .. 3 + N - 1 are the command's too */
+	/* systemd socket activation (LISTEN_FDS): that many fds from 3 on come first, announced
+	 * to the command in LISTEN_FDS / LISTEN_PID; preserve_fds then follow them */
+	unsigned listen_fds;
 };
 /* Builds the container's sandbox; its pid 1 waits for `start`. *pid: pid 1. */
 int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_oci_create_opts *o,

@@ -126,6 +126,9 @@ struct lb_spec {
 	/* An OCI runtime's --preserve-fds: the creator's descriptors 3 .. 3 + N - 1 are the
 	 * command's too, at the same numbers (pid 1 keeps none of them once it forked it). */
 	unsigned preserve_fds;
+	/* Socket activation: the command's LISTEN_PID (an env entry) is set to its own pid once
+	 * forked, which sd_listen_fds checks; it is not pid 1 here. */
+	bool listen_pid;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
