@@ -77,12 +77,16 @@ static void usage(FILE *f)
 	      "An OCI runtime (runc's command line) on lbbox's sandbox engine.\n"
 	      "\n"
 	      "commands:\n"
-	      "  create [-b BUNDLE] [--pid-file F] [--console-socket S] ID\n"
+	      "  create [-b BUNDLE] [--pid-file F] [--console-socket S] [--preserve-fds N] ID\n"
 	      "  start ID | state ID | kill [-a] ID [SIGNAL] | delete [-f] ID\n"
 	      "  run [-b BUNDLE] [-d] [--pid-file F] ID   create + start (+ wait, delete)\n"
-	      "  exec [-p process.json | CMD...] [-d] [-t] [--pid-file F] [--cwd D] [-e K=V] ID\n"
+	      "  exec [-p process.json | CMD...] [-d] [-t] [--pid-file F] [--cwd D] [-e K=V]\n"
+	      "       [-u UID[:GID]] [--cap CAP]... [--preserve-fds N] ID\n"
 	      "  list [-f table|json] [-q] | ps [-f table|json] ID | features | spec [-b BUNDLE]\n"
 	      "  pause ID | resume ID\n"
+	      "  update [-r RESOURCES.json|-] [--memory N] [--memory-swap N]\n"
+	      "         [--memory-reservation N] [--pids-limit N] [--cpu-quota N]\n"
+	      "         [--cpu-period N] [--cpu-share N] ID   new limits for a container\n"
 	      "\n"
 	      "global options:\n"
 	      "  --root DIR   container state (default " RUNC_DEFAULT_ROOT ")\n"
@@ -112,10 +116,10 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*fn)(struct runc_globals *, int, char **);
-	} verbs[] = {{"start", runc_start},   {"state", runc_state}, {"kill", runc_kill},
-		     {"delete", runc_delete}, {"list", runc_list},   {"ps", runc_ps},
-		     {"exec", runc_exec},     {"spec", runc_spec},   {"pause", runc_pause},
-		     {"resume", runc_pause}};
+	} verbs[] = {{"start", runc_start},   {"state", runc_state},  {"kill", runc_kill},
+		     {"delete", runc_delete}, {"list", runc_list},    {"ps", runc_ps},
+		     {"exec", runc_exec},     {"spec", runc_spec},    {"pause", runc_pause},
+		     {"resume", runc_pause},  {"update", runc_update}};
 	if (!strcmp(verb, "features"))
 		return features();
 	if (!strcmp(verb, "create") || !strcmp(verb, "run")) {
@@ -127,8 +131,7 @@ static int dispatch(struct runc_globals *g, int argc, char **argv)
 			int r = strcmp(verb, "spec") ? runc_open_root(g) : 0;
 			return r ? r : verbs[i].fn(g, argc, argv);
 		}
-	static const char *const refused[] = {"update", "checkpoint", "restore", "events",
-					      "ps-all"};
+	static const char *const refused[] = {"checkpoint", "restore", "events", "ps-all"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (!strcmp(verb, refused[i]))
 			return refuse_verb(g, verb);

@@ -24,6 +24,9 @@ int runc_fail_err(const struct runc_globals *g, struct lb_err **err);
 int runc_open_root(struct runc_globals *g);
 /* Writes pid to path (atomically, as conmon reads it); 1 after reporting a failure. */
 int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid);
+/* --preserve-fds N: a count up to 1024 whose fds first .. first + N - 1 are all open; 1 after
+ * reporting otherwise. */
+int runc_preserve_fds(const struct runc_globals *g, const char *arg, unsigned first, unsigned *out);
 
 /* runc_verbs.c, runc_exec.c */
 int runc_create(struct runc_globals *g, int argc, char **argv, bool run);
@@ -37,5 +40,7 @@ int runc_list(struct runc_globals *g, int argc, char **argv);
 int runc_ps(struct runc_globals *g, int argc, char **argv);
 int runc_exec(struct runc_globals *g, int argc, char **argv);
 int runc_spec(struct runc_globals *g, int argc, char **argv);
+/* runc_update.c */
+int runc_update(struct runc_globals *g, int argc, char **argv);
 
 #endif

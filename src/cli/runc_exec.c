@@ -1,9 +1,11 @@
 /* lbbox-runc exec: a process.json (-p) or CMD [ARG...] with --cwd, --env and --tty. */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,7 +20,24 @@ struct exec_args {
 	bool detach, tty;
 	bool set_user;
 	uint32_t uid, gid;
+	uint64_t add_caps; /* --cap, repeatable */
+	unsigned preserve_fds;
 };
+
+/* --cap CAP_NET_ADMIN (or cap_net_admin, as libcap names it) */
+static int parse_cap(const char *s, uint64_t *caps)
+{
+	char name[64];
+	cap_value_t v;
+	if (strlen(s) >= sizeof(name))
+		return -1;
+	for (size_t i = 0; (name[i] = (char)tolower((unsigned char)s[i])); i++)
+		;
+	if (strncmp(name, "cap_", 4) || cap_from_name(name, &v) < 0 || v < 0 || v >= 64)
+		return -1;
+	*caps |= 1ULL << v;
+	return 0;
+}
 
 /* --user UID[:GID], numeric (names would need the container's /etc/passwd) */
 static int parse_user(const char *s, struct exec_args *a)
@@ -152,15 +171,15 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 				return runc_fail(g, "exec: --user %s is not UID[:GID]", optarg);
 			break;
 		case 'c':
+			if (parse_cap(optarg, &a.add_caps) < 0)
+				return runc_fail(g, "exec: --cap %s is not a capability", optarg);
+			break;
 		case 'g':
-			/* the engine gives an exec the container's own capabilities */
-			return runc_fail(g,
-					 "exec: --%s is not supported (execs get the "
-					 "container's capabilities)",
-					 c == 'c' ? "cap" : "additional-gids");
+			/* the engine gives an exec no supplementary group */
+			return runc_fail(g, "exec: --additional-gids is not supported");
 		case O_PRESERVE:
-			if (strcmp(optarg, "0"))
-				return runc_fail(g, "exec: --preserve-fds is not supported");
+			if (runc_preserve_fds(g, optarg, 3, &a.preserve_fds))
+				return 1;
 			break;
 		case O_NNP: /* always set */
 		case O_LABEL:
@@ -181,7 +200,11 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 	struct lb_oci_process p;
 	if (load_process(g, &a, argv + optind + 1, &p))
 		return 1;
-	struct lb_oci_exec_opts o = {.proc = &p, .console_socket = a.console, .detach = a.detach};
+	p.add_caps = a.add_caps;
+	struct lb_oci_exec_opts o = {.proc = &p,
+				     .console_socket = a.console,
+				     .detach = a.detach,
+				     .preserve_fds = a.preserve_fds};
 	pid_t pid = 0;
 	int code = 0;
 	int rc = lb_oci_exec(&g->oci, id, &o, &pid, &code, &err);

@@ -42,6 +42,37 @@ static const char *one_id(const struct runc_globals *g, const char *verb, int ar
 	return argv[optind];
 }
 
+int runc_preserve_fds(const struct runc_globals *g, const char *arg, unsigned first, unsigned *out)
+{
+	uint64_t n;
+	if (lb_parse_u64(arg, &n, NULL) < 0 || n > LB_MAX_PRESERVE_FDS)
+		return runc_fail(g, "--preserve-fds %s is not a count", arg);
+	/* as runc: each must exist (nothing of ours is open yet to take their numbers) */
+	for (unsigned fd = first; fd < first + n; fd++)
+		if (fcntl((int)fd, F_GETFD) < 0)
+			return runc_fail(g, "--preserve-fds %s: fd %u is not open", arg, fd);
+	*out = (unsigned)n;
+	return 0;
+}
+
+/* systemd socket activation, as runc: the LISTEN_FDS descriptors meant for this very process
+ * (LISTEN_PID) go to the command first, the --preserve-fds ones after them. */
+static int listen_fds(const struct runc_globals *g, unsigned *out)
+{
+	const char *n = getenv("LISTEN_FDS"), *pid = getenv("LISTEN_PID");
+	uint64_t v, p;
+	*out = 0;
+	if (!n || !pid || lb_parse_u64(pid, &p, NULL) < 0 || p != (uint64_t)getpid())
+		return 0;
+	if (lb_parse_u64(n, &v, NULL) < 0 || v > LB_MAX_PRESERVE_FDS)
+		return runc_fail(g, "LISTEN_FDS %s is not a count", n);
+	for (unsigned fd = 3; fd < 3 + v; fd++)
+		if (fcntl((int)fd, F_GETFD) < 0)
+			return runc_fail(g, "LISTEN_FDS %s: fd %u is not open", n, fd);
+	*out = (unsigned)v;
+	return 0;
+}
+
 int runc_write_pid_file(const struct runc_globals *g, const char *path, pid_t pid)
 {
 	char buf[32];
@@ -92,10 +123,9 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 	    {"no-subreaper", no_argument, NULL, O_NOSUB},
 	    {0},
 	};
-	const char *bundle = ".", *pid_file = NULL;
+	const char *bundle = ".", *pid_file = NULL, *preserve = "0";
 	struct lb_oci_create_opts o = {0};
 	bool detach = false;
-	uint64_t n;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:b:d", opts, NULL)) != -1) {
@@ -110,9 +140,7 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 			o.console_socket = optarg;
 			break;
 		case O_PRESERVE:
-			if (lb_parse_u64(optarg, &n, NULL) < 0 || n > 1024)
-				return runc_fail(g, "--preserve-fds %s is not a count", optarg);
-			o.preserve_fds = (unsigned)n;
+			preserve = optarg;
 			break;
 		case 'd':
 			detach = true;
@@ -127,7 +155,8 @@ int runc_create(struct runc_globals *g, int argc, char **argv, bool run)
 		}
 	}
 	const char *id = one_id(g, argv[0], argc, argv, false);
-	if (!id)
+	if (!id || listen_fds(g, &o.listen_fds) ||
+	    runc_preserve_fds(g, preserve, 3 + o.listen_fds, &o.preserve_fds))
 		return 1;
 	_cleanup_free_ char *abs = realpath(bundle, NULL);
 	if (!abs)

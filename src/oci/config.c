@@ -94,9 +94,11 @@ int lb_oci_get_strv(json_t *obj, const char *key, size_t max, char ***out, struc
 	return *out ? 0 : lb_err_set(err, ENOMEM, "config: %s", key);
 }
 
-static int parse_caps(json_t *process, struct lb_spec *spec, struct lb_err **err)
+static int parse_caps(json_t *process, struct lb_spec *spec, uint64_t *bounding,
+		      struct lb_err **err)
 {
 	json_t *caps = lb_oci_get_typed(process, "capabilities", JSON_OBJECT, err);
+	*bounding = 0;
 	if (!caps)
 		return *err ? -1 : (spec->caps = 0, 0);
 	/* the engine keeps one set: what the command may hold and use (bounding ∩ effective) */
@@ -115,6 +117,8 @@ static int parse_caps(json_t *process, struct lb_spec *spec, struct lb_err **err
 			m |= 1ULL << v;
 		}
 		keep &= m;
+		if (s == 0) /* what exec --cap may add to an exec */
+			*bounding = m;
 	}
 	for (size_t s = 0; s < 3; s++) { /* the other sets: checked, covered by the one above */
 		static const char *const others[] = {"permitted", "inheritable", "ambient"};
@@ -254,7 +258,7 @@ static int parse_process(json_t *root, struct lb_oci_config *cfg, struct lb_err 
 	/* noNewPrivileges false is stricter here: the engine always sets no_new_privs */
 	if (lb_oci_parse_process(process, &cfg->spec, &cfg->terminal, err) < 0 ||
 	    lb_oci_parse_user(process, &cfg->spec, err) < 0 ||
-	    parse_caps(process, &cfg->spec, err) < 0 ||
+	    parse_caps(process, &cfg->spec, &cfg->caps_bounding, err) < 0 ||
 	    parse_rlimits(process, &cfg->spec, err) < 0 ||
 	    lb_oci_get_bool(process, "noNewPrivileges", &nnp, err) < 0)
 		return -1;

@@ -218,7 +218,8 @@ static int parse_paths(json_t *lx, const char *key, char ***out, struct lb_err *
 	return 0;
 }
 
-/* cgroupsPath: "/parent/.../name" (cgroupfs); a systemd "slice:prefix:name" is refused. */
+/* cgroupsPath: "/parent/.../name" (cgroupfs), or systemd's "slice:prefix:name" as runc lays it
+ * out in cgroupfs (cgroups_path.c). */
 static int parse_cgroups_path(json_t *lx, struct lb_oci_config *cfg, struct lb_err **err)
 {
 	const char *p;
@@ -227,10 +228,7 @@ static int parse_cgroups_path(json_t *lx, struct lb_oci_config *cfg, struct lb_e
 	if (!p || !*p)
 		return 0;
 	if (strchr(p, ':'))
-		return lb_err_set(err, ENOTSUP,
-				  "config: cgroupsPath %.64s is a systemd slice; lbbox-runc uses "
-				  "cgroupfs",
-				  p);
+		return lb_oci_systemd_cgroups_path(p, &cfg->cgroups_path, err);
 	if (strlen(p) >= 1024 || strstr(p, "/../") || !strncmp(p, "../", 3) ||
 	    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")) || !strcmp(p, ".."))
 		return lb_err_set(err, EINVAL, "config: cgroupsPath %.64s is not usable", p);

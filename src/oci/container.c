@@ -47,6 +47,33 @@ static int write_seccomp(const char *dir, struct lb_oci_config *cfg, struct lb_e
 	return cfg->spec.seccomp_profile ? 0 : lb_err_set(err, ENOMEM, "seccomp");
 }
 
+/* LISTEN_FDS=N and LISTEN_PID (filled in with the command's pid by pid 1) replace whatever
+ * the config said of them, as runc appends its own. */
+static int announce_listen_fds(struct lb_spec *spec, unsigned n, struct lb_err **err)
+{
+	size_t k = 0, len = 0;
+	while (spec->env && spec->env[len])
+		len++;
+	char **env = calloc(len + 3, sizeof(char *));
+	if (!env)
+		return lb_err_set(err, ENOMEM, "environment");
+	for (size_t i = 0; i < len; i++) {
+		if (!strncmp(spec->env[i], "LISTEN_FDS=", 11) ||
+		    !strncmp(spec->env[i], "LISTEN_PID=", 11))
+			free(spec->env[i]);
+		else
+			env[k++] = spec->env[i];
+	}
+	free(spec->env);
+	spec->env = env;
+	if (asprintf(&env[k], "LISTEN_FDS=%u", n) < 0 || !(env[k + 1] = strdup("LISTEN_PID=0"))) {
+		env[k] = NULL;
+		return lb_err_set(err, ENOMEM, "environment");
+	}
+	spec->listen_pid = true;
+	return 0;
+}
+
 static int make_gate(const char *dir, struct lb_spec *spec, struct lb_err **err)
 {
 	char path[LB_PATH_BUF + 16];
@@ -128,8 +155,9 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	struct lb_oci_config cfg;
 	struct lb_oci_state st = {0};
 	struct lb_oci_hooks_plan hooks = {.st = &st};
-	if (o->preserve_fds)
-		return lb_err_set(err, ENOTSUP, "--preserve-fds is not supported by lbbox-runc");
+	if (o->preserve_fds > LB_MAX_PRESERVE_FDS ||
+	    o->listen_fds > LB_MAX_PRESERVE_FDS - o->preserve_fds)
+		return lb_err_set(err, EINVAL, "--preserve-fds %u is too many", o->preserve_fds);
 	if (lb_oci_container_dir(r, id, dir, sizeof(dir), err) < 0)
 		return -1;
 	if (lb_oci_config_load(o->bundle, &cfg, err) < 0) {
@@ -147,9 +175,13 @@ int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_o
 	st.created = strdup(created);
 	st.annotations = json_incref(cfg.annotations);
 	st.hooks = json_incref(cfg.hooks);
+	st.caps_bounding = cfg.caps_bounding;
 	st.status = LB_OCI_CREATED;
-	int rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, &hooks, err)
-					 : lb_err_set(err, ENOMEM, "create");
+	cfg.spec.preserve_fds = o->listen_fds + o->preserve_fds;
+	int rc = o->listen_fds ? announce_listen_fds(&cfg.spec, o->listen_fds, err) : 0;
+	if (rc == 0)
+		rc = st.bundle && st.created ? build(r, dir, &cfg, o, &st, &hooks, err)
+					     : lb_err_set(err, ENOMEM, "create");
 	if (rc < 0) {
 		if (st.sandbox[0])
 			lb_sandbox_destroy(&r->paths, st.sandbox, NULL);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,8 +80,25 @@ static int spawn_in(struct lb_sandbox *sb, const struct lb_oci_exec_opts *o, str
 				  .set_user = o->proc->set_user,
 				  .uid = o->proc->uid,
 				  .gid = o->proc->gid,
-				  .console_sock = sock > 0 ? sock : 0};
+				  .console_sock = sock > 0 ? sock : 0,
+				  .add_caps = o->proc->add_caps,
+				  .preserve_fds = o->preserve_fds};
 	return lb_sandbox_spawn(sb, &eo, proc, setup_exit, err);
+}
+
+/* runc adds an exec's --cap to its bounding set too; lbbox keeps execs inside the container's. */
+static int cap_beyond(const char *id, uint64_t caps, struct lb_err **err)
+{
+	cap_value_t c = 0;
+	while (!(caps & (1ULL << c)))
+		c++;
+	char *name = cap_to_name(c);
+	for (char *p = name; p && *p; p++)
+		*p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+	lb_err_set(err, 0, "exec --cap %s: not in the bounding set of container %s",
+		   name ? name : "?", id);
+	cap_free(name);
+	return -1;
 }
 
 int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci_exec_opts *o,
@@ -95,10 +113,13 @@ int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci
 	enum lb_oci_status status = st.status;
 	char sbid[13];
 	memcpy(sbid, st.sandbox, sizeof(sbid));
+	uint64_t beyond = o->proc->add_caps & ~st.caps_bounding;
 	lb_oci_state_free(&st);
 	if (status != LB_OCI_RUNNING)
 		return lb_err_set(err, 0, "container %s is %s, not running", id,
 				  lb_oci_status_name(status));
+	if (beyond)
+		return cap_beyond(id, beyond, err);
 	if (lb_sandbox_open(&r->paths, sbid, &sb, err) < 0)
 		return -1;
 	int rc = spawn_in(sb, o, &proc, exit_code, err);

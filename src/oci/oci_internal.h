@@ -36,6 +36,11 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 /* config_userns.c: linux.uidMappings / gidMappings, with userns: a new user namespace asked. */
 int lb_oci_parse_userns(json_t *lx, bool userns, struct lb_spec *spec, struct lb_err **err);
 
+/* cgroups_path.c: systemd's "slice:prefix:name" as the cgroupfs path runc's systemd driver
+ * gives it ("system.slice:libpod:x" -> "/system.slice/libpod-x.scope"); refuses, with one line,
+ * empty or hostile parts ('/', "..", control characters). */
+int lb_oci_systemd_cgroups_path(const char *p, char **out, struct lb_err **err);
+
 /* hooks.c */
 int lb_oci_hooks_check(json_t *hooks, struct lb_err **err);
 /* Runs the hooks of one kind ("prestart", "poststop" ...) with the state on their stdin. */

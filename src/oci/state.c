@@ -100,6 +100,7 @@ static int parse_state(json_t *j, struct lb_oci_state *st, struct lb_err **err)
 	json_t *a = json_object_get(j, "annotations"), *h = json_object_get(j, "hooks");
 	st->annotations = json_is_object(a) ? json_incref(a) : NULL;
 	st->hooks = json_is_object(h) ? json_incref(h) : NULL;
+	st->caps_bounding = (uint64_t)json_integer_value(json_object_get(j, "caps_bounding"));
 	if (!st->bundle || !st->created)
 		return lb_err_set(err, ENOMEM, "container state");
 	return 0;
@@ -133,9 +134,10 @@ int lb_oci_state_save(const struct lb_oci_root *r, const struct lb_oci_state *st
 {
 	char path[LB_PATH_BUF + 16];
 	_cleanup_json_ json_t *j = json_pack(
-	    "{s:s, s:s, s:I, s:I, s:s, s:s, s:O?, s:O?}", "id", st->id, "sandbox", st->sandbox,
+	    "{s:s, s:s, s:I, s:I, s:s, s:s, s:O?, s:O?, s:I}", "id", st->id, "sandbox", st->sandbox,
 	    "pid", (json_int_t)st->pid, "pid_start", (json_int_t)st->pid_start, "bundle",
-	    st->bundle, "created", st->created, "annotations", st->annotations, "hooks", st->hooks);
+	    st->bundle, "created", st->created, "annotations", st->annotations, "hooks", st->hooks,
+	    "caps_bounding", (json_int_t)st->caps_bounding);
 	_cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!text)
 		return lb_err_set(err, ENOMEM, "container state");

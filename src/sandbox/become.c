@@ -6,6 +6,7 @@
  * environment, and the seccomp filter last — it must still allow the execve that follows.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
@@ -51,6 +52,9 @@ void lb_become_command(const struct lb_become *b)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_close_range, b->first_private_fd, ~0U, CLOSE_RANGE_CLOEXEC);
+	/* the ones below are passed on on purpose (an exec's fd 3, OCI --preserve-fds) */
+	for (unsigned fd = 3; fd < b->first_private_fd; fd++)
+		fcntl((int)fd, F_SETFD, 0);
 	if (lb_apply_rlimits(b->spec, &err) < 0 || lb_drop_privileges(b->spec, &err) < 0)
 		failed(b, err);
 	/* lowering is always allowed: no privilege needed after the drop */

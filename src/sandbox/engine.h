@@ -223,6 +223,9 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err);
 /* What lb_state_write_cgroups noted, NULL-terminated; NULL when nothing was. */
 char **lb_state_read_cgroups(const char *statedir);
+/* The limits in state.json after lb_cgroup_update applied u (sandbox_update.c). */
+int lb_state_update_limits(const char *statedir, const struct lb_cgroup_update *u,
+			   struct lb_err **err);
 
 /* A live sandbox reopened from its state (sandbox_open.c), joined by spawn.c. */
 struct lb_sandbox {

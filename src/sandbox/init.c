@@ -26,15 +26,27 @@
 #include "lbbox/base/util.h"
 #include "engine.h"
 
+/* Socket activation: LISTEN_PID names the command, known only now that it is forked. */
+static void set_listen_pid(char **env)
+{
+	static char entry[32];
+	snprintf(entry, sizeof(entry), "LISTEN_PID=%d", (int)getpid());
+	for (; env && *env; env++)
+		if (!strncmp(*env, "LISTEN_PID=", 11))
+			*env = entry;
+}
+
 /* The command pid 1 forks: what every sandbox command does last (become.c). */
 __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ctx, int err_fd)
 {
+	if (ctx->spec->listen_pid) /* our own copy of the spec's memory: pid 1's is untouched */
+		set_listen_pid(ctx->spec->env);
 	const struct lb_become b = {.spec = ctx->spec,
 				    .argv = ctx->spec->argv,
 				    .env = ctx->spec->env,
 				    .cwd = ctx->spec->cwd,
 				    .seccomp = ctx->seccomp,
-				    .first_private_fd = 3,
+				    .first_private_fd = 3 + ctx->spec->preserve_fds,
 				    .err_fd = err_fd,
 				    .ctty = ctx->console_fd >= 0 || ctx->spec->console_socket};
 	lb_become_command(&b);
@@ -318,5 +330,9 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 		exec_command(ctx, err_fd);
 	if (err_fd >= 0)
 		close(err_fd);
+	/* the command's now: a socket must close when the command closes it, not with pid 1
+	 * (whose own descriptors were opened after them, above them) */
+	if (ctx->spec->preserve_fds)
+		syscall(SYS_close_range, 3U, 2U + ctx->spec->preserve_fds, 0U);
 	init_loop(cmd, ctx->status_fd);
 }

@@ -33,22 +33,34 @@
 struct spawn {
 	struct lb_sandbox *sb;
 	const struct lb_exec_opts *o;
+	const struct lb_seccomp_prog *seccomp;
 	char **env;
 	int sync_r, err_w, pid_w; /* child ends */
 };
 
-static int prepare_seccomp(struct lb_sandbox *sb, struct lb_err **err)
+static void lb_seccomp_prog_freep(struct lb_seccomp_prog **p)
+{
+	lb_seccomp_prog_free(*p);
+}
+
+static int compile_seccomp(struct lb_sandbox *sb, uint64_t caps, struct lb_seccomp_prog **out,
+			   struct lb_err **err)
 {
 	char cache[LB_PATH_BUF];
 	const char *profile = sb->spec.seccomp_profile;
+	*out = NULL;
+	if (profile && strcmp(profile, "unconfined") == 0)
+		return 0;
+	snprintf(cache, sizeof(cache), "%s/cache/seccomp", sb->root);
+	return lb_seccomp_prepare(profile, sb->spec.uid == 0 ? caps : 0, cache, out, err);
+}
+
+static int prepare_seccomp(struct lb_sandbox *sb, struct lb_err **err)
+{
 	if (sb->seccomp_ready)
 		return 0;
-	if (!profile || strcmp(profile, "unconfined") != 0) {
-		snprintf(cache, sizeof(cache), "%s/cache/seccomp", sb->root);
-		uint64_t caps = sb->spec.uid == 0 ? sb->spec.caps : 0;
-		if (lb_seccomp_prepare(profile, caps, cache, &sb->seccomp, err) < 0)
-			return -1;
-	}
+	if (compile_seccomp(sb, sb->spec.caps, &sb->seccomp, err) < 0)
+		return -1;
 	sb->seccomp_ready = true;
 	return 0;
 }
@@ -91,10 +103,11 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
 	struct lb_spec as_user;
 	const struct lb_spec *spec = &s->sb->spec;
-	if (s->o->set_user) { /* a shallow copy: only the identity differs */
+	if (s->o->set_user || s->o->add_caps) { /* a shallow copy: identity and caps differ */
 		as_user = *spec;
-		as_user.uid = s->o->uid;
-		as_user.gid = s->o->gid;
+		as_user.uid = s->o->set_user ? s->o->uid : spec->uid;
+		as_user.gid = s->o->set_user ? s->o->gid : spec->gid;
+		as_user.caps |= s->o->add_caps;
 		spec = &as_user;
 	}
 	if (s->o->console_sock > 0) {
@@ -114,8 +127,9 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 				    .env = s->env,
 				    .cwd = s->o->cwd,
 				    .fsize = s->o->fsize,
-				    .seccomp = s->sb->seccomp,
-				    .first_private_fd = s->o->fd3 > 0 ? 4U : 3U,
+				    .seccomp = s->seccomp,
+				    .first_private_fd =
+					s->o->fd3 > 0 ? 4U : 3U + s->o->preserve_fds,
 				    .err_fd = s->err_w,
 				    .ctty = s->o->console_sock > 0};
 	lb_become_command(&b);
@@ -160,10 +174,9 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-/* Closes every descriptor but keep[] (0, 1, 2 are always kept). */
-static void close_others(int *keep, size_t n)
+/* Closes every descriptor from `from` on but keep[]. */
+static void close_others(unsigned from, int *keep, size_t n)
 {
-	unsigned from = 3;
 	qsort(keep, n, sizeof(*keep), cmp_int);
 	for (size_t i = 0; i < n; i++) {
 		if (keep[i] < (int)from)
@@ -204,7 +217,8 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	}
 	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0, s->o->console_sock};
-	close_others(keep, 4);
+	/* below 3 + preserve_fds: stdio and what the caller passes on; ours were opened after */
+	close_others(3U + s->o->preserve_fds, keep, 4);
 	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
 	struct clone_args args = {.flags = CLONE_PARENT};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
@@ -270,7 +284,13 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 	*p = (struct lb_proc){.pidfd = -1};
 	if (!o->argv || !o->argv[0])
 		return lb_err_set(err, EINVAL, "no command given");
-	if (prepare_seccomp(sb, err) < 0)
+	if (o->preserve_fds && (o->fd3 > 0 || o->preserve_fds > LB_MAX_PRESERVE_FDS))
+		return lb_err_set(err, EINVAL, "cannot pass %u descriptors on", o->preserve_fds);
+	/* added capabilities open the syscalls a profile grants them (Docker's does): its own
+	 * filter, compiled for this command alone */
+	_cleanup_(lb_seccomp_prog_freep) struct lb_seccomp_prog *own = NULL;
+	if (o->add_caps ? compile_seccomp(sb, sb->spec.caps | o->add_caps, &own, err) < 0
+			: prepare_seccomp(sb, err) < 0)
 		return -1;
 	_cleanup_free_ char **env = merge_env(sb->spec.env, o->env);
 	if (!env)
@@ -289,8 +309,13 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 		lb_proc_release(p);
 		return -1;
 	}
-	struct spawn s = {
-	    .sb = sb, .o = o, .env = env, .sync_r = syncp[0], .err_w = errp[1], .pid_w = pidp[1]};
+	struct spawn s = {.sb = sb,
+			  .o = o,
+			  .seccomp = o->add_caps ? own : sb->seccomp,
+			  .env = env,
+			  .sync_r = syncp[0],
+			  .err_w = errp[1],
+			  .pid_w = pidp[1]};
 	pid_t mid = clone_intermediate(cgfd);
 	if (mid == 0)
 		intermediate_main(&s);

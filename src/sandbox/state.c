@@ -175,3 +175,31 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	}
 	return 0;
 }
+
+/* A limit after an update: u's value (0 = unchanged, -1 = none, recorded as 0). */
+static void updated(json_t *limits, const char *key, int64_t v)
+{
+	if (v)
+		json_object_set_new(limits, key, json_integer(v < 0 ? 0 : v));
+}
+
+int lb_state_update_limits(const char *statedir, const struct lb_cgroup_update *u,
+			   struct lb_err **err)
+{
+	char path[LB_PATH_BUF];
+	json_error_t jerr;
+	snprintf(path, sizeof(path), "%s/state.json", statedir);
+	_cleanup_json_ json_t *st = json_load_file(path, 0, &jerr);
+	json_t *limits = json_object_get(json_object_get(st, "spec"), "limits");
+	if (!json_is_object(limits))
+		return lb_err_set(err, EINVAL, "%s: no limits recorded", path);
+	updated(limits, "memory_bytes", u->memory);
+	updated(limits, "pids", u->pids);
+	updated(limits, "cpu_quota_us", u->cpu_quota);
+	updated(limits, "cpu_period_us", (int64_t)u->cpu_period);
+	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);
+	if (!text)
+		return lb_err_set(err, ENOMEM, "state");
+	/* replaced whole (rename): a reader sees the old record or the new one */
+	return lb_write_file_atomic(path, text, strlen(text), 0600, err);
+}

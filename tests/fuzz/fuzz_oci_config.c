@@ -1,6 +1,7 @@
 /*
  * Fuzz target: an OCI bundle's config.json (src/oci/config*.c, hooks.c) as lbbox-runc create
- * reads it, and the same bytes as exec's process.json. Nothing is built.
+ * reads it, and the same bytes as exec's process.json and as update's LinuxResources. Nothing
+ * is built.
  *
  * Properties checked besides the sanitizers: a config that parses has a command, an absolute
  * cwd and root under the bundle or absolute, every mount target absolute and at most the
@@ -51,5 +52,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else
 		lb_err_free(&err);
 	lb_oci_process_free(&p);
+	/* and as update's LinuxResources */
+	struct lb_cgroup_update u;
+	if (lb_oci_resources_parse((const char *)data, size, &u, &err) == 0) {
+		FUZZ_CHECK(!u.memory || u.memory == -1 || (uint64_t)u.memory >= LB_MIN_MEMORY,
+			   "an update's memory under the floor");
+		FUZZ_CHECK(!u.cpuset, "a cpuset update accepted");
+	} else {
+		FUZZ_CHECK(err && err->msg && !strchr(err->msg, '\n'),
+			   "an update refusal without one line");
+		lb_err_free(&err);
+	}
 	return 0;
 }

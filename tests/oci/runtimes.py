@@ -27,10 +27,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
                      podman_cmd, podman_host, podman_import, sh, subreaper)
+from update_checks import (preserve_fds_checks, systemd_path_checks,  # noqa: E402
+                           update_checks)
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
@@ -303,6 +306,13 @@ def part_runtime(tmp):
     r = sh(R + ["create", "-b", bt, "ct2"])
     check(r.returncode == 1 and "--console-socket" in r.stderr, "terminal without a console socket")
 
+    # update (flags and --resources), exec --cap, --preserve-fds, a systemd cgroupsPath
+    ctx = types.SimpleNamespace(R=R, root=root, tmp=tmp, check=check, sh=sh, bundle=bundle,
+                                create=create, cgroup_dirs=cgroup_dirs, wait_exit=wait_exit)
+    update_checks(ctx)
+    preserve_fds_checks(ctx)
+    systemd_path_checks(ctx)
+
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])
     cfg = json.load(open(os.path.join(bad, "config.json")))
@@ -337,8 +347,6 @@ def part_runtime(tmp):
     r = sh([RUNC, "--root", open_root, "list"])
     check(r.returncode == 1 and "open to other users" in r.stderr,
           "a --root others may write to is refused")
-    r = sh(R + ["update", "--resources", "-", "c2"])
-    check(r.returncode == 1 and "not supported" in r.stderr, "update refused")
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root ({left})")
@@ -740,7 +748,8 @@ def podman_checks(P, U, img, run, tmp, root):
     check(r.returncode == 4 and "/dev/pts/0" in r.stdout,
           f"podman run -t: a terminal inside, exit code ({r.returncode} {r.stdout!r})")
     r = sh(run + ["--network", "none", img, "sh", "-c", "ls /sys/class/net"])
-    check(r.returncode == 0 and r.stdout.split() == ["lo"], "--network none: lo only")
+    check(r.returncode == 0 and r.stdout.split() == ["lo"],
+          f"--network none: lo only ({r.stdout.split()} {r.stderr.strip()[-200:]})")
     r = sh(run + [img, "sh", "-c", "ip -4 -o addr show eth0"])
     check(r.returncode == 0 and "10.213.77." in r.stdout,
           f"default network (the test's CNI bridge, netns joined by path) ({r.stdout.strip()} {r.stderr.strip()})")
@@ -776,6 +785,12 @@ def podman_checks(P, U, img, run, tmp, root):
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
     check(r.returncode == 2 and "/dev/pts/" in r.stdout and "ctty" in r.stdout,
           f"podman exec -t: a pty of the container, its terminal ({r.returncode} {r.stdout!r})")
+    # podman update: the runtime's update --resources FILE, read back inside
+    r = sh(P + ["update", "--memory", "96m", "--cpu-quota", "40000", "lbt-d1"])
+    got = sh(P + ["exec", "lbt-d1", "cat", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                  "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"]).stdout.split()
+    check(r.returncode == 0 and got == ["100663296", "40000"],
+          f"podman update --memory --cpu-quota ({got} {r.stderr.strip()[-300:]})")
     r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
     check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
     r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])

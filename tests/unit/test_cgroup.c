@@ -771,3 +771,46 @@ Test(cgroup_name, one_component_only)
 	cr_expect(lb_cgroup_name_ok("lbbox-sb-1"));
 	cr_expect(lb_cgroup_name_ok("...x"));
 }
+
+/* lbbox-runc update's engine side: new values land (v1 memory and memsw in a valid order),
+ * a refused update writes nothing. */
+Test(cgroup, update_applies_and_refuses)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 40 * MiB, .pids = 8, .cpu_quota_us = 50000};
+	struct lb_cgroup *cg = mk("update", NULL, &lim);
+	struct lb_err *err = NULL;
+	struct lb_cgroup_update u = {.memory = 64 * MiB,
+				     .pids = 16,
+				     .cpu_quota = 20000,
+				     .cpu_period = 50000,
+				     .cpu_shares = 512};
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	bool v2 = lb_cgroup_version(cg) == LB_CGROUP_V2;
+	expect_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", "67108864");
+	if (!v2)
+		expect_file(cg, "memory.memsw.limit_in_bytes", "67108864");
+	expect_file(cg, "pids.max", "16");
+	expect_file(cg, v2 ? "cpu.max" : "cpu.cfs_quota_us", v2 ? "20000 50000" : "20000");
+	expect_file(cg, v2 ? "cpu.weight" : "cpu.shares", v2 ? "20" : "512");
+	/* down again, and no limit on pids */
+	u = (struct lb_cgroup_update){.memory = 48 * MiB, .pids = -1};
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	expect_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", "50331648");
+	expect_file(cg, "pids.max", "max");
+	static const struct lb_cgroup_update bad[] = {
+	    {.memory = 1 * MiB, .pids = 4},
+	    {.memory_swap = 128 * MiB},
+	    {.memory = 64 * MiB, .memory_swap = 32 * MiB},
+	    {.cpu_quota = 10},
+	    {.cpu_period = 5},
+	    {.cpu_shares = 1},
+	    {.pids = -3},
+	    {.pids = 4, .cpuset = true},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_lt(lb_cgroup_update(cg, &bad[i], &err), 0, "bad[%zu] accepted", i);
+		lb_err_free(&err);
+	}
+	expect_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", "50331648");
+	expect_file(cg, "pids.max", "max");
+}

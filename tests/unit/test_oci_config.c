@@ -82,6 +82,7 @@ Test(oci_config, podman_like)
 	cr_assert_eq(cfg.spec.limits.pids, 33);
 	cr_assert_eq(cfg.spec.limits.cpu_quota_us, 50000);
 	cr_assert_eq(cfg.spec.caps, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
+	cr_assert_eq(cfg.caps_bounding, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
 	cr_assert_eq(cfg.spec.n_rlimits, 1);
 	cr_assert_eq(cfg.spec.rlimits[0].hard, 2048);
 	cr_assert_eq(cfg.spec.rlimits[0].resource, RLIMIT_NOFILE);
@@ -193,7 +194,19 @@ Test(oci_config, hostile)
 	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "linux.devices"},
 	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
 	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
-	    {",\"cgroupsPath\":\"system.slice:lbbox:x\"", "", "", "systemd slice"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox\"", "", "", "not slice:prefix:name"},
+	    {",\"cgroupsPath\":\"a:b:c:d\"", "", "", "not slice:prefix:name"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:..\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:lbbox:../../x\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:a/b:x\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"system.slice:a:x\\ny\"", "", "", "no usable unit"},
+	    {",\"cgroupsPath\":\"../x.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"system:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\".slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"a--b.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"-a.slice:a:x\"", "", "", "not a slice name"},
+	    {",\"cgroupsPath\":\"a-.slice:a:x\"", "", "", "not a slice name"},
 	    {",\"cgroupsPath\":\"/a/../../x\"", "", "", "not usable"},
 	    {",\"cgroupsPath\":\"/a/..\"", "", "", "not usable"},
 	    {"", ",\"cwd\":\"relative\"", "", "duplicate"}, /* JSON_REJECT_DUPLICATES */
@@ -478,6 +491,85 @@ Test(oci_config, hostile_id_maps)
 		lb_err_free(&err);
 		lb_oci_config_free(&cfg);
 		free(maps);
+		free(text);
+	}
+}
+
+/* update's LinuxResources: runc's zero = unchanged, -1 = no limit; what lbbox cannot apply is
+ * refused with one line. */
+Test(oci_config, update_resources)
+{
+	struct lb_cgroup_update u;
+	struct lb_err *err = NULL;
+	const char *ok = "{\"memory\":{\"limit\":67108864,\"swap\":-1,\"reservation\":0},"
+			 "\"pids\":{\"limit\":-1},\"cpu\":{\"quota\":50000,\"period\":100000,"
+			 "\"shares\":512,\"cpus\":\"\"},\"devices\":[{\"allow\":false}],"
+			 "\"blockIO\":{\"weight\":0},\"unified\":{}}";
+	cr_assert_eq(lb_oci_resources_parse(ok, strlen(ok), &u, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_eq(u.memory, 64 << 20);
+	cr_assert_eq(u.memory_swap, -1);
+	cr_assert_eq(u.pids, -1);
+	cr_assert_eq(u.cpu_quota, 50000);
+	cr_assert_eq(u.cpu_period, 100000);
+	cr_assert_eq(u.cpu_shares, 512);
+	cr_assert_not(u.cpuset);
+	static const char *const bad[] = {
+	    "[]",
+	    "{\"memory\":{\"limit\":1024}}",
+	    "{\"memory\":{\"limit\":-2}}",
+	    "{\"memory\":{\"swap\":134217728}}",
+	    "{\"memory\":{\"limit\":67108864,\"swap\":1}}",
+	    "{\"memory\":{\"kernel\":1}}",
+	    "{\"memory\":{\"limit\":\"64m\"}}",
+	    "{\"cpu\":{\"cpus\":\"0-1\"}}",
+	    "{\"cpu\":{\"shares\":1}}",
+	    "{\"cpu\":{\"period\":10}}",
+	    "{\"cpu\":{\"quota\":10}}",
+	    "{\"cpu\":{\"realtimeRuntime\":5}}",
+	    "{\"pids\":{\"limit\":-7}}",
+	    "{\"unified\":{\"memory.high\":\"1\"}}",
+	    "{\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":1}]}",
+	    "{\"blockIO\":{\"weight\":10}}",
+	    "{\"rdma\":{\"x\":{}}}",
+	    "{\"devices\":{}}",
+	    "{\"pids\":{\"limit\":1},\"pids\":{\"limit\":2}}",
+	    "{\"memory\":{\"kernel\":1},\"x\":\"\\n\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_lt(lb_oci_resources_parse(bad[i], strlen(bad[i]), &u, &err), 0, "%s",
+			     bad[i]);
+		cr_assert_not_null(err);
+		cr_assert_null(strchr(err->msg, '\n'), "%s", err->msg);
+		lb_err_free(&err);
+	}
+}
+
+/* systemd's slice:prefix:name as runc lays it out in cgroupfs. */
+Test(oci_config, systemd_cgroups_path)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"system.slice:libpod:abc", "/system.slice/libpod-abc.scope"},
+	    {":libpod:abc", "/system.slice/libpod-abc.scope"},
+	    {"machine.slice::abc", "/machine.slice/abc.scope"},
+	    {"-.slice:p:x", "/p-x.scope"},
+	    {"kubepods-besteffort-pod1.slice:cri-containerd:c1",
+	     "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/"
+	     "cri-containerd-c1.scope"},
+	    {"user.slice:p:sub.slice", "/user.slice/sub.slice"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct lb_oci_config cfg;
+		struct lb_err *err = NULL;
+		char lx[256];
+		snprintf(lx, sizeof(lx), ",\"cgroupsPath\":\"%s\"", cases[i].in);
+		char *text = config(lx, "", "");
+		cr_assert_eq(parse(text, &cfg, &err), 0, "%s: %s", cases[i].in,
+			     err ? err->msg : "");
+		cr_assert_str_eq(cfg.cgroups_path, cases[i].out);
+		lb_oci_config_free(&cfg);
 		free(text);
 	}
 }

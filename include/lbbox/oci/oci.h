@@ -27,6 +27,8 @@ struct lb_oci_config {
 	json_t *annotations; /* "annotations", or NULL */
 	char *seccomp_json;  /* linux.seccomp, serialised (the engine reads it from a file) */
 	char *cgroups_path;  /* linux.cgroupsPath, or NULL */
+	/* process.capabilities.bounding: what exec --cap may add */
+	uint64_t caps_bounding;
 };
 
 /* Parses config.json's text; bundle (absolute) anchors a relative root.path. Refuses, with one
@@ -45,6 +47,7 @@ struct lb_oci_process {
 	bool set_user; /* process.user given (process.json) */
 	uid_t uid;
 	gid_t gid;
+	uint64_t add_caps; /* exec --cap: added to the container's, within its bounding set */
 };
 int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 			 struct lb_err **err);
@@ -75,6 +78,8 @@ struct lb_oci_state {
 	char *created; /* RFC 3339 */
 	json_t *annotations;
 	json_t *hooks;
+	/* the config's bounding set: the most exec --cap may give */
+	uint64_t caps_bounding;
 	enum lb_oci_status status; /* derived on read */
 };
 void lb_oci_state_free(struct lb_oci_state *st);
@@ -90,7 +95,10 @@ int lb_oci_root_init(struct lb_oci_root *r, const char *dir, struct lb_err **err
 struct lb_oci_create_opts {
 	const char *bundle;	    /* absolute */
 	const char *console_socket; /* a unix socket that gets the pty's master, or NULL */
-	unsigned preserve_fds;
+	unsigned preserve_fds;	    /* the caller's fds 3 .. 3 + N - 1 are the command's too */
+	/* systemd socket activation (LISTEN_FDS): that many fds from 3 on come first, announced
+	 * to the command in LISTEN_FDS / LISTEN_PID; preserve_fds then follow them */
+	unsigned listen_fds;
 };
 /* Builds the container's sandbox; its pid 1 waits for `start`. *pid: pid 1. */
 int lb_oci_create(const struct lb_oci_root *r, const char *id, const struct lb_oci_create_opts *o,
@@ -115,11 +123,20 @@ struct lb_oci_exec_opts {
 	const struct lb_oci_process *proc;
 	const char *console_socket;
 	bool detach;
+	unsigned preserve_fds; /* the caller's fds 3 .. 3 + N - 1 passed on */
 };
 /* Runs proc in the live container id; detached: returns its pid at once (it stays a child of
  * the caller's subreaper); otherwise waits and returns its exit code in *exit_code. */
 int lb_oci_exec(const struct lb_oci_root *r, const char *id, const struct lb_oci_exec_opts *o,
 		pid_t *pid, int *exit_code, struct lb_err **err);
+
+/* update: a runtime-spec LinuxResources object (--resources) as a change of limits; refuses,
+ * with one line, what lbbox cannot apply (unified, hugepageLimits, blockIO, rdma, cpuset ...). */
+int lb_oci_resources_parse(const char *text, size_t len, struct lb_cgroup_update *u,
+			   struct lb_err **err);
+/* Applies u to the container's cgroup (created, running or paused). */
+int lb_oci_update(const struct lb_oci_root *r, const char *id, const struct lb_cgroup_update *u,
+		  struct lb_err **err);
 
 /* The JSON of `features` and the default config.json of `spec`. */
 json_t *lb_oci_features(void);

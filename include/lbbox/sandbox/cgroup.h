@@ -91,6 +91,30 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uin
 void lb_cgroup_forget(struct lb_cgroup *cg);
 /* rmdir of path and of every cgroup below it, children first (retries while memory is busy). */
 int lb_cgroup_remove_path(const char *path, struct lb_err **err);
+/*
+ * A change of a live cgroup's limits (an OCI runtime's `update`), in runc's terms: 0 leaves a
+ * value as it is, -1 lifts the limit. memory_swap is memory + swap, as runc and docker count it.
+ */
+struct lb_cgroup_update {
+	int64_t memory;		    /* bytes, at least LB_MIN_MEMORY */
+	int64_t memory_swap;	    /* bytes, at least memory; needs memory in the same update */
+	int64_t memory_reservation; /* soft limit, bytes */
+	int64_t pids;
+	int64_t cpu_quota;   /* microseconds per period, at least 1000 */
+	uint64_t cpu_period; /* microseconds, 1000 to 1000000 */
+	uint64_t cpu_shares; /* 2 to 262144 (v2: converted to cpu.weight as runc does) */
+	bool cpuset;	     /* cpuset.cpus / mems asked: refused, lbbox uses no cpuset cgroup */
+};
+/* The values alone (ranges, the memory floor, swap without memory): before anything is opened. */
+int lb_cgroup_update_check(const struct lb_cgroup_update *u, struct lb_err **err);
+/*
+ * Applies u to cg (v1: memory and memory+swap written in the order the kernel accepts; v2:
+ * memory.max, memory.swap.max, cpu.max, cpu.weight). Refused with nothing written when cg lacks
+ * a controller u needs; a write the kernel refuses (a memory limit below what is in use) undoes
+ * the writes before it.
+ */
+int lb_cgroup_update(struct lb_cgroup *cg, const struct lb_cgroup_update *u, struct lb_err **err);
+
 /* Upper bound of lb_cgroup_dir_info's count. */
 #define LB_CGROUP_MAX_DIRS 6
 

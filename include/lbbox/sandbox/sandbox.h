@@ -139,6 +139,11 @@ int lb_sandbox_freeze(const struct lb_paths *paths, const char *id, bool freeze,
 /* True while the live sandbox id is frozen. */
 bool lb_sandbox_frozen(const struct lb_paths *paths, const char *id);
 
+/* Changes the limits of the live sandbox id (an OCI runtime's update: lb_cgroup_update's rules)
+ * and records them in its state; refused, nothing changed, when its pid 1 is gone. */
+int lb_sandbox_update(const struct lb_paths *paths, const char *id,
+		      const struct lb_cgroup_update *u, struct lb_err **err);
+
 /* A command to run inside a live sandbox. */
 struct lb_exec_opts {
 	char *const *argv;
@@ -159,6 +164,12 @@ struct lb_exec_opts {
 	 * (fds are then unused); 0 = none */
 	int console_sock;
 	const struct winsize *console_size; /* the pty's size to start with; NULL = 0x0 */
+	/* capabilities added to the sandbox's for this command alone (OCI exec --cap; the caller
+	 * keeps them within what the sandbox may have); uid 0 only, as the sandbox's own */
+	uint64_t add_caps;
+	/* the caller's descriptors 3 .. 3 + N - 1 passed on at the same numbers (OCI exec
+	 * --preserve-fds); not with fd3 */
+	unsigned preserve_fds;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */

@@ -15,6 +15,9 @@
 #define LB_MAX_RLIMITS 16
 #define LB_MIN_MEMORY  (32ULL << 20) /* same floor as LangBot's memory_mb >= 32 */
 
+/* The most descriptors --preserve-fds passes on. */
+#define LB_MAX_PRESERVE_FDS 1024
+
 struct lb_mount {
 	char *source; /* host path, canonical (realpath) after lb_spec_check */
 	char *target; /* absolute path inside the sandbox */
@@ -172,6 +175,12 @@ struct lb_spec {
 	 * without leaving the root, skipped when absent. NULL-terminated, or NULL. */
 	char **masked_paths;
 	char **readonly_paths;
+	/* An OCI runtime's --preserve-fds: the creator's descriptors 3 .. 3 + N - 1 are the
+	 * command's too, at the same numbers (pid 1 keeps none of them once it forked it). */
+	unsigned preserve_fds;
+	/* Socket activation: the command's LISTEN_PID (an env entry) is set to its own pid once
+	 * forked, which sd_listen_fds checks; it is not pid 1 here. */
+	bool listen_pid;
 
 	uint64_t timeout_ms; /* 0 = none */
 	bool die_with_parent;
