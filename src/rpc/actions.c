@@ -350,7 +350,7 @@ json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request
 	const struct lb_rpc_context *ctx = req->has_ctx ? &req->ctx : NULL;
 	int i = find(req->action);
 	if (i < 0 && rpc_is_skill_action(req->action)) {
-		if (rpc_skill_action(rt, req, &out, &err) == 0)
+		if (rpc_skill_run(rt, req, &out, &err) == 0)
 			return lb_rpc_reply_ok(req->seq_id, out);
 		json_t *reply = lb_rpc_reply_err(req->seq_id, err, LB_BOX_EVALIDATION);
 		lb_err_free(&err);

@@ -2626,6 +2626,20 @@ def skill_store_is_no_host_path(b):
 
 
 @skill_test
+def skill_store_runs_outside_the_runtime(b):
+    """The skill store's libraries (libarchive, libyaml and what they load) are the helper
+    lbbox-skill's, never mapped into the runtime, whose every forked job would copy them."""
+    b.ok("box_create_skill", {"skill": {"name": "far", "instructions": "helper-made"}})
+    r = b.ok("box_get_skill", {"name": "far"})
+    assert r["skill"]["instructions"] == "helper-made", r
+    with open("/proc/%d/maps" % b.p.pid) as f:
+        maps = f.read()
+    assert "lbbox-sealed" in os.readlink("/proc/%d/exe" % b.p.pid)  # the runtime itself
+    for lib in ("libarchive", "libyaml", "libxml2", "libicu"):
+        assert lib not in maps, "%s is mapped into lbbox-server" % lib
+
+
+@skill_test
 def skill_mount_never_follows_a_swapped_link(b):
     """skill_name's package swapped for a link to another directory while execs mount it: the
     mount is the package or refused, never the link's target."""
