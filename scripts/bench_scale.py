@@ -138,10 +138,16 @@ try:
         print("| %s | %.2f | %.2f | %.2f |" % (k, none[k], scaled[k], scaled[k] / none[k]))
     print("| runtime RSS | %d KiB | %d KiB | %.2f KiB per idle session |"
           % (rss0, rss1, (rss1 - rss0) / n_sessions))
+    # Figures for bench.sh --json (BENCH_SCALE_JSON: where to write them), in bench.sh's shape.
     if os.environ.get("BENCH_SCALE_JSON"):
+        figs = {"scale_sessions": {"median": n_sessions},
+                "scale_rss_kib_per_session": {"median": round((rss1 - rss0) / n_sessions, 2)}}
+        for k in none:
+            key = "scale_" + k.replace("lbbox ", "").replace(" ", "_")
+            figs[key] = {"median": round(scaled[k], 2)}
+            figs[key + "_ratio"] = {"median": round(scaled[k] / none[k], 3)}
         with open(os.environ["BENCH_SCALE_JSON"], "w") as f:
-            json.dump({"scale_sessions": n_sessions, "scale_procs": n_procs,
-                       "none": none, "scaled": scaled, "rss_kib": [rss0, rss1]}, f)
+            json.dump(figs, f)
 finally:
     p.stdin.close()
     p.wait(900)
