@@ -1,7 +1,9 @@
 /*
  * Garbage collection of sandboxes whose lbbox was killed before it could clean up (SIGKILL,
  * OOM, power loss of the process): once their pid 1 is gone, the state directory and the
- * now-empty cgroups are removed by the next lbbox that runs. Live sandboxes are never touched.
+ * now-empty cgroups are removed by the next lbbox that starts a sandbox (each start examines a
+ * window of at most LB_GC_PER_RUN of them), by `lbbox session gc` and by the Box runtime's
+ * reaper (every one). Live sandboxes are never touched.
  */
 #include <dirent.h>
 #include <errno.h>
