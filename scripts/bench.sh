@@ -24,6 +24,11 @@
 # BENCH_OCI (default on when podman and ctr are installed; BENCH_OCI=0 skips)
 # runs scripts/bench_oci.py: lbbox-runc vs runc under podman and containerd
 # (BENCH_OCI_N runs, default 30), its figures in --json as oci_*.
+# BENCH_SCALE=N (default 0: off) runs scripts/bench_scale.py: lbbox run, session create, exec
+# and ls, box_exec, box_create_session and box_status with no other session, then with N idle
+# sessions of a Box runtime (and up to 200 managed processes) alive: each median, its ratio,
+# and the runtime's RSS per idle session (BENCH_SCALE_REPS runs per case, default 30; --json
+# as scale_*). Everything it made is removed afterwards.
 #
 # Each run is timed in this bash process with $EPOCHREALTIME around the
 # command: one fork+exec per run, the same for every tool, and no `date`
@@ -166,6 +171,13 @@ cleanup() {
 	if [ -d "$tmp/run-net/net" ]; then
 		LBBOX_NET_BRIDGE=lbbench0 "$lbbox" --runroot "$tmp/run-net" network prune \
 			>/dev/null || warn "lbbox network prune failed"
+	fi
+	if [ -d "$tmp/run-scale/box" ]; then # a scale run cut short: its sessions, one by one
+		"$lbbox" --runroot "$tmp/run-scale" --root "$tmp/root-scale" session ls --json \
+			2>/dev/null | jq -r .session_id | while read -r s; do
+			"$lbbox" --runroot "$tmp/run-scale" --root "$tmp/root-scale" session rm "$s" \
+				>/dev/null
+		done
 	fi
 	if [ -d "$tmp/run-sess/box" ]; then
 		"$lbbox" --runroot "$tmp/run-sess" --root "$tmp/root-sess" session ls --json 2>/dev/null |
@@ -484,6 +496,17 @@ rpc_bench() {
 }
 [ "${BENCH_RPC:-1}" = 0 ] || rpc_bench || warn "rpc benchmark failed"
 
+# Flat with scale (BENCH_SCALE=N idle sessions; off by default: N = 1000 takes minutes).
+scale_bench() {
+	local run=$tmp/run-scale root=$tmp/root-scale
+	mkdir -p "$run" "$root/images/busybox"
+	ln -s "$rootfs" "$root/images/busybox/rootfs"
+	BENCH_SCALE_JSON=$tmp/scale.json python3 "$repo/scripts/bench_scale.py" "$lbbox" "$root" \
+		"$run" "$rootfs" "$BENCH_SCALE" "${BENCH_SCALE_REPS:-30}"
+}
+case "${BENCH_SCALE:-0}" in *[!0-9]*) die "BENCH_SCALE must be a number" ;; esac
+[ "${BENCH_SCALE:-0}" = 0 ] || scale_bench || warn "scale benchmark failed"
+
 # lbbox-runc vs runc under podman and containerd (scripts/bench_oci.py; BENCH_OCI_N runs, default
 # 30). On by default when podman and ctr are installed; BENCH_OCI=0 skips it.
 oci_bench() {
@@ -508,6 +531,7 @@ if [ -n "$json_out" ]; then
 	done | jq -s 'add // {}')
 	[ -r "$tmp/rpc.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/rpc.json")
 	[ -r "$tmp/oci.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/oci.json")
+	[ -r "$tmp/scale.json" ] && figs=$(jq -s '.[0] + .[1]' <(printf '%s' "$figs") "$tmp/scale.json")
 	jq -n --arg commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 		--arg date "$(date -u +%FT%TZ)" --argjson n "$N" --argjson figures "$figs" \
 		'{commit: $commit, date: $date, n: $n, figures: $figures}' >"$json_out"

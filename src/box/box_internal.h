@@ -12,6 +12,7 @@
 /*
  * RUNROOT/box/
  *   lock                  flock: create, delete and reap of any session (short sections)
+ *   reap.due              no session expires before this time (ns): the reaper's hint (reap.c)
  *   sessions/<key>/       one session; <key> = its id when that is a safe file name, else a hash
  *     session.json        the record: id, sandbox id, owner, spec, created
  *     exec.lock           flock: execs of the session run one at a time; mtime = last used
@@ -113,8 +114,13 @@ struct sigaction;
 void box_sigpipe_ignore(struct sigaction *old);
 void box_sigpipe_restore(const struct sigaction *old);
 
-/* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. */
+/* reap.c: the TTL and orphan rules; the caller holds the global lock and finishes d after. A
+ * full reap (every session), which also sets the hint RUNROOT/box/reap.due. */
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
+/* The same only once the hint says a session may have expired; true when it ran. */
+bool box_reap_if_due(struct lb_box *box, uint64_t now_ns, struct box_dropping *d);
+/* A session made or touched: the hint no later than its expiry. Under the global lock. */
+void box_reap_due_lower(struct lb_box *box, const struct lb_box_session *s);
 
 /* image.c: bs->image as spec's root (spec->readonly_root already final). */
 int box_image_spec(const struct lb_box *box, const struct lb_box_spec *bs, struct lb_spec *spec,

@@ -4,6 +4,14 @@
  * owner instance (a server) is gone is an orphan and removed too; sessions of a live instance
  * and the CLI's own sessions (no owner) never are. An instance is alive while it holds the
  * flock of RUNROOT/box/instances/<id>.lock.
+ *
+ * No session create or exec scans every session for this. RUNROOT/box/reap.due holds a time
+ * before which no session can have expired: every create lowers it to its own expiry, every full
+ * reap sets it to the earliest expiry it saw; an exec moves a session's expiry later, which
+ * leaves the hint early, never late. A create reaps only once the hint has passed, or when the
+ * runtime is full. The hint is only a hint: a missing or unreadable one is "due now" (the records
+ * on disk stay the truth), and orphans (sessions of a runtime that died) are found by the full
+ * reaps, which a Box runtime runs at its start and on its reaper's timer, off the requests' path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,13 +65,19 @@ static bool owner_alive(const struct lb_box *box, const char *owner)
  * process. An expired session's exec.lock stays held in *lock until its drop has begun (the
  * record renamed deleting.json): from then on a new exec finds the session being deleted.
  */
-static bool expired(const struct lb_box *box, const struct lb_box_session *s, const char *sdir,
-		    uint64_t now_ns, int *lock)
+/* When s expires by this process's TTL (UINT64_MAX: never). */
+static uint64_t expiry(const struct lb_box *box, const struct lb_box_session *s)
 {
 	uint64_t ttl = (uint64_t)box->limits.session_ttl_sec * 1000000000ull;
 	if (s->spec.persistent || box->limits.session_ttl_sec <= 0)
-		return false;
-	if (s->last_used_ns + ttl >= now_ns)
+		return UINT64_MAX;
+	return s->last_used_ns + ttl;
+}
+
+static bool expired(const struct lb_box *box, const struct lb_box_session *s, const char *sdir,
+		    uint64_t now_ns, int *lock)
+{
+	if (expiry(box, s) >= now_ns)
 		return false;
 	if (box_flock(sdir, "exec.lock", LOCK_EX | LOCK_NB, false, lock, NULL) < 0)
 		return false; /* an exec is running */
@@ -72,8 +86,45 @@ static bool expired(const struct lb_box *box, const struct lb_box_session *s, co
 
 struct reap_ctx {
 	uint64_t now_ns;
+	uint64_t next_due; /* the earliest expiry of a session that stays */
 	struct box_dropping *d;
 };
+
+static void due_path(const struct lb_box *box, char *out, size_t len)
+{
+	snprintf(out, len, "%s/reap.due", box->dir);
+}
+
+/* The hint (0 when missing or unreadable: due now). */
+static uint64_t due_read(const struct lb_box *box)
+{
+	char path[LB_PATH_BUF], buf[32];
+	due_path(box, path, sizeof(path));
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(buf, &end, 10);
+	return errno || end == buf || *end != '\n' ? 0 : (uint64_t)v;
+}
+
+static void due_write(const struct lb_box *box, uint64_t ns)
+{
+	char path[LB_PATH_BUF], buf[32];
+	due_path(box, path, sizeof(path));
+	int n = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)ns);
+	lb_write_file_atomic(path, buf, (size_t)n, 0600, NULL); /* lost: the next create scans */
+}
+
+void box_reap_due_lower(struct lb_box *box, const struct lb_box_session *s)
+{
+	uint64_t at = expiry(box, s);
+	if (at != UINT64_MAX && at < due_read(box))
+		due_write(box, at);
+}
 
 /* The first step of a drop, the second left for after the lock (box_dropping_finish). */
 static void begin_drop(struct lb_box *box, struct reap_ctx *r, const char *id)
@@ -113,13 +164,24 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 	_cleanup_close_ int lock = -1;
 	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock))
 		begin_drop(box, r, s.session_id);
+	else if (expiry(box, &s) < r->next_due)
+		r->next_due = expiry(box, &s);
 	lb_box_session_free(&s);
 }
 
 void box_reap_locked(struct lb_box *box, uint64_t now_ns, struct box_dropping *d)
 {
-	struct reap_ctx r = {.now_ns = now_ns, .d = d};
+	struct reap_ctx r = {.now_ns = now_ns, .next_due = UINT64_MAX, .d = d};
 	box_each_session(box, reap_one, &r);
+	due_write(box, r.next_due);
+}
+
+bool box_reap_if_due(struct lb_box *box, uint64_t now_ns, struct box_dropping *d)
+{
+	if (due_read(box) > now_ns)
+		return false;
+	box_reap_locked(box, now_ns, d);
+	return true;
 }
 
 int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, struct lb_err **err)

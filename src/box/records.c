@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "box_internal.h"
@@ -228,9 +230,22 @@ static void count_one(struct lb_box *box, const char *key, const char *sdir, voi
 	(*(size_t *)ctx)++;
 }
 
+/*
+ * The number of session directories without reading them: a directory's link count is 2 plus
+ * its subdirectories on tmpfs, ext2/3/4 and xfs (sessions/ holds nothing else). Elsewhere (btrfs
+ * says 1; ext4 too past 65,000) they are counted one by one.
+ */
 size_t box_count_sessions(struct lb_box *box)
 {
+	char path[LB_PATH_BUF];
+	struct statfs fs;
+	struct stat st;
 	size_t n = 0;
+	snprintf(path, sizeof(path), "%s/sessions", box->dir);
+	if (statfs(path, &fs) == 0 && stat(path, &st) == 0 && st.st_nlink >= 2 &&
+	    (fs.f_type == TMPFS_MAGIC || fs.f_type == EXT4_SUPER_MAGIC ||
+	     fs.f_type == XFS_SUPER_MAGIC))
+		return (size_t)st.st_nlink - 2;
 	box_each_session(box, count_one, &n);
 	return n;
 }

@@ -67,6 +67,7 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 		return lb_err_set(err, ENOMEM, "session record");
 	}
 	box_unmark_creating(sdir);
+	box_reap_due_lower(box, out);
 	return 0;
 }
 
@@ -108,6 +109,11 @@ static int create(struct lb_box *box, const struct lb_box_spec *bs, struct lb_sp
 }
 
 enum lookup { FOUND, RESERVED, WAIT };
+
+static bool at_capacity(struct lb_box *box, const struct box_dropping *reaped)
+{
+	return (int64_t)(box_count_sessions(box) - reaped->n) >= box->limits.max_sessions;
+}
 
 /* Under the global lock: 1 when the session exists, fits bs (§3.3) and is alive (then it is
  * touched and in *out); 0 when there is none or it must be replaced (*stale); -1 on conflict. */
@@ -156,7 +162,8 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 	bool stale;
 	if (box_global_lock(box, &lock, err) < 0)
 		return -1;
-	box_reap_locked(box, lb_realtime_ns(), reaped);
+	uint64_t now = lb_realtime_ns();
+	bool reaped_all = box_reap_if_due(box, now, reaped);
 	box_session_dir(box, bs->session_id, sdir, sizeof(sdir));
 	int found = reuse_locked(box, bs, sdir, out, &stale, err);
 	if (found != 0) {
@@ -174,8 +181,14 @@ static int lookup(struct lb_box *box, const struct lb_box_spec *bs, struct lb_bo
 		if (box_session_drop(box, bs->session_id, err) < 0)
 			return -1; /* a half-deleted or half-created leftover */
 	}
-	/* the reaped ones are on their way out: they no longer count */
-	if ((int64_t)(box_count_sessions(box) - reaped->n) >= box->limits.max_sessions)
+	/* the reaped ones are on their way out: they no longer count; when full, a reap that did
+	 * not run (nothing was due) runs now: there may be orphans or leftovers to make room */
+	bool full = at_capacity(box, reaped);
+	if (full && !reaped_all) {
+		box_reap_locked(box, now, reaped);
+		full = at_capacity(box, reaped);
+	}
+	if (full)
 		return lb_err_box(err, LB_BOX_ECAPACITY, "Box session capacity reached (%lld)",
 				  (long long)box->limits.max_sessions);
 	if (mkdir(sdir, 0700) < 0)

@@ -20,6 +20,9 @@ bool skill_utf8_valid(const char *s, size_t n);
 /* Python's str.strip() == "". */
 bool lb_skill_is_blank(const char *s);
 
+/* skill_root.c: path against base (absolute paths stay, "~" is $HOME) into out; -1 when too long.
+ */
+int skill_joined(const char *base, const char *path, char *out, size_t len);
 /* rel ("." or a relative path) below dirfd, never through a symbolic link nor out of dirfd
  * (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS); -1 with errno. O_CLOEXEC is added. */
 int skill_openat(int dirfd, const char *rel, int flags, mode_t mode);

@@ -17,46 +17,6 @@
 #include "lbbox/box/text.h"
 #include "skill_internal.h"
 
-/* path against base (absolute paths stay), "~" expanded from $HOME. */
-static int joined(const char *base, const char *path, char *out, size_t len)
-{
-	const char *home = getenv("HOME");
-	int n;
-	if (path[0] == '~' && (path[1] == '/' || !path[1]) && home)
-		n = snprintf(out, len, "%s%s", home, path + 1);
-	else if (path[0] == '/')
-		n = snprintf(out, len, "%s", path);
-	else
-		n = snprintf(out, len, "%s/%s", base, path);
-	return n < 0 || (size_t)n >= len ? -1 : 0;
-}
-
-int lb_skill_store_path(const char *host_root, const char *skills_root, const char *ns, char *out,
-			size_t len, struct lb_err **err)
-{
-	char cwd[LB_PATH_BUF], hr[LB_PATH_BUF], sr[LB_PATH_BUF];
-	_cleanup_free_ char *h =
-	    lb_box_py_strip_dup(host_root && *host_root ? host_root : "./data/box");
-	_cleanup_free_ char *s =
-	    lb_box_py_strip_dup(skills_root && *skills_root ? skills_root : "skills");
-	_cleanup_free_ char *canonical = NULL;
-	if (!h || !s || !getcwd(cwd, sizeof(cwd)))
-		return lb_err_set(err, errno, "skill store");
-	if (ns && (!*ns || strchr(ns, '/') || !strcmp(ns, ".") || !strcmp(ns, "..")))
-		return lb_err_set(err, 0, "Invalid Box skill namespace");
-	if (joined(cwd, h, hr, sizeof(hr)) < 0 || joined(hr, s, sr, sizeof(sr)) < 0 ||
-	    (ns && strlen(sr) + strlen(ns) + 10 >= sizeof(sr)))
-		return lb_err_set(err, ENAMETOOLONG, "skill store");
-	if (ns)
-		strcat(strcat(sr, "/tenants/"), ns);
-	if (lb_path_resolve_missing(sr, &canonical, err) < 0)
-		return lb_err_wrap(err, "skill store");
-	if (strlen(canonical) >= len)
-		return lb_err_set(err, ENAMETOOLONG, "skill store");
-	strcpy(out, canonical);
-	return 0;
-}
-
 int lb_skill_store_open(const char *host_root, const char *skills_root, const char *ns,
 			struct lb_skill_store *st, struct lb_err **err)
 {
@@ -107,7 +67,7 @@ int skill_scoped(const struct lb_skill_store *st, const char *path, const char *
 	struct lb_err *e = NULL;
 	if (!p || !getcwd(cwd, sizeof(cwd)))
 		return lb_err_set(err, errno ? errno : ENOMEM, "%s", label);
-	if (!*p || joined(cwd, p, abs, sizeof(abs)) < 0 ||
+	if (!*p || skill_joined(cwd, p, abs, sizeof(abs)) < 0 ||
 	    lb_path_resolve_missing(abs, canonical, &e) < 0 || !skill_rel_of(st, *canonical)) {
 		lb_err_free(&e);
 		free(*canonical);

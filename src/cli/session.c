@@ -305,6 +305,7 @@ static int session_gc(struct cli_globals *g, struct lb_box *box, int argc, char 
 		       LB_EXIT_SETUP;
 	if (lb_box_session_reap(box, 0, &removed, &err) < 0)
 		return cli_box_error(err);
+	lb_sandbox_gc(&box->paths, NULL); /* every sandbox (a start examines only a few) */
 	printf("%zu\n", removed);
 	return 0;
 }

@@ -231,17 +231,8 @@ static json_t *limits_json(const struct lb_box_limits *l, int64_t max_file_bytes
 static int do_status(struct lb_rpc_runtime *rt, json_t *data, const struct lb_rpc_context *ctx,
 		     json_t **out, struct lb_err **err)
 {
-	struct lb_box_session *v = NULL;
-	size_t n = 0, active = 0, procs = 0;
-	if (lb_box_session_list(&rt->box, &v, &n, err) < 0)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (!mine(ctx, v[i].session_id))
-			continue;
-		active++;
-		procs += lb_box_session_running_procs(&rt->box, v[i].session_id);
-	}
-	lb_box_session_list_free(v, n);
+	size_t active, procs;
+	lb_box_status(&rt->box, ctx ? ctx->prefix : NULL, &active, &procs);
 	*out =
 	    json_pack("{s:o, s:I, s:I, s:I, s:o}", "backend", lb_rpc_backend_info(rt),
 		      "active_sessions", (json_int_t)active, "managed_processes", (json_int_t)procs,
@@ -350,7 +341,7 @@ json_t *lb_rpc_run_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request
 	const struct lb_rpc_context *ctx = req->has_ctx ? &req->ctx : NULL;
 	int i = find(req->action);
 	if (i < 0 && rpc_is_skill_action(req->action)) {
-		if (rpc_skill_action(rt, req, &out, &err) == 0)
+		if (rpc_skill_run(rt, req, &out, &err) == 0)
 			return lb_rpc_reply_ok(req->seq_id, out);
 		json_t *reply = lb_rpc_reply_err(req->seq_id, err, LB_BOX_EVALIDATION);
 		lb_err_free(&err);

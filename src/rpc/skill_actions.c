@@ -1,5 +1,7 @@
 /*
- * The eleven skill actions (§6.6) on the box layer's skill store: the caller's Workspace store
+ * The eleven skill actions (§6.6) on the box layer's skill store, in this process
+ * (lb_rpc_skills_local: lbbox-skill, the tests; the Box runtime runs them in lbbox-skill, see
+ * skill_route.c): the caller's Workspace store
  * (tenants/<box_namespace>, §6.7; the store itself for a legacy caller without a context), one
  * operation on it at a time. As in the SDK, every failure is a BoxValidationError, except a
  * missing "name" in box_get_skill (KeyError). The zip actions read the upload the transport
@@ -16,25 +18,14 @@
 #include "lbbox/rpc/rpc.h"
 #include "actions.h"
 
-static const char *local_str(const struct lb_rpc_runtime *rt, const char *key)
-{
-	return json_string_value(json_object_get(json_object_get(rt->config, "local"), key));
-}
-
 int rpc_skill_store(const struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
 		    struct lb_skill_store *st, struct lb_err **err)
 {
 	char ns[80];
 	if (ctx)
 		lb_rpc_namespace_of(ctx, ns, sizeof(ns));
-	return lb_skill_store_open(local_str(rt, "host_root"), local_str(rt, "skills_root"),
-				   ctx ? ns : NULL, st, err);
-}
-
-int rpc_skill_fence(struct lb_rpc_runtime *rt, struct lb_err **err)
-{
-	return lb_skill_store_path(local_str(rt, "host_root"), local_str(rt, "skills_root"), NULL,
-				   rt->box.skills_root, sizeof(rt->box.skills_root), err);
+	return lb_skill_store_open(rpc_config_local(rt, "host_root"),
+				   rpc_config_local(rt, "skills_root"), ctx ? ns : NULL, st, err);
 }
 
 /* data[key] as text ('key' when missing: Python's KeyError text). */
@@ -84,47 +75,6 @@ static int int_of(const json_t *v, int64_t *out, struct lb_err **err)
 		return lb_err_set(err, 0, "invalid literal for int() with base 10: '%s'", s);
 	}
 	return lb_err_set(err, 0, "max_entries must be a positive integer");
-}
-
-/*
- * skill_name (§6.11): the Workspace's skill package, read-only at /workspace/.skills/<name>, as
- * an extra mount of the runtime's own (a LangBot that composes that mount itself has it there
- * already). The package path comes from the store's own discovery, never from the request.
- */
-int rpc_skill_mount(struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
-		    struct lb_box_spec *bs, struct lb_err **err)
-{
-	char target[LB_PATH_BUF];
-	struct lb_skill_store st;
-	char *root = NULL;
-	if (!bs->skill_name)
-		return 0;
-	snprintf(target, sizeof(target), "/workspace/.skills/%s", bs->skill_name);
-	for (size_t i = 0; i < bs->n_extra_mounts; i++)
-		if (bs->extra_mounts[i].mount_path &&
-		    !strcmp(bs->extra_mounts[i].mount_path, target))
-			return 0;
-	if (rpc_skill_store(rt, ctx, &st, err) < 0)
-		return -1;
-	int r = lb_skill_package_root(&st, bs->skill_name, &root, err);
-	lb_skill_store_close(&st);
-	if (r < 0)
-		return lb_err_reclass(err, LB_BOX_EVALIDATION,
-				      "Skill \"%s\" is unavailable in this Workspace",
-				      bs->skill_name);
-	struct lb_box_mount *v = realloc(bs->extra_mounts, (bs->n_extra_mounts + 1) * sizeof(*v));
-	char *dst = strdup(target);
-	if (!v || !dst) {
-		free(root);
-		free(dst);
-		if (v)
-			bs->extra_mounts = v;
-		return lb_err_set(err, ENOMEM, "skill mount");
-	}
-	bs->extra_mounts = v;
-	v[bs->n_extra_mounts++] = (struct lb_box_mount){
-	    .host_path = root, .mount_path = dst, .mode = LB_BOX_MOUNT_RO, .runtime_owned = true};
-	return 0;
 }
 
 typedef int (*skill_fn)(struct lb_skill_store *st, json_t *data, int upload_fd, json_t **out,
@@ -274,27 +224,16 @@ static const struct {
     {"box_install_skill_zip", install_skill_zip},
 };
 
-bool rpc_is_skill_action(const char *action)
-{
-	for (size_t i = 0; i < sizeof(skill_actions) / sizeof(skill_actions[0]); i++)
-		if (!strcmp(skill_actions[i].name, action))
-			return true;
-	return false;
-}
-
-bool lb_rpc_action_reads_upload(const char *action)
-{
-	return !strcmp(action, "box_preview_skill_zip") || !strcmp(action, "box_install_skill_zip");
-}
-
-int rpc_skill_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req, json_t **out,
-		     struct lb_err **err)
+static int local_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req, json_t **out,
+			struct lb_err **err)
 {
 	const struct lb_rpc_context *ctx = req->has_ctx ? &req->ctx : NULL;
 	struct lb_skill_store st;
-	size_t i = 0;
-	while (strcmp(skill_actions[i].name, req->action))
+	size_t i = 0, n = sizeof(skill_actions) / sizeof(skill_actions[0]);
+	while (i < n && strcmp(skill_actions[i].name, req->action))
 		i++;
+	if (i == n)
+		return lb_err_box(err, LB_BOX_EVALIDATION, "unknown skill action %s", req->action);
 	if (!strcmp(req->action, "box_get_skill") && !json_object_get(req->data, "name"))
 		return lb_err_box(err, "KeyError", "'name'");
 	int r = rpc_skill_store(rt, ctx, &st, err);
@@ -306,3 +245,22 @@ int rpc_skill_action(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req
 		(*err)->cls = LB_BOX_EVALIDATION;
 	return r;
 }
+
+/* The package directory skill_name names (§6.11), from the store's own discovery; a store that
+ * cannot be opened says so, a skill it does not have is "unavailable". */
+static int local_package_root(struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
+			      const char *name, char **out, struct lb_err **err)
+{
+	struct lb_skill_store st;
+	if (rpc_skill_store(rt, ctx, &st, err) < 0)
+		return -1;
+	int r = lb_skill_package_root(&st, name, out, err);
+	lb_skill_store_close(&st);
+	if (r < 0)
+		return lb_err_reclass(err, LB_BOX_EVALIDATION,
+				      "Skill \"%s\" is unavailable in this Workspace", name);
+	return 0;
+}
+
+const struct lb_rpc_skills lb_rpc_skills_local = {.action = local_action,
+						  .package_root = local_package_root};

@@ -243,5 +243,8 @@ struct lb_sandbox {
 
 /* gc.c: removes a dead sandbox's cgroups and state directory; false while pid 1 lives. */
 bool lb_gc_collect(const char *runroot, const char *statedir);
+/* The same for at most max sandboxes of the runroot, a random window (every one when fewer). */
+#define LB_GC_PER_RUN 16
+void lb_gc_some(const struct lb_paths *paths, size_t max);
 
 #endif

@@ -1,11 +1,14 @@
 /*
  * Garbage collection of sandboxes whose lbbox was killed before it could clean up (SIGKILL,
  * OOM, power loss of the process): once their pid 1 is gone, the state directory and the
- * now-empty cgroups are removed by the next lbbox that runs. Live sandboxes are never touched.
+ * now-empty cgroups are removed by the next lbbox that starts a sandbox (each start examines a
+ * window of at most LB_GC_PER_RUN of them), by `lbbox session gc` and by the Box runtime's
+ * reaper (every one). Live sandboxes are never touched.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -86,6 +89,49 @@ bool lb_gc_collect(const char *runroot, const char *statedir)
 	return collected;
 }
 
+/* A sandbox's state directory name: 12 hex digits; anything else is not ours to remove. */
+static bool is_sandbox_id(const char *name)
+{
+	return strlen(name) == 12 && strspn(name, "0123456789abcdef") == 12;
+}
+
+/*
+ * A run examines at most max sandboxes (a window at a random place among them), not every one:
+ * with a thousand live sessions, checking each alive lock cost a run more than its own setup.
+ * Listing the directory stays (one getdents per ~200 names); what a run leaves, the next runs
+ * reach, and a runroot of at most max sandboxes is examined whole, as before.
+ */
+void lb_gc_some(const struct lb_paths *paths, size_t max)
+{
+	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
+	char(*ids)[13] = NULL;
+	size_t n = 0, cap = 0;
+	bool net_on = false;
+	for (struct dirent *de; d && (de = readdir(d));) {
+		if (!is_sandbox_id(de->d_name))
+			continue;
+		if (n == cap) {
+			char(*v)[13] = reallocarray(ids, cap ? cap * 2 : 64, sizeof(*ids));
+			if (!v)
+				break; /* out of memory: those listed so far */
+			ids = v, cap = cap ? cap * 2 : 64;
+		}
+		memcpy(ids[n++], de->d_name, 13);
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	size_t start = n > max ? ((size_t)ts.tv_nsec ^ (size_t)getpid()) % n : 0;
+	for (size_t i = 0; i < n && i < max; i++) {
+		char path[LB_PATH_BUF];
+		bool collected = false;
+		snprintf(path, sizeof(path), "%s/%s", paths->runroot, ids[(start + i) % n]);
+		net_on |= collect_one(path, &collected);
+	}
+	free(ids);
+	if (net_on)
+		lb_net_gc(paths->runroot);
+}
+
 int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 {
 	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
@@ -95,8 +141,7 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
 	while ((de = readdir(d))) {
 		char path[LB_PATH_BUF];
-		/* sandbox ids are 12 hex digits; anything else is not ours to remove */
-		if (strlen(de->d_name) != 12 || strspn(de->d_name, "0123456789abcdef") != 12)
+		if (!is_sandbox_id(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", paths->runroot, de->d_name);
 		bool collected = false;

@@ -544,7 +544,7 @@ static int run_start(struct run *r, const struct lb_paths *paths, int *setup_exi
 	char cgname[256];
 	if (r->rootless && lb_rootless_check(spec, err) < 0)
 		return -1;
-	lb_sandbox_gc(paths, NULL);
+	lb_gc_some(paths, LB_GC_PER_RUN); /* not every sandbox: gc.c */
 	if (prepare_seccomp(r, spec, paths, err) < 0 || make_statedir(r, paths, err) < 0 ||
 	    (spec->copy_rootfs && copy_rootfs(r, spec, err) < 0))
 		return -1;

@@ -100,6 +100,7 @@ static void reap_tick(lws_sorted_usec_list_t *sul)
 		return;
 	size_t removed;
 	lb_box_session_reap(&s->rt.box, 0, &removed, NULL);
+	lb_sandbox_gc(&s->rt.box.paths, NULL); /* every sandbox (a start examines only a few) */
 	_exit(0);
 }
 

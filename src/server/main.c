@@ -145,6 +145,7 @@ static struct server *server_new(void)
 	const char *ping = getenv("LBBOX_BOX_WS_PING_SEC");
 	const char *ttl = getenv("LBBOX_BOX_UPLOAD_TTL_SEC");
 	lb_rpc_runtime_init(&s->rt);
+	s->rt.skills = &server_skills; /* in lbbox-skill: skill_client.c */
 	s->in_fd = s->out_fd = s->instance_lock = -1;
 	s->port = 5410;
 	/* LangBot reaches the relay at 127.0.0.1 in stdio mode (§7.1); wider is asked for with

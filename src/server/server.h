@@ -196,4 +196,7 @@ void server_uploads_expire(struct server *s);
 /* Removes every upload of p (it is closing). */
 void server_uploads_drop(struct peer *p);
 
+/* skill_client.c: the skill store's work, run in the helper lbbox-skill beside lbbox-server. */
+extern const struct lb_rpc_skills server_skills;
+
 #endif

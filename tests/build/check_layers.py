@@ -21,6 +21,7 @@ ALLOWED = {
     "sandbox": BASE | {"sandbox"},
     "image": BASE | {"image"},
     "imagetool": BASE | {"image"},
+    "skilltool": BASE | {"sandbox", "image", "spec", "box", "rpc"},
     "spec": BASE | {"sandbox", "image", "spec"},
     "box": BASE | {"sandbox", "image", "spec", "box"},
     "rpc": BASE | {"sandbox", "image", "spec", "box", "rpc"},

@@ -138,7 +138,7 @@ static void envelope(json_t *msg)
 	json_t *reply;
 	const char *why;
 	if (!ready)
-		lb_rpc_runtime_init(&rt), ready = true;
+		lb_rpc_runtime_init(&rt), rt.skills = &lb_rpc_skills_local, ready = true;
 	if (rt.n_fences > LB_RPC_MAX_FENCES / 2)
 		rt.n_fences = 0; /* keep the table from filling across runs */
 	enum lb_rpc_route route = lb_rpc_request_open(&rt, msg, false, &req, &reply, &why);

@@ -811,10 +811,10 @@ static void report_box(FILE *m, const char *dir, const char *name)
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		// the Box layer's lock files stay (the global one, the process-capacity one, the
-		// one of detached runs' creation)
+		// one of detached runs' creation), and the reaper's hint (a time, no resource)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    !strcmp(e->d_name, "lock") || !strcmp(e->d_name, "procs-capacity.lock") ||
-		    !strcmp(e->d_name, "runs.lock"))
+		    !strcmp(e->d_name, "runs.lock") || !strcmp(e->d_name, "reap.due"))
 			continue;
 		char *sub = lbt_strdupf("%s/%s", box, e->d_name);
 		if (!strcmp(e->d_name, "sessions") || !strcmp(e->d_name, "instances"))

@@ -97,6 +97,12 @@ check tag_box_image "" lbbox tag localhost/busybox:latest rockchin/langbot-sandb
 check box_runtime "ok" python3 "$src/tests/install/box_smoke.py" "$LBT_STAGE/usr/bin/lbbox"
 
 # -- the README: every block marked runnable, top to bottom, as a user would paste it -------------
+# the Box runtime runs the skill store in lbbox-skill, found beside the installed lbbox-server
+check box_skill_helper '"code": 0 s1' sh -c "mkdir -p $tmp/box && cd $tmp/box &&
+	r=\$(echo '{\"seq_id\":1,\"action\":\"box_create_skill\",\"data\":{\"skill\":{\"name\":\"s1\"}}}' |
+	LANGBOT_BOX_TRUSTED_INSTANCE_UUID=t lbbox box -s --ws-control-port 0 2>/dev/null |
+	grep -o '\"code\": 0') && echo \"\$r \$(ls data/box/skills)\""
+
 readme_blocks() {
 	awk -v dir="$tmp/readme" '
 		/^<!-- runnable -->$/ { want = 1; next }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -609,4 +611,93 @@ LBT_TEST(proc, stop_after_the_keeper_died_kills_the_process)
 	lbt_out_free(&o);
 	cr_assert_eq(lbt_wait_procs_with_arg("987657", 0, 5), 0, "the orphaned process was killed");
 	lbt_session_rm("s1");
+}
+
+/* RUNROOT/box/reap.due, the reaper's hint: no create scans the sessions before it. */
+static void write_due(const char *text)
+{
+	char *path = lbt_strdupf("%s/box/reap.due", lbt_runroot());
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+	free(path);
+}
+
+static bool listed(const char *name)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "inspect", name, NULL);
+	bool found = o.status == 0;
+	lbt_out_free(&o);
+	return found;
+}
+
+// A session idle past the TTL (its exec.lock's mtime set back 400 s) is not reaped by a create
+// while the hint says nothing can have expired yet (no create scans every session), and is once
+// the hint has passed; a missing hint is "due now", and the full reap writes it again.
+LBT_TEST(proc, create_reaps_only_once_the_hint_is_due)
+{
+	struct timespec old[2] = {{.tv_sec = time(NULL) - 400}, {.tv_sec = time(NULL) - 400}};
+	char *lock = lbt_strdupf("%s/box/sessions/idle/exec.lock", lbt_runroot());
+	create("idle", NULL);
+	cr_assert_eq(utimensat(AT_FDCWD, lock, old, 0), 0, "%s", strerror(errno));
+	create("s2", NULL);
+	cr_assert(listed("idle"), "a create scanned the sessions before the hint");
+	write_due("1\n");
+	create("s3", NULL);
+	cr_assert(!listed("idle"), "the hint passed, yet the idle session was not reaped");
+	create("idle", NULL);
+	cr_assert_eq(utimensat(AT_FDCWD, lock, old, 0), 0, "%s", strerror(errno));
+	char *due = lbt_strdupf("%s/box/reap.due", lbt_runroot());
+	cr_assert_eq(unlink(due), 0);
+	create("s4", NULL);
+	cr_assert(!listed("idle"), "a missing hint must mean due now");
+	cr_assert_eq(access(due, F_OK), 0, "the full reap wrote no hint");
+	free(lock);
+	free(due);
+	lbt_session_rm("s2");
+	lbt_session_rm("s3");
+	lbt_session_rm("s4");
+}
+
+// Capacity is counted without reading the sessions, and a full runtime reaps before it refuses
+// even when nothing is due (orphans, whose instance is gone, make room); the count stays right
+// as sessions come and go.
+LBT_TEST(proc, a_full_runtime_reaps_orphans_before_refusing)
+{
+	struct lb_run_out o;
+	char name[32];
+	setenv("LBBOX_BOX_MAX_SESSIONS", "12", 1);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		create(name, "--persistent");
+	}
+	setenv("LBBOX_BOX_OWNER", "lbt-gone-instance", 1);
+	create("orphan1", "--persistent");
+	create("orphan2", "--persistent");
+	unsetenv("LBBOX_BOX_OWNER");
+	write_due("18446744073709551615\n"); /* nothing due: only the capacity path reaps */
+	create("x", "--persistent");
+	cr_assert(!listed("orphan1") && !listed("orphan2"), "the orphans were not reaped");
+	create("y", "--persistent");
+	lbt_run(&o, "session", "create", "z", "--rootfs", lbt_rootfs(), NULL);
+	cr_assert_neq(o.status, 0, "a 13th session was made");
+	cr_assert_not_null(strstr(o.err, "capacity reached (12)"), "%s", o.err);
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "ls", NULL);
+	int lines = 0;
+	for (const char *p = o.out; (p = strchr(p, '\n')); p++)
+		lines++;
+	cr_assert_eq(lines, 13, "ls: %s", o.out); /* a header and 12 sessions */
+	lbt_out_free(&o);
+	lbt_session_rm("x");
+	create("z", "--persistent"); /* room again */
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		lbt_session_rm(name);
+	}
+	lbt_session_rm("y");
+	lbt_session_rm("z");
+	unsetenv("LBBOX_BOX_MAX_SESSIONS");
 }

@@ -678,6 +678,42 @@ def managed_processes(b):
     b.ok("box_delete_session", {"session_id": "m1"})
 
 
+@test
+def status_counts_stay_right_with_many_sessions(b):
+    """box_status counts the caller's sessions and running managed processes from the session
+    directories' names (no record read but a hashed name's): right with several Workspaces, a
+    session whose id is too long to name its directory, and as sessions and processes go."""
+    other = dict(CTX, workspace_uuid="ws-2")
+    long_id = "L" * 90  # its physical id is over 100 bytes: its directory has a hashed name
+    mine = ["a%d" % i for i in range(10)] + [long_id]
+    for sid in mine:
+        b.ok("box_create_session", spec(sid))
+    for i in range(4):
+        b.ok("box_create_session", spec("b%d" % i), other)
+    sleep = {"command": "sleep", "args": ["1000"]}
+    for sid in ("a0", "a1", long_id):
+        b.ok("box_start_managed_process", {"session_id": sid, "spec": sleep})
+    b.ok("box_start_managed_process", {"session_id": "b0", "spec": sleep}, other)
+
+    def counts(ctx=CTX):
+        st = b.ok("box_status", {}, ctx)
+        return st["active_sessions"], st["managed_processes"]
+    assert counts() == (11, 3), counts()
+    assert counts(other) == (4, 1), counts(other)
+    b.ok("box_stop_managed_process", {"session_id": "a1", "process_id": "default"})
+    for sid in mine[5:]:
+        b.ok("box_delete_session", {"session_id": sid})
+    b.ok("box_delete_session", {"session_id": "b3"}, other)
+    assert counts() == (5, 1), counts()
+    assert counts(other) == (3, 1), counts(other)
+    assert len(b.ok("box_get_sessions", {})["sessions"]) == 5
+    for sid in mine[:5]:
+        b.ok("box_delete_session", {"session_id": sid})
+    for i in range(3):
+        b.ok("box_delete_session", {"session_id": "b%d" % i}, other)
+    assert counts() == (0, 0) and counts(other) == (0, 0)
+
+
 def wait_exited(b, sid, pid):
     d = poll(lambda: (lambda i: i if i["status"] == "exited" else None)(
         b.ok("box_get_managed_process", {"session_id": sid, "process_id": pid})), 10.0)
@@ -2623,6 +2659,20 @@ def skill_store_is_no_host_path(b):
     assert r["stdout"] == "ok", r
     with open(os.path.join(b.store, "tool", "SKILL.md")) as f:
         assert "A's secret" in f.read()
+
+
+@skill_test
+def skill_store_runs_outside_the_runtime(b):
+    """The skill store's libraries (libarchive, libyaml and what they load) are the helper
+    lbbox-skill's, never mapped into the runtime, whose every forked job would copy them."""
+    b.ok("box_create_skill", {"skill": {"name": "far", "instructions": "helper-made"}})
+    r = b.ok("box_get_skill", {"name": "far"})
+    assert r["skill"]["instructions"] == "helper-made", r
+    with open("/proc/%d/maps" % b.p.pid) as f:
+        maps = f.read()
+    assert "lbbox-sealed" in os.readlink("/proc/%d/exe" % b.p.pid)  # the runtime itself
+    for lib in ("libarchive", "libyaml", "libxml2", "libicu"):
+        assert lib not in maps, "%s is mapped into lbbox-server" % lib
 
 
 @skill_test

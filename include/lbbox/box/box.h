@@ -253,6 +253,9 @@ void lb_box_log_close(struct lb_box_log_reader *r);
 
 /* Running managed processes of one session. */
 size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
+/* status.c: the sessions (with a record) whose ids begin with "<prefix>-" (every one: prefix
+ * NULL) and their running managed processes, without reading the records. */
+void lb_box_status(struct lb_box *box, const char *prefix, size_t *sessions, size_t *running);
 /* Running managed processes of the whole runtime. */
 size_t lb_box_proc_count_running(struct lb_box *box);
 /* Sessions, running and exited managed processes, read without pruning anything. */

@@ -131,7 +131,26 @@ struct lb_rpc_fence {
 };
 
 /* What the protocol keeps between requests; the transport owns one. */
+struct lb_rpc_runtime;
+struct lb_rpc_request;
+/*
+ * The skill store's work (§6.6, §6.11): its eleven actions and skill_name's package lookup. The
+ * store needs libarchive and libyaml, so the Box runtime runs it in the helper lbbox-skill
+ * (server/skill_client.c); lb_rpc_skills_local is the same work in this process (lbbox-skill
+ * itself, the tests). A runtime without one (NULL) answers every skill action with an error.
+ */
+struct lb_rpc_skills {
+	/* A skill action's result (*out) or error. */
+	int (*action)(struct lb_rpc_runtime *rt, const struct lb_rpc_request *req, json_t **out,
+		      struct lb_err **err);
+	/* The canonical package directory of skill name in the caller's store (malloc'ed). */
+	int (*package_root)(struct lb_rpc_runtime *rt, const struct lb_rpc_context *ctx,
+			    const char *name, char **out, struct lb_err **err);
+};
+extern const struct lb_rpc_skills lb_rpc_skills_local;
+
 struct lb_rpc_runtime {
+	const struct lb_rpc_skills *skills;
 	struct lb_box box;
 	json_t *config;		/* LANGBOT_BOX_CONFIG merged with box_init payloads */
 	json_t *features;	/* lb_host_features() at start */

@@ -94,7 +94,8 @@ int lb_sandbox_run_io(const struct lb_spec *spec, const struct lb_paths *paths,
 
 /*
  * Removes the state directories and cgroups of sandboxes whose lbbox died without cleaning up
- * and whose pid 1 is gone. lb_sandbox_run calls it before starting a sandbox.
+ * and whose pid 1 is gone, examining every sandbox (a sandbox's start examines a few each
+ * time).
  */
 int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err);
 
