@@ -106,7 +106,7 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, bool *user, struct
 	return 0;
 }
 
-static int parse_memory(json_t *res, struct lb_cgroup_limits *lim, struct lb_err **err)
+static int parse_memory(json_t *res, struct lb_oci_config *cfg, struct lb_err **err)
 {
 	json_t *mem = lb_oci_get_typed(res, "memory", JSON_OBJECT, err);
 	int64_t v = 0;
@@ -120,48 +120,59 @@ static int parse_memory(json_t *res, struct lb_cgroup_limits *lim, struct lb_err
 			return lb_err_set(err, EINVAL,
 					  "config: memory limit %lld is below lbbox's 32 MiB",
 					  (long long)v);
-		lim->memory_bytes = (uint64_t)v;
+		cfg->spec.limits.memory_bytes = (uint64_t)v;
 	}
-	/* swap, reservation, swappiness ...: checked; the limit is hard and swap is never given */
-	static const char *const ints[] = {"reservation", "swap", "kernel", "kernelTCP",
-					   "swappiness"};
+	if (lb_oci_get_int(mem, "reservation", -1, INT64_MAX, &set, &v, err) < 0)
+		return -1;
+	if (set && v > 0)
+		cfg->memory_reservation = v;
+	/* swap, swappiness ...: checked; the limit is hard and swap is never given */
+	static const char *const ints[] = {"swap", "kernel", "kernelTCP", "swappiness"};
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		if (lb_oci_get_int(mem, ints[i], -1, INT64_MAX, &set, &v, err) < 0)
 			return -1;
 	return 0;
 }
 
-static int parse_cpu(json_t *res, struct lb_cgroup_limits *lim, struct lb_err **err)
+static int parse_cpu(json_t *res, struct lb_oci_config *cfg, struct lb_err **err)
 {
 	json_t *cpu = lb_oci_get_typed(res, "cpu", JSON_OBJECT, err);
-	int64_t quota = 0, period = 0, v;
-	bool qs, ps, set;
-	const char *s;
+	struct lb_cgroup_limits *lim = &cfg->spec.limits;
+	int64_t quota = 0, period = 0, shares = 0;
+	bool qs, ps, ss;
+	const char *cpus = NULL, *mems = NULL;
 	if (!cpu)
 		return *err ? -1 : 0;
 	if (lb_oci_get_int(cpu, "quota", -1, INT64_MAX, &qs, &quota, err) < 0 ||
 	    lb_oci_get_int(cpu, "period", 0, 1000000, &ps, &period, err) < 0 ||
-	    lb_oci_get_int(cpu, "shares", 0, UINT32_MAX, &set, &v, err) < 0 ||
-	    lb_oci_get_string(cpu, "cpus", false, &s, err) < 0 ||
-	    lb_oci_get_string(cpu, "mems", false, &s, err) < 0)
+	    lb_oci_get_int(cpu, "shares", 0, UINT32_MAX, &ss, &shares, err) < 0 ||
+	    lb_oci_get_string(cpu, "cpus", false, &cpus, err) < 0 ||
+	    lb_oci_get_string(cpu, "mems", false, &mems, err) < 0)
 		return -1;
+	/* lbbox puts no sandbox in a cpuset cgroup: pinning is refused, not ignored */
+	if ((cpus && *cpus) || (mems && *mems))
+		return lb_err_set(err, ENOTSUP,
+				  "config: resources.cpu.%s is not supported (no cpuset cgroup)",
+				  cpus && *cpus ? "cpus" : "mems");
 	if (qs && quota > 0) {
 		if (quota < 1000)
 			return lb_err_set(err, EINVAL, "config: cpu quota below 1000 us");
 		lim->cpu_quota_us = (uint64_t)quota;
 		lim->cpu_period_us = ps && period >= 1000 ? (uint64_t)period : 100000;
 	}
+	if (ss && shares > 0)
+		cfg->cpu_shares = (uint64_t)shares;
 	return 0;
 }
 
-static int parse_resources(json_t *lx, struct lb_spec *spec, struct lb_err **err)
+static int parse_resources(json_t *lx, struct lb_oci_config *cfg, struct lb_err **err)
 {
 	json_t *res = lb_oci_get_typed(lx, "resources", JSON_OBJECT, err), *pids;
 	int64_t v = 0;
 	bool set;
 	if (!res)
 		return *err ? -1 : 0;
-	if (parse_memory(res, &spec->limits, err) < 0 || parse_cpu(res, &spec->limits, err) < 0)
+	if (parse_memory(res, cfg, err) < 0 || parse_cpu(res, cfg, err) < 0)
 		return -1;
 	pids = lb_oci_get_typed(res, "pids", JSON_OBJECT, err);
 	if (*err)
@@ -169,7 +180,7 @@ static int parse_resources(json_t *lx, struct lb_spec *spec, struct lb_err **err
 	if (pids && lb_oci_get_int(pids, "limit", -1, INT64_MAX, &set, &v, err) < 0)
 		return -1;
 	if (pids && set && v > 0)
-		spec->limits.pids = (uint64_t)v;
+		cfg->spec.limits.pids = (uint64_t)v;
 	/* devices: the engine's own fence (only the standard devices) is at least as strict */
 	if ((lb_oci_get_typed(res, "devices", JSON_ARRAY, err), *err))
 		return -1;
@@ -271,7 +282,7 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	}
 	if (parse_namespaces(lx, &cfg->spec, &user, err) < 0 ||
 	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0 ||
-	    parse_resources(lx, &cfg->spec, err) < 0 || parse_seccomp(lx, cfg, err) < 0 ||
+	    parse_resources(lx, cfg, err) < 0 || parse_seccomp(lx, cfg, err) < 0 ||
 	    parse_paths(lx, "maskedPaths", &cfg->spec.masked_paths, err) < 0 ||
 	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||
 	    parse_cgroups_path(lx, cfg, err) < 0 ||

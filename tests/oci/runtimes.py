@@ -737,11 +737,17 @@ def podman_checks(P, U, img, run, tmp, root):
     check(r.returncode == 0 and r.stdout == "bar\nfrom-host\n"
           and open(os.path.join(vol, "out")).read() == "from-box\n", "-e and -v")
     r = sh(run + ["--network", "none", "--memory", "64m", "--pids-limit", "33", "--cpus",
-                  "0.5", img, "sh", "-c",
+                  "0.5", "--cpu-shares", "512", "--memory-reservation", "40m", img, "sh", "-c",
                   "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
-                  "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us"])
-    check(r.stdout.split() == ["67108864", "33", "50000"],
-          f"--memory, --pids-limit, --cpus in the cgroup ({r.stdout.split()} {r.stderr.strip()})")
+                  "/sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us "
+                  "/sys/fs/cgroup/cpu/cpu.shares /sys/fs/cgroup/memory/memory.soft_limit_in_bytes"])
+    check(r.stdout.split() == ["67108864", "33", "50000", "512", "41943040"],
+          "--memory, --pids-limit, --cpus, --cpu-shares, --memory-reservation in the cgroup "
+          f"({r.stdout.split()} {r.stderr.strip()})")
+    # pinning needs a cpuset cgroup lbbox does not make: refused, never ignored
+    r = sh(run + ["--network", "none", "--cpuset-cpus", "0", img, "true"])
+    check(r.returncode != 0 and "resources.cpu.cpus is not supported" in r.stderr,
+          f"--cpuset-cpus refused with lbbox's line ({r.returncode} {r.stderr.strip()[-160:]})")
     # -t: conmon's console socket; script(1) gives podman a terminal of its own
     cmd = " ".join(run + ["-t", "--network", "none", img, "sh", "-c", "'tty; exit 4'"])
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
