@@ -199,19 +199,23 @@ int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err
 	if (lb_oci_get_int(user, "gid", 0, UINT32_MAX - 1, &set, &v, err) < 0)
 		return -1;
 	spec->gid = (gid_t)v;
-	/* additionalGids: checked; the engine gives the command no supplementary group */
+	/* additionalGids: the command's supplementary groups (the kernel's NGROUPS_MAX) */
 	json_t *extra = lb_oci_get_typed(user, "additionalGids", JSON_ARRAY, err), *g;
 	size_t i;
 	if (*err)
 		return -1;
 	if (json_array_size(extra) > 65536)
 		return lb_err_set(err, E2BIG, "config: too many additionalGids");
+	if (json_array_size(extra) &&
+	    !(spec->groups = calloc(json_array_size(extra), sizeof(*spec->groups))))
+		return lb_err_set(err, ENOMEM, "config: additionalGids");
 	json_array_foreach(extra, i, g)
 	{
 		if (!json_is_integer(g) || json_integer_value(g) < 0 ||
 		    json_integer_value(g) > UINT32_MAX - 1)
 			return lb_err_set(err, EINVAL, "config: additionalGids[%zu] is not a gid",
 					  i);
+		spec->groups[spec->n_groups++] = (gid_t)json_integer_value(g);
 	}
 	return 0;
 }

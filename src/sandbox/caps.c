@@ -38,12 +38,19 @@ static bool setgroups_denied(void)
 	return strncmp(buf, "deny", 4) == 0;
 }
 
-static int set_identity(uid_t uid, gid_t gid, struct lb_err **err)
+static int set_identity(const struct lb_spec *spec, struct lb_err **err)
 {
+	uid_t uid = spec->uid;
+	gid_t gid = spec->gid;
 	/* a rootless sandbox's user namespace denies setgroups (the price of mapping without
 	 * newgidmap): its supplementary groups stay the caller's, shown as the overflow gid */
-	if (setgroups(0, NULL) < 0 && !(errno == EPERM && setgroups_denied()))
-		return lb_err_set(err, errno, "setgroups");
+	if (setgroups(spec->n_groups, spec->groups) < 0) {
+		if (spec->n_groups && errno == EINVAL)
+			return lb_err_set(err, 0,
+					  "a supplementary group is not mapped in the sandbox");
+		if (spec->n_groups || !(errno == EPERM && setgroups_denied()))
+			return lb_err_set(err, errno, "setgroups");
+	}
 	/* EINVAL: an id the sandbox's user namespace does not map */
 	if (setresgid(gid, gid, gid) < 0)
 		return errno == EINVAL
@@ -107,7 +114,7 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err)
 	/* keep permitted caps across setuid so set_caps can still narrow them precisely */
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
 		return lb_err_set(err, errno, "PR_SET_KEEPCAPS");
-	if (set_identity(spec->uid, spec->gid, err) < 0)
+	if (set_identity(spec, err) < 0)
 		return -1;
 	if (set_caps(keep, err) < 0)
 		return -1;

@@ -62,6 +62,11 @@ static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	s->uid = (uid_t)json_integer_value(json_object_get(ex, "uid"));
 	s->gid = (gid_t)json_integer_value(json_object_get(ex, "gid"));
 	s->caps = (uint64_t)json_integer_value(json_object_get(ex, "caps"));
+	json_t *groups = json_object_get(ex, "groups"), *g;
+	size_t n = json_array_size(groups);
+	if (n && !(s->groups = calloc(n, sizeof(*s->groups))))
+		return lb_err_set(err, ENOMEM, "sandbox state");
+	json_array_foreach(groups, i, g) s->groups[s->n_groups++] = (gid_t)json_integer_value(g);
 	json_array_foreach(json_object_get(ex, "rlimits"), i, r)
 	{
 		if (s->n_rlimits == LB_MAX_RLIMITS)

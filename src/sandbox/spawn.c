@@ -107,6 +107,8 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 		as_user = *spec;
 		as_user.uid = s->o->set_user ? s->o->uid : spec->uid;
 		as_user.gid = s->o->set_user ? s->o->gid : spec->gid;
+		if (s->o->set_user) /* another user: none of the command's supplementary groups */
+			as_user.n_groups = 0;
 		as_user.caps |= s->o->add_caps;
 		spec = &as_user;
 	}

@@ -54,6 +54,7 @@ void lb_spec_free(struct lb_spec *spec)
 	lb_strvfreep(&spec->argv);
 	lb_strvfreep(&spec->env);
 	free(spec->cwd);
+	free(spec->groups);
 	free(spec->hostname);
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		free(spec->mounts[i].source);

@@ -63,9 +63,13 @@ static json_t *exec_json(const struct lb_spec *spec)
 		json_array_append_new(rl, json_pack("[i, I, I]", spec->rlimits[i].resource,
 						    (json_int_t)spec->rlimits[i].soft,
 						    (json_int_t)spec->rlimits[i].hard));
-	return json_pack("{s:i, s:i, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
-			 (int)spec->gid, "caps", (json_int_t)spec->caps, "rlimits", rl, "seccomp",
-			 spec->seccomp_profile, "env", lb_json_from_strv(spec->env));
+	json_t *groups = json_array();
+	for (size_t i = 0; i < spec->n_groups; i++)
+		json_array_append_new(groups, json_integer((json_int_t)spec->groups[i]));
+	return json_pack("{s:i, s:i, s:o, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
+			 (int)spec->gid, "groups", groups, "caps", (json_int_t)spec->caps,
+			 "rlimits", rl, "seccomp", spec->seccomp_profile, "env",
+			 lb_json_from_strv(spec->env));
 }
 
 static json_t *lease_json(const struct lb_net_lease *lease)

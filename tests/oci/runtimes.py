@@ -199,13 +199,14 @@ def part_runtime(tmp):
     with open(hook, "w") as f:
         f.write(f"#!/bin/sh\n{{ echo \"$1\"; cat; echo; }} >> {hook_out}\n")
     os.chmod(hook, 0o755)
-    probe = ("id -u; id -g; hostname; echo $GREETING; pwd; ulimit -n; "
+    probe = ("id -u; id -g; id -G; hostname; echo $GREETING; pwd; ulimit -n; "
              "grep CapEff /proc/self/status; touch /x 2>/dev/null || echo ro-root; "
              "echo t > /scratch/t && cat /scratch/t; cat /data/f; "
              "touch /data/g 2>/dev/null || echo ro-bind")
     bc = bundle(tmp, "bc", ["sh", "-c", probe])
     cfg = json.load(open(os.path.join(bc, "config.json")))
-    cfg["process"].update({"user": {"uid": 1000, "gid": 1001}, "cwd": "/tmp",
+    cfg["process"].update({"user": {"uid": 1000, "gid": 1001, "additionalGids": [20, 4000]},
+                           "cwd": "/tmp",
                            "env": ["PATH=/bin:/usr/bin", "GREETING=hello"],
                            "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 512, "soft": 256}]})
     cfg["hostname"] = "oci-box"
@@ -217,7 +218,8 @@ def part_runtime(tmp):
                     for k in ("createRuntime", "prestart", "poststart", "poststop")}
     json.dump(cfg, open(os.path.join(bc, "config.json"), "w"))
     r = sh(R + ["run", "-b", bc, "cc"], stdin=subprocess.DEVNULL)
-    want = ["1000", "1001", "oci-box", "hello", "/tmp", "256", "CapEff:\t0000000000000000",
+    want = ["1000", "1001", "1001 20 4000", "oci-box", "hello", "/tmp", "256",
+            "CapEff:\t0000000000000000",
             "ro-root", "t", "bound", "ro-bind"]
     check(r.returncode == 0 and r.stdout.splitlines() == want,
           f"config.json seen from inside ({r.stdout.splitlines()} {r.stderr.strip()})")

@@ -127,6 +127,10 @@ struct lb_spec {
 	char *cwd;
 	uid_t uid;
 	gid_t gid;
+	/* supplementary groups of the command (an OCI process.user.additionalGids); none by
+	 * default. Owned (lb_spec_free frees it). */
+	gid_t *groups;
+	size_t n_groups;
 	char *hostname;
 	/* Root only: the sandbox gets a user namespace of its own, which owns its other namespaces,
 	 * with these uid and gid maps (both given, each mapping id 0). n_uid_map 0 = none (a
