@@ -301,6 +301,13 @@ int lb_tty_catch_signals(struct lb_tty *t, pid_t pid, struct lb_err **err)
 	return 0;
 }
 
+/*
+ * TCSADRAIN, not TCSAFLUSH (as docker and podman): the output is all out before the terminal
+ * leaves raw mode, and what the user typed ahead for the shell is kept. TCSAFLUSH would drop
+ * that input and still not stop a terminal's late answers to the command's escape-sequence
+ * queries (they can arrive after the flush, over ssh say); those are the terminal's own fixed
+ * replies, not text the command chooses, so the shell may get them either way.
+ */
 static void restore(struct lb_tty *t)
 {
 	if (t->raw)

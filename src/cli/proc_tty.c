@@ -139,7 +139,7 @@ static int take_terminal(struct attach *a, struct lb_err **err)
 
 static void give_back(struct attach *a)
 {
-	if (a->raw)
+	if (a->raw) /* TCSADRAIN, not TCSAFLUSH: why in base/tty.c */
 		tcsetattr(0, TCSADRAIN, &a->saved);
 	if (a->sigfd >= 0) {
 		struct signalfd_siginfo si;
