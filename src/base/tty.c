@@ -45,40 +45,48 @@ static void arm(struct lb_tty *t)
 }
 
 /*
- * stdout, non-blocking, so that a reader that stops reading never holds up the wait (deadline,
- * signals). O_NONBLOCK belongs to the open file, which a terminal or a pipe shares with the
- * user's shell and its other commands: those are reopened (a file of our own, nothing to undo);
- * anything else (a socket) gets the flag on its own, undone by lb_tty_close. A regular file
- * never blocks anyway, and a reopening would lose its offset. Opened once the master came, so
- * after pid 1 or the exec was forked: no process inside inherits the new descriptor.
+ * O_NONBLOCK belongs to the open file, which a terminal or a pipe shares with the user's shell
+ * and its other commands: those are reopened (a file of our own, nothing to undo); anything
+ * else (a socket) gets the flag on its own, given back by lb_tty_stdout_close. A regular file
+ * never blocks anyway, and a reopening would lose its offset.
  */
-static void open_out(struct lb_tty *t)
+int lb_tty_stdout_open(int *flags)
 {
 	struct stat st;
+	*flags = -1;
 	if (fstat(1, &st) < 0)
-		return; /* no stdout: the output is dropped */
-	t->out = 1;
+		return -1;
 	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
 		int fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-		if (fd >= 0) {
-			t->out = fd;
-			t->out_own = true;
-			return;
-		}
+		if (fd >= 0)
+			return fd;
 	}
 	int fl = fcntl(1, F_GETFL);
 	if (fl >= 0 && !(fl & O_NONBLOCK) && fcntl(1, F_SETFL, fl | O_NONBLOCK) == 0)
-		t->out_flags = fl;
+		*flags = fl;
+	return 1;
+}
+
+void lb_tty_stdout_close(int fd, int flags)
+{
+	if (fd >= 0 && fd != 1) /* (fd 1 is never a reopening's: it was open) */
+		close(fd);
+	else if (fd == 1 && flags >= 0)
+		fcntl(1, F_SETFL, flags);
+}
+
+/* stdout, so that a reader that stops reading never holds up the wait (deadline, signals).
+ * Opened once the master came, so after pid 1 or the exec was forked: no process inside
+ * inherits the new descriptor. */
+static void open_out(struct lb_tty *t)
+{
+	t->out = lb_tty_stdout_open(&t->out_flags);
 }
 
 static void close_out(struct lb_tty *t)
 {
-	if (t->out_own)
-		close(t->out);
-	else if (t->out_flags >= 0)
-		fcntl(1, F_SETFL, t->out_flags);
+	lb_tty_stdout_close(t->out, t->out_flags);
 	t->out = t->out_flags = -1;
-	t->out_own = false;
 	t->olen = t->ooff = 0;
 }
 

@@ -433,6 +433,28 @@ def a_managed_process_with_a_terminal():
         subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
 
 
+@case
+def proc_attach_detaches_while_stdout_is_stuck():
+    """proc attach -t with a stdout pipe nobody reads, on a process that writes without end:
+    SIGTERM still detaches at once (the process keeps running)."""
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    try:
+        p = subprocess.run([LBBOX, "proc", "start", "-t", "--id", "y", name, "--", "sh", "-c",
+                            "exec yes $0", "MARK"], env=ENV, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p
+        code, took = stuck_stdout(["proc", "attach", "-t", name, "y"],
+                                  lambda t: t.p.send_signal(signal.SIGTERM), 0)
+        assert code == 0 and took < 1, (code, took)
+        assert '"status":"running"' in proc_info(name, "y"), proc_info(name, "y")
+    finally:
+        subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
+
+
 def main():
     failed = 0
     only = os.environ.get("LBBOX_TTY_FILTER", "")

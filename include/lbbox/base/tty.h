@@ -22,11 +22,9 @@ struct lb_tty {
 	int child_sock; /* the sandbox's end (pid 1's or an exec's console socket) */
 	int master;	/* -1 until it came; non-blocking */
 	bool master_done;
-	int in;	 /* the caller's stdin (-1: not read, as without -i) */
-	int out; /* the caller's stdout, non-blocking (-1: gone); out_own: reopened, ours */
-	bool out_own;
-	int out_flags; /* stdout's own flags, to restore (-1: untouched) */
-	int size_fd;   /* the caller's terminal whose window size is followed; -1: none */
+	int in;		    /* the caller's stdin (-1: not read, as without -i) */
+	int out, out_flags; /* lb_tty_stdout_open's (-1: gone) */
+	int size_fd;	    /* the caller's terminal whose window size is followed; -1: none */
 	bool has_size;
 	struct winsize size; /* its size when opened: the pty starts with it */
 	bool resized;	     /* SIGWINCH before the master came: its size is set on arrival */
@@ -65,5 +63,11 @@ bool lb_tty_on_signal(void *ctx, int sig);
 void lb_tty_finish(struct lb_tty *t, bool wait);
 /* Restores the terminal and the signal mask, closes everything. Idempotent. */
 void lb_tty_close(struct lb_tty *t);
+
+/* The caller's stdout, non-blocking, for a relay that must never wait on its reader: a
+ * descriptor of its own when it can (the user's open file is left as it is), else fd 1 with
+ * O_NONBLOCK set and its flags in *flags; -1: no stdout. Undone by lb_tty_stdout_close. */
+int lb_tty_stdout_open(int *flags);
+void lb_tty_stdout_close(int fd, int flags);
 
 #endif
