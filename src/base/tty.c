@@ -56,6 +56,8 @@ int lb_tty_stdout_open(int *flags)
 	*flags = -1;
 	if (fstat(1, &st) < 0)
 		return -1;
+	if (S_ISREG(st.st_mode))
+		return 1;
 	if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
 		int fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 		if (fd >= 0)

@@ -9,6 +9,7 @@ import os
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -376,6 +377,23 @@ def a_slow_reader_still_gets_everything():
     flags = fcntl.fcntl(t.slave, fcntl.F_GETFL)  # the same open file as lbbox's stdout
     code, out = t.finish()
     assert code == 0 and not flags & os.O_NONBLOCK, (code, out, flags)
+    with open(os.path.join(TMP, "out.txt"), "w+") as f:  # a file: written as it is
+        p = subprocess.run([LBBOX, "run", "-t", "--rootfs", ROOTFS, "--", "echo", "to-a-file"],
+                           env=ENV, stdin=subprocess.DEVNULL, stdout=f, timeout=60)
+        flags = fcntl.fcntl(f.fileno(), fcntl.F_GETFL)
+        f.seek(0)
+        got = f.read()
+    assert p.returncode == 0 and got.replace("\r", "") == "to-a-file\n", (p, got)
+    assert not flags & os.O_NONBLOCK, flags
+    mine, theirs = socket.socketpair()  # a socket: O_NONBLOCK on its own, and given back
+    with mine, theirs:
+        p = subprocess.run([LBBOX, "run", "-t", "--rootfs", ROOTFS, "--", "echo", "to-a-socket"],
+                           env=ENV, stdin=subprocess.DEVNULL, stdout=theirs, timeout=60)
+        flags = fcntl.fcntl(theirs.fileno(), fcntl.F_GETFL)
+        mine.settimeout(5)
+        got = mine.recv(100).decode()
+    assert p.returncode == 0 and got.replace("\r", "") == "to-a-socket\n", (p, got)
+    assert not flags & os.O_NONBLOCK, flags
 
 
 def proc_info(name, pid):
