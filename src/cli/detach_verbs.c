@@ -224,7 +224,7 @@ static int exec_in(struct cli_globals *g, struct lb_box *box, int argc, char **a
 	fflush(stdout);
 	int rc = lb_box_run_exec(box, p.name, &x, &code, &err);
 	if (x.tty) {
-		lb_tty_finish(&tty);
+		lb_tty_finish(&tty, rc == 0);
 		lb_tty_close(&tty);
 	}
 	if (rc < 0)

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "runs_cli.h"
 #include "lbbox/base/cleanup.h"
+#include "lbbox/base/tty.h"
 #include "lbbox/box/box.h"
 #include "lbbox/base/util.h"
 
@@ -26,6 +27,9 @@
 
 struct attach {
 	int sock, wfd, sigfd;
+	int out, out_flags; /* lb_tty_stdout_open's: a reader that stops never holds up a detach */
+	char obuf[65536];
+	size_t olen, ooff; /* of obuf, what stdout has not taken yet; the socket waits meanwhile */
 	bool in_open, ctrl_p; /* ctrl_p: a ^P read and held back, maybe the first detach key */
 	bool raw;
 	struct termios saved;
@@ -70,14 +74,33 @@ static int from_stdin(struct attach *a)
 	return k && lb_write_all(a->sock, out, k) < 0 ? -1 : 1;
 }
 
-/* The process's output -> stdout: 1 go on, 0 it exited (or stdout is gone). */
-static int to_stdout(const struct attach *a)
+/* obuf -> stdout, what it takes now: 1 go on, 0 stdout is gone. */
+static int flush_out(struct attach *a)
 {
-	char buf[65536];
-	ssize_t n = read(a->sock, buf, sizeof(buf));
-	if (n < 0 && errno == EINTR)
+	while (a->olen) {
+		ssize_t n = write(a->out, a->obuf + a->ooff, a->olen - a->ooff);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			return 1;
+		if (n <= 0)
+			return 0;
+		a->ooff += (size_t)n;
+		if (a->ooff == a->olen)
+			a->olen = a->ooff = 0;
+	}
+	return 1;
+}
+
+/* The process's output -> obuf (empty) -> stdout: 1 go on, 0 it exited (or stdout is gone). */
+static int to_stdout(struct attach *a)
+{
+	ssize_t n = read(a->sock, a->obuf, sizeof(a->obuf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return 1;
-	return n > 0 && lb_write_all(1, buf, (size_t)n) == 0;
+	if (n <= 0 || a->out < 0)
+		return 0;
+	a->olen = (size_t)n;
+	a->ooff = 0;
+	return flush_out(a);
 }
 
 /* A signal: SIGWINCH resizes, the others detach (0). */
@@ -94,15 +117,18 @@ static int on_signal(const struct attach *a)
 static void relay(struct attach *a)
 {
 	for (int r = 1; r > 0;) {
-		struct pollfd p[3] = {{.fd = a->in_open ? 0 : -1, .events = POLLIN},
-				      {.fd = a->sock, .events = POLLIN},
-				      {.fd = a->sigfd, .events = POLLIN}};
-		int n = poll(p, 3, a->in_open ? -1 : LINGER_MS);
+		struct pollfd p[4] = {{.fd = a->in_open ? 0 : -1, .events = POLLIN},
+				      {.fd = a->olen ? -1 : a->sock, .events = POLLIN},
+				      {.fd = a->sigfd, .events = POLLIN},
+				      {.fd = a->olen ? a->out : -1, .events = POLLOUT}};
+		int n = poll(p, 4, a->in_open ? -1 : LINGER_MS);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return; /* quiet after stdin's end, or poll failed: detach */
-		if (p[1].revents)
+		if (p[3].revents)
+			r = flush_out(a);
+		if (r > 0 && p[1].revents)
 			r = to_stdout(a);
 		if (r > 0 && p[0].revents)
 			r = from_stdin(a);
@@ -128,6 +154,7 @@ static int take_terminal(struct attach *a, struct lb_err **err)
 	}
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, &a->oldpipe);
+	a->out = lb_tty_stdout_open(&a->out_flags);
 	struct termios raw;
 	if (isatty(0) && tcgetattr(0, &a->saved) == 0) {
 		raw = a->saved;
@@ -139,7 +166,7 @@ static int take_terminal(struct attach *a, struct lb_err **err)
 
 static void give_back(struct attach *a)
 {
-	if (a->raw)
+	if (a->raw) /* TCSADRAIN, not TCSAFLUSH: why in base/tty.c */
 		tcsetattr(0, TCSADRAIN, &a->saved);
 	if (a->sigfd >= 0) {
 		struct signalfd_siginfo si;
@@ -148,13 +175,14 @@ static void give_back(struct attach *a)
 		close(a->sigfd);
 		sigprocmask(SIG_SETMASK, &a->oldmask, NULL);
 		sigaction(SIGPIPE, &a->oldpipe, NULL);
+		lb_tty_stdout_close(a->out, a->out_flags);
 	}
 }
 
 int cli_proc_attach_tty(struct lb_box *box, const char *session, const char *id)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
-	struct attach a = {.sock = -1, .wfd = -1, .sigfd = -1, .in_open = true};
+	struct attach a = {.sock = -1, .wfd = -1, .sigfd = -1, .out = -1, .in_open = true};
 	int r = lb_box_proc_tty(box, session, id, &a.wfd, &err);
 	if (r == 0)
 		r = lb_box_proc_attach(box, session, id, false, &a.sock, &err);

@@ -179,7 +179,7 @@ static int run_sandbox(struct run_opts *o, struct cli_globals *g, struct lb_resu
 				     .on_signal = lb_tty_on_signal,
 				     .ctx = &tty};
 	int r = lb_sandbox_run_io(&o->spec, &g->paths, &io, res, setup_exit, err);
-	lb_tty_finish(&tty);
+	lb_tty_finish(&tty, r == 0 && !res->timed_out);
 	lb_tty_close(&tty);
 	return r;
 }

@@ -208,7 +208,7 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 	if (r == 0)
 		r = lb_box_exec(box, id, &o.req, &res, &err);
 	if (o.io.tty) {
-		lb_tty_finish(&o.term);
+		lb_tty_finish(&o.term, r == 0 && !res.timed_out);
 		lb_tty_close(&o.term);
 	}
 	if (r == 0 && !res.timed_out && quota_check(box, &s, "after execution", &err) < 0) {

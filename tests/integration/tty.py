@@ -9,6 +9,7 @@ import os
 import re
 import select
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -308,6 +309,93 @@ def exec_in_a_detached_run_has_a_terminal():
         subprocess.run([LBBOX, "rm", "-f", name], env=ENV, capture_output=True)
 
 
+def stuck_stdout(args, act, limit):
+    """lbbox with stdout a pipe nobody reads, filled by a command that writes without end
+    (yes): act(t) once the pipe is full, then lbbox must end within limit seconds. The pipe is
+    read only afterwards (so a stuck lbbox is freed and ended). Returns (code, seconds)."""
+    t = Term(args, stdout_pipe=True)
+    time.sleep(1)  # the pipe (64 KiB) and the relay's buffers are full by now
+    start = time.time()
+    act(t)
+    while t.p.poll() is None and time.time() - start < limit + 5:
+        time.sleep(0.05)
+    took = time.time() - start
+    code, _ = t.finish()
+    return code, took
+
+
+@case
+def the_timeout_holds_while_stdout_is_stuck():
+    """run -t --timeout 3 with a stdout pipe nobody reads: lbbox still kills the command at
+    the deadline and exits (the relay waits for stdout in its loop, it never blocks in it)."""
+    code, took = stuck_stdout(run_t("exec yes $0", flags=("-t", "--timeout", "3")),
+                              lambda t: None, 2)
+    assert code == 124 and took < 2 + 1, (code, took)  # 3 s from the start, 1 s of it gone
+
+
+@case
+def sigterm_is_served_while_stdout_is_stuck():
+    """The same stuck stdout, and SIGTERM to lbbox (run -t, session exec -t): it reaches the
+    command at once, and lbbox ends without waiting for the reader."""
+    code, took = stuck_stdout(run_t("exec yes $0"), lambda t: t.p.send_signal(signal.SIGTERM),
+                              0)
+    assert code == 143 and took < 1, ("run", code, took)
+    # the command ended by itself, its output not yet all out: lbbox waits for the reader,
+    # but a signal ends the waiting (the rest is dropped)
+    code, took = stuck_stdout(run_t("head -c 75000 /dev/zero; exit 0"),
+                              lambda t: t.p.send_signal(signal.SIGTERM), 0)
+    assert code == 0 and took < 1, ("run, ended", code, took)
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    try:
+        code, took = stuck_stdout(["session", "exec", "-t", name, "sh", "-c", "exec yes $0",
+                                   "MARK"], lambda t: t.p.send_signal(signal.SIGTERM), 0)
+        assert code == 143 and took < 1, ("session exec", code, took)
+        code, took = stuck_stdout(["session", "exec", "-t", "--timeout", "3", name, "sh", "-c",
+                                   "exec yes $0", "MARK"], lambda t: None, 2)
+        # (a session's timeout also destroys it: ~1.5 s more here, without -t as well)
+        assert code == 124 and took < 2 + 3, ("session exec --timeout", code, took)
+    finally:
+        subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
+
+
+@case
+def a_slow_reader_still_gets_everything():
+    """The other side of not blocking: a command that ends by itself while its reader lags
+    behind gets all its output to it (the relay holds the command back and drops nothing,
+    also what is left when it ends); the user's terminal is never made non-blocking."""
+    for n in (75000, 3000000):  # ends with output still in the relay; held back first
+        t = Term(run_t("head -c %d /dev/zero | tr '\\0' x; echo END" % n), stdout_pipe=True)
+        time.sleep(1.5)
+        code, out = t.finish()
+        assert code == 0 and out.count("x") == n and out.endswith("END\n"), (n, code, len(out))
+    t = Term(run_t("echo ready; sleep 1"))
+    t.read_until("ready")
+    flags = fcntl.fcntl(t.slave, fcntl.F_GETFL)  # the same open file as lbbox's stdout
+    code, out = t.finish()
+    assert code == 0 and not flags & os.O_NONBLOCK, (code, out, flags)
+    with open(os.path.join(TMP, "out.txt"), "w+") as f:  # a file: written as it is
+        p = subprocess.run([LBBOX, "run", "-t", "--rootfs", ROOTFS, "--", "echo", "to-a-file"],
+                           env=ENV, stdin=subprocess.DEVNULL, stdout=f, timeout=60)
+        flags = fcntl.fcntl(f.fileno(), fcntl.F_GETFL)
+        f.seek(0)
+        got = f.read()
+    assert p.returncode == 0 and got.replace("\r", "") == "to-a-file\n", (p, got)
+    assert not flags & os.O_NONBLOCK, flags
+    mine, theirs = socket.socketpair()  # a socket: O_NONBLOCK on its own, and given back
+    with mine, theirs:
+        p = subprocess.run([LBBOX, "run", "-t", "--rootfs", ROOTFS, "--", "echo", "to-a-socket"],
+                           env=ENV, stdin=subprocess.DEVNULL, stdout=theirs, timeout=60)
+        flags = fcntl.fcntl(theirs.fileno(), fcntl.F_GETFL)
+        mine.settimeout(5)
+        got = mine.recv(100).decode()
+    assert p.returncode == 0 and got.replace("\r", "") == "to-a-socket\n", (p, got)
+    assert not flags & os.O_NONBLOCK, flags
+
+
 def proc_info(name, pid):
     p = subprocess.run([LBBOX, "proc", "inspect", name, pid], env=ENV, capture_output=True,
                        text=True, timeout=30)
@@ -359,6 +447,28 @@ def a_managed_process_with_a_terminal():
                            capture_output=True, text=True, timeout=30)
         lines = p.stderr.splitlines()
         assert p.returncode == 125 and len(lines) == 1 and "has no terminal" in lines[0], p
+    finally:
+        subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
+
+
+@case
+def proc_attach_detaches_while_stdout_is_stuck():
+    """proc attach -t with a stdout pipe nobody reads, on a process that writes without end:
+    SIGTERM still detaches at once (the process keeps running)."""
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    try:
+        p = subprocess.run([LBBOX, "proc", "start", "-t", "--id", "y", name, "--", "sh", "-c",
+                            "exec yes $0", "MARK"], env=ENV, capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p
+        code, took = stuck_stdout(["proc", "attach", "-t", name, "y"],
+                                  lambda t: t.p.send_signal(signal.SIGTERM), 0)
+        assert code == 0 and took < 1, (code, took)
+        assert '"status":"running"' in proc_info(name, "y"), proc_info(name, "y")
     finally:
         subprocess.run([LBBOX, "session", "rm", name], env=ENV, capture_output=True)
 

@@ -15,15 +15,16 @@
 
 #include "lbbox/base/err.h"
 
-#define LB_TTY_NFDS 3 /* the master (the socket until it came), stdin, signals */
+#define LB_TTY_NFDS 4 /* the master (the socket until it came), stdin, signals, stdout */
 
 struct lb_tty {
 	int sock;	/* ours: the master arrives here */
 	int child_sock; /* the sandbox's end (pid 1's or an exec's console socket) */
 	int master;	/* -1 until it came; non-blocking */
 	bool master_done;
-	int in, out; /* the caller's stdin (-1: not read, as without -i) and stdout */
-	int size_fd; /* the caller's terminal whose window size is followed; -1: none */
+	int in;		    /* the caller's stdin (-1: not read, as without -i) */
+	int out, out_flags; /* lb_tty_stdout_open's (-1: gone) */
+	int size_fd;	    /* the caller's terminal whose window size is followed; -1: none */
 	bool has_size;
 	struct winsize size; /* its size when opened: the pty starts with it */
 	bool resized;	     /* SIGWINCH before the master came: its size is set on arrival */
@@ -34,8 +35,12 @@ struct lb_tty {
 	struct sigaction oldpipe; /* SIGPIPE is ignored while the relay is open */
 	bool pipe_set;
 	pid_t target; /* where caught signals go (not SIGWINCH) */
+	/* lbbox had SIGINT, SIGTERM, SIGHUP or SIGQUIT: its command's output is not waited for */
+	bool signalled;
 	char buf[4096];
 	size_t len, off; /* of buf, stdin's bytes still to be written to the master */
+	char obuf[65536];
+	size_t olen, ooff; /* of obuf, the master's bytes still to be written to out */
 	struct pollfd pfd[LB_TTY_NFDS];
 };
 
@@ -52,9 +57,17 @@ void lb_tty_on_ready(void *ctx, struct pollfd *fd);
 /* A signal the caller took: SIGWINCH resizes the pty (true: taken); others are not its. ctx is
  * the lb_tty (lb_run_io's on_signal). */
 bool lb_tty_on_signal(void *ctx, int sig);
-/* The command ended: what is left in the pty goes to stdout, and the terminal is restored. */
-void lb_tty_finish(struct lb_tty *t);
+/* The command ended: what is left in the pty goes to stdout, and the terminal is restored.
+ * wait: it ended by itself, so its output is owed in full even to a slow reader (until a
+ * signal comes); else (timed out, killed) only what stdout takes at once. */
+void lb_tty_finish(struct lb_tty *t, bool wait);
 /* Restores the terminal and the signal mask, closes everything. Idempotent. */
 void lb_tty_close(struct lb_tty *t);
+
+/* The caller's stdout, non-blocking, for a relay that must never wait on its reader: a
+ * descriptor of its own when it can (the user's open file is left as it is), else fd 1 with
+ * O_NONBLOCK set and its flags in *flags; -1: no stdout. Undone by lb_tty_stdout_close. */
+int lb_tty_stdout_open(int *flags);
+void lb_tty_stdout_close(int fd, int flags);
 
 #endif

@@ -74,7 +74,7 @@ char *lb_escape_ctl(const char *s);
 char *lb_vformat_line(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 struct pollfd;
-#define LB_WAIT_MAX_FDS 4
+#define LB_WAIT_MAX_FDS 5 /* a run's signals and lb_tty's */
 /*
  * Waits until the process behind pidfd ends (true) or the deadline (lb_now_ns clock; 0: none)
  * passes (false), calling on_ready(ctx, fd) whenever one of fds[0..n) is ready for its events

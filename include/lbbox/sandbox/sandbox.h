@@ -71,7 +71,7 @@ int lb_sandbox_run(const struct lb_spec *spec, const struct lb_paths *paths, str
 		   int *setup_exit, struct lb_err **err);
 
 /* What the caller serves while lb_sandbox_run_io waits for the command (lbbox run -t's relay). */
-#define LB_RUN_IO_MAX_FDS 3
+#define LB_RUN_IO_MAX_FDS 4
 struct pollfd;
 struct lb_run_io {
 	/* a connected stream socket (lb_tty's child end): pid 1 opens a pty on the sandbox's own
