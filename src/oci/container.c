@@ -233,7 +233,9 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 		     : 0;
 	if (fd >= 0)
 		close(fd);
-	if (rc == 0 && hooked && lb_oci_await_started(rfd, pidfd, err) < 0) {
+	if (rc == 0 && hooked &&
+	    lb_oci_await_started(rfd, pidfd, lb_oci_hooks_timeout(st.hooks, "startContainer"),
+				 err) < 0) {
 		start_failed(r, dir, &st);
 		lb_oci_state_free(&st);
 		return lb_oci_one_line(err);

@@ -510,6 +510,47 @@ def part_hooks(tmp):
           f"a createContainer hook's timeout fails create ({took:.1f}s {err.strip()})")
     check(sh(R + ["state", "hf"]).returncode == 1
           and os.listdir(os.path.join(root, ".sandboxes")) == [], "... and leaves nothing")
+    hooks_bounded(tmp, R, root)
+
+
+def start_hooked(tmp, R, root, cid, script):
+    """A container whose startContainer hook (timeout 1 s) is the busybox script given; create
+    it and return (pid, its cgroup directories)."""
+    b, hd = hook_bundle(tmp, "b-" + cid, ["sleep", "300"], {})
+    with open(os.path.join(hd, "h.sh"), "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\n" + script)
+    os.chmod(os.path.join(hd, "h.sh"), 0o755)
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = {"startContainer": [{"path": "/hooks/h.sh", "timeout": 1}]}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    pidfile = os.path.join(tmp, cid + ".pid")
+    rc, err = create(R, tmp, ["-b", b, "--pid-file", pidfile, cid])
+    check(rc == 0, f"create {cid} ({err.strip()})")
+    pid = int(open(pidfile).read()) if rc == 0 else 0
+    return pid, cgroup_dirs(pid) if pid else []
+
+
+def hooks_bounded(tmp, R, root):
+    """A startContainer hook that stops its runner (same identity) cannot hang start: pid 1
+    kills it, start fails with one line within the hooks' timeout and a margin, nothing left."""
+    pid, cgs = start_hooked(tmp, R, root, "hstop", "kill -STOP $PPID\n")
+    t0 = time.time()
+    try:
+        r = sh(R + ["start", "hstop"], timeout=40)
+        rc, err = r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = None, "start hung\n"
+    took = time.time() - t0
+    check(rc == 1 and err.count("\n") == 1 and "runner was stopped" in err and took < 12,
+          f"a startContainer hook stopping its runner fails start at once ({took:.1f}s "
+          f"{err.strip()})")
+    gone = wait_exit(pid, 10) is not None or not os.path.exists(f"/proc/{pid}")
+    if rc is None:
+        sh(R + ["delete", "--force", "hstop"])
+    check(gone and sh(R + ["state", "hstop"]).returncode == 1
+          and not any(os.path.exists(c) for c in cgs)
+          and os.listdir(os.path.join(root, ".sandboxes")) == [],
+          f"... and leaves no state, process or cgroup ({cgs})")
 
 
 def part_masks(tmp):
