@@ -2,11 +2,10 @@
  * Hook points of pid 1's setup (spec->hooks): where an OCI runtime runs its createContainer and
  * startContainer hooks. What runs is the caller's business; the engine decides where and with
  * what rights. The hooks run in a child of pid 1 that first becomes what the command will be
- * (rlimits, identity, capabilities, no_new_privs), so a hook, an image's program at
- * LB_HOOK_STARTED, never holds more than the command; pid 1 itself is untouched. Seccomp is left
- * out: it is installed as the command's last step, and hooks run before it. Whatever a hook leaves
- * running is killed before pid 1 goes on: at LB_HOOK_MOUNTED it would keep the host's root, at
- * LB_HOOK_STARTED it would be an unfiltered process the command could ptrace. The runner is as
+ * (rlimits, identity, capabilities, no_new_privs, then the command's seccomp filter), so a hook,
+ * an image's program at LB_HOOK_STARTED, never holds more than the command; pid 1 itself is
+ * untouched. Whatever a hook leaves running is killed before pid 1 goes on: at LB_HOOK_MOUNTED it
+ * would keep the host's root, at LB_HOOK_STARTED it would outlive its point. The runner is as
  * hostile as its hooks (it has the command's identity, so a hook can stop it): pid 1 waits for it
  * with a deadline, the point's hook timeouts plus LB_HOOKS_MARGIN_S, and kills it when it stops.
  */
@@ -24,6 +23,7 @@
 #include "lbbox/base/process.h"
 #include "lbbox/base/util.h"
 #include "lbbox/sandbox/sandbox.h"
+#include "lbbox/sandbox/seccomp.h"
 #include "engine.h"
 
 /* The hooks' runner: becomes the command's identity, then hands over to the caller's hooks. */
@@ -40,8 +40,10 @@ runner(const struct lb_child_ctx *ctx, enum lb_hook_point point, pid_t pid, cons
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (chdir(cwd) < 0)
 		lb_err_set(&err, errno, "hooks: chdir %s", cwd);
+	/* the filter last, as the command's: no_new_privs is set by then */
 	if (err || lb_apply_rlimits(ctx->spec, &err) < 0 ||
 	    lb_drop_privileges(ctx->spec, &err) < 0 ||
+	    (ctx->seccomp && lb_seccomp_install(ctx->seccomp, &err) < 0) ||
 	    ctx->spec->hooks->child(ctx->spec->hooks->ctx, point, pid, &err) < 0)
 		lb_child_fail(fd, LB_EXIT_SETUP, err);
 	_exit(0);

@@ -394,7 +394,8 @@ def part_hooks(tmp):
     mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "mnt", "net")}
     # the host-side hook: the state on one line, then what it sees (createContainer: its
     # namespaces, its cwd's tmpfs, where it leaves a marker and a process that must not outlive
-    # it). The in-container one (busybox sh): the marker, its capabilities and seccomp mode.
+    # it). The in-container one (busybox sh): the marker, its capabilities and seccomp mode, and
+    # whether the filter lets it make a user namespace (the command's does not).
     host = os.path.join(tmp, "hook-host.sh")
     with open(host, "w") as f:
         f.write('#!/bin/sh\nlog="$2"; state=$(cat)\n'
@@ -412,7 +413,8 @@ def part_hooks(tmp):
     inside = ('#!/bin/sh\nstate=$(cat)\n'
               'extra="$(cat /scratch/hooked) $(grep CapEff /proc/self/status | cut -f2) '
               '$(grep Seccomp: /proc/self/status | cut -f2) $(id -u) '
-              '$(cut -d" " -f6 /proc/$$/stat)"\n'
+              '$(cut -d" " -f6 /proc/$$/stat) '
+              '$(unshare -U true 2>/dev/null && echo unshared || echo refused)"\n'
               'printf "%s %s %s\\n" "$1" "$state" "$extra" >> /hooks/log\n'
               '[ "$2" != fail ] || exit 4\n')
 
@@ -431,7 +433,8 @@ def part_hooks(tmp):
         os.chmod(os.path.join(hd, "in.sh"), 0o755)
 
     probe = ("cat /scratch/hooked; grep CapEff /proc/self/status | cut -f2; "
-             "grep Seccomp: /proc/self/status | cut -f2")
+             "grep Seccomp: /proc/self/status | cut -f2; "
+             "unshare -U true 2>/dev/null && echo unshared || echo refused")
     b, hd = hook_bundle(tmp, "bhk", ["sh", "-c", probe], {})
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["hooks"] = hooks(hd)
@@ -467,14 +470,17 @@ def part_hooks(tmp):
           f"createContainer runs in the container's namespaces with the command's capabilities, "
           f"cwd its root with its mounts ({cc})")
     sc = log[3][2].split() if len(log) > 3 else []
-    check(len(lines) == 3 and lines[0] == "from-createContainer" and lines[2] == "2",
+    check(len(lines) == 4 and lines[0] == "from-createContainer" and lines[2] == "2"
+          and lines[3] == "refused",
           f"the command sees what createContainer left in its tmpfs, under seccomp ({lines})")
-    check(len(sc) == 5 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
-          and sc[2] == "0" and sc[3] == "0",
+    check(len(sc) == 6 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
+          and sc[3] == "0",
           f"startContainer runs inside the container (a path of its own), with the command's "
-          f"capabilities, before seccomp ({sc} vs {lines})")
+          f"capabilities ({sc} vs {lines})")
+    check(len(sc) == 6 and sc[2] == "2" and sc[5] == "refused",
+          f"startContainer runs under the command's seccomp filter: no user namespace ({sc})")
     # a session of its own, as the command's: not lbbox-runc's (outside the pid namespace: 0)
-    check(len(sc) == 5 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
+    check(len(sc) == 6 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
 
     # failures: one line, the container gone (poststop still runs), nothing left
     for kind, verb in (("createContainer", "create"), ("startContainer", "start")):

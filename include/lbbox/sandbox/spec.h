@@ -102,7 +102,7 @@ struct lb_hooks {
 	 * pid is pid 1's. A failure ends the sandbox. */
 	int (*parent)(void *ctx, pid_t pid, struct lb_err **err);
 	/* In a child of pid 1, in every namespace of the sandbox, with the command's rlimits,
-	 * identity, capabilities and no_new_privs but no seccomp filter; every process it leaves
+	 * identity, capabilities, no_new_privs and seccomp filter; every process it leaves
 	 * is killed once it returns. pid: pid 1's, as lbbox sees it. A failure ends the sandbox,
 	 * and so does a child that stops, or runs past its point's timeout + LB_HOOKS_MARGIN_S. */
 	int (*child)(void *ctx, enum lb_hook_point point, pid_t pid, struct lb_err **err);
