@@ -102,15 +102,18 @@ int lb_oci_await_started(int rfd, int pidfd, unsigned timeout_s, struct lb_err *
 		if (poll(p, 2, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
 			return lb_err_set(err, errno, "wait for the startContainer hooks");
 		/* one write of less than PIPE_BUF: all of it or nothing */
-		if (read(rfd, &msg, sizeof(msg)) == (ssize_t)sizeof(msg)) {
+		ssize_t n = read(rfd, &msg, sizeof(msg));
+		if (n == (ssize_t)sizeof(msg)) {
 			msg.msg[sizeof(msg.msg) - 1] = '\0';
 			return msg.exit_code ? lb_err_set(err, 0, "%s", msg.msg) : 0;
 		}
-		if (p[1].revents)
+		/* end of file: pid 1, the one writer, closed the fifo without a word (it writes
+		 * before it closes), so it is exiting */
+		if (n >= 0 || p[1].revents)
 			return lb_err_set(err, 0,
 					  "the container's pid 1 exited before its command");
-		if (p[0].revents & ~POLLIN)
-			usleep(1000); /* no writer any more: pid 1 is exiting */
+		if (errno != EAGAIN && errno != EINTR)
+			return lb_err_set(err, errno, "read the startContainer report");
 	}
 }
 

@@ -519,15 +519,15 @@ def part_hooks(tmp):
     hooks_bounded(tmp, R, root)
 
 
-def start_hooked(tmp, R, root, cid, script):
-    """A container whose startContainer hook (timeout 1 s) is the busybox script given; create
+def start_hooked(tmp, R, root, cid, script, timeout=1):
+    """A container whose startContainer hook (timeout in s) is the busybox script given; create
     it and return (pid, its cgroup directories)."""
     b, hd = hook_bundle(tmp, "b-" + cid, ["sleep", "300"], {})
     with open(os.path.join(hd, "h.sh"), "w") as f:
         f.write("#!/bin/sh\ncat >/dev/null\n" + script)
     os.chmod(os.path.join(hd, "h.sh"), 0o755)
     cfg = json.load(open(os.path.join(b, "config.json")))
-    cfg["hooks"] = {"startContainer": [{"path": "/hooks/h.sh", "timeout": 1}]}
+    cfg["hooks"] = {"startContainer": [{"path": "/hooks/h.sh", "timeout": timeout}]}
     json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
     pidfile = os.path.join(tmp, cid + ".pid")
     rc, err = create(R, tmp, ["-b", b, "--pid-file", pidfile, cid])
@@ -557,6 +557,22 @@ def hooks_bounded(tmp, R, root):
           and not any(os.path.exists(c) for c in cgs)
           and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"... and leaves no state, process or cgroup ({cgs})")
+
+    # two starts at once: one starts it, the other waits for it and finds it running
+    pid, cgs = start_hooked(tmp, R, root, "htwo", "sleep 1\n", timeout=5)
+    both = [subprocess.Popen(R + ["start", "htwo"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [p.communicate(timeout=60)[1] for p in both]
+    rcs = sorted(p.returncode for p in both)
+    lost = [e for p, e in zip(both, errs) if p.returncode]
+    st = sh(R + ["state", "htwo"])
+    status = json.loads(st.stdout).get("status") if st.returncode == 0 else None
+    check(rcs == [0, 1] and lost[0].count("\n") == 1 and "running, not created" in lost[0]
+          and status == "running" and os.path.exists(f"/proc/{pid}"),
+          f"two starts at once: one starts the container, the other fails with one line, "
+          f"the container runs on ({rcs} {status} {errs})")
+    sh(R + ["delete", "--force", "htwo"])
+    wait_exit(pid, 10)
 
 
 def part_masks(tmp):
