@@ -517,6 +517,7 @@ def part_hooks(tmp):
     check(sh(R + ["state", "hf"]).returncode == 1
           and os.listdir(os.path.join(root, ".sandboxes")) == [], "... and leaves nothing")
     hooks_bounded(tmp, R, root)
+    hooks_fds(tmp, R, root)
 
 
 def start_hooked(tmp, R, root, cid, script, timeout=1):
@@ -573,6 +574,29 @@ def hooks_bounded(tmp, R, root):
           f"the container runs on ({rcs} {status} {errs})")
     sh(R + ["delete", "--force", "htwo"])
     wait_exit(pid, 10)
+
+
+def hooks_fds(tmp, R, root):
+    """A hook gets no descriptor of lbbox-runc's: not those --preserve-fds hands to the command
+    (the hook's sh has stdio, create's, and fds of its own, which name no other file of the
+    test's)."""
+    seen, marker = os.path.join(tmp, "hook-fds"), os.path.join(tmp, "preserved-fd")
+    open(marker, "w").write("fd 3\n")
+    b = bundle(tmp, "bhfd", ["true"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = {"prestart": [{"path": "/bin/sh",
+                                  "args": ["sh", "-c", f"ls -l /proc/$$/fd > {seen}; true"]}]}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    err = os.path.join(tmp, "hfd.err")  # not a pipe: the container keeps create's stdio
+    r = sh(["sh", "-c", f"exec {' '.join(R)} create --preserve-fds 1 -b {b} hfd 3<{marker}"
+                        f" </dev/null >/dev/null 2>{err}"])
+    lines = open(seen).read().splitlines() if os.path.exists(seen) else []
+    links = [l.split(" -> ", 1)[1] for l in lines if " -> " in l]
+    sh(R + ["delete", "--force", "hfd"])
+    leaked = [t for t in links if tmp in t and t not in (seen, err)]
+    check(r.returncode == 0 and seen in links and not leaked,
+          f"a prestart hook gets none of create's descriptors, --preserve-fds ones included "
+          f"({links} {open(err).read().strip()})")
 
 
 def part_masks(tmp):
