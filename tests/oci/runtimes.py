@@ -616,23 +616,24 @@ def part_masks(tmp):
     for d in ("secretdir", "rodir"):
         os.makedirs(os.path.join(rfs, d))
         open(os.path.join(rfs, d, "f"), "w").write("secret\n")
-    for f in ("secretfile", "secret2"):
+    for f in ("secretfile", "secret2", "rofile"):
         open(os.path.join(rfs, f), "w").write("secret\n")
     probe = (f"cat /secretfile /secret2; echo [$(ls /secretdir)]; echo [$(ls {hostside})]; "
-             "touch /secretdir/x; echo w > /rodir/new; cat /rodir/f; touch /rw && echo rw-root; "
+             "touch /secretdir/x; echo w > /rodir/new; echo w >> /rofile; cat /rodir/f; "
+             "touch /rw && echo rw-root; "
              "[ -s /proc/kcore ] || echo kcore-masked")
     b = bundle(tmp, "bmask", ["sh", "-c", "{ " + probe + "; } 2>&1"])
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["root"] = {"path": rfs, "readonly": False}
     cfg["linux"]["maskedPaths"] = ["/secretdir", "/secretfile", "/leak", "/nonexistent/x",
                                    "/../../../secret2"]
-    cfg["linux"]["readonlyPaths"] = ["/rodir", "/missing"]
+    cfg["linux"]["readonlyPaths"] = ["/rodir", "/rofile", "/missing"]
     json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
     r = sh(R + ["run", "-b", b, "mk"], stdin=subprocess.DEVNULL)
     lines = r.stdout.splitlines()
-    check(r.returncode == 0 and len(lines) == 7 and lines[0] == "[]" and lines[1] == "[]"
-          and "Read-only file system" in lines[2] and "Read-only file system" in lines[3]
-          and lines[4:] == ["secret", "rw-root", "kcore-masked"],
+    check(r.returncode == 0 and len(lines) == 8 and lines[0] == "[]" and lines[1] == "[]"
+          and all("Read-only file system" in l for l in lines[2:5])
+          and lines[5:] == ["secret", "rw-root", "kcore-masked"],
           f"masked files empty, masked directories empty and read-only, read-only paths "
           f"EROFS, lbbox's own masks kept, absent paths skipped ({lines} {r.stderr.strip()})")
     mounted = [l.split()[4] for l in open("/proc/self/mountinfo")]
