@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -220,12 +221,33 @@ static void start_failed(const struct lb_oci_root *r, const char *dir, struct lb
 	lb_rm_rf(dir, NULL);
 }
 
+/* One start at a time: a second one waits, then finds the container running (or gone), never
+ * created. The lock is the container directory's, held until start returns. */
+static int lock_start(const struct lb_oci_root *r, const char *id, struct lb_err **err)
+{
+	char dir[LB_PATH_BUF];
+	if (lb_oci_container_dir(r, id, dir, sizeof(dir), err) < 0)
+		return -1;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, 0, "container %s does not exist", id);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int e = errno;
+			close(fd);
+			return lb_err_set(err, e, "lock container %s", id);
+		}
+	}
+	return fd;
+}
+
 int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **err)
 {
 	struct lb_oci_state st;
 	char dir[LB_PATH_BUF], gate[LB_PATH_BUF + 16];
 	_cleanup_close_ int rfd = -1, pidfd = -1;
-	if (lb_oci_state_load(r, id, &st, err) < 0)
+	_cleanup_close_ int lock = lock_start(r, id, err);
+	if (lock < 0 || lb_oci_state_load(r, id, &st, err) < 0)
 		return -1;
 	if (st.status != LB_OCI_CREATED) {
 		lb_err_set(err, 0, "container %s is %s, not created", id,
@@ -247,7 +269,9 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 		     : 0;
 	if (fd >= 0)
 		close(fd);
-	if (rc == 0 && hooked && lb_oci_await_started(rfd, pidfd, err) < 0) {
+	if (rc == 0 && hooked &&
+	    lb_oci_await_started(rfd, pidfd, lb_oci_hooks_timeout(st.hooks, "startContainer"),
+				 err) < 0) {
 		start_failed(r, dir, &st);
 		lb_oci_state_free(&st);
 		return lb_oci_one_line(err);

@@ -136,6 +136,9 @@ static int run_hook(const char *kind, json_t *h, const char *state, struct lb_er
 		sigprocmask(SIG_SETMASK, &empty, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		dup2(in[0], 0);
+		/* stdio only: not lbbox-runc's descriptors, nor those --preserve-fds or LISTEN_FDS
+		 * hand to the container's command */
+		syscall(SYS_close_range, 3U, ~0U, 0U);
 		execve(path, args && args[0] ? args : argv0, env ? env : none);
 		_exit(127);
 	}

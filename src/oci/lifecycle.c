@@ -18,6 +18,7 @@
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/json_util.h"
 #include "lbbox/base/process.h"
+#include "lbbox/base/util.h"
 #include "lbbox/oci/oci.h"
 #include "oci_internal.h"
 
@@ -73,6 +74,7 @@ int lb_oci_plan_hooks(const char *dir, struct lb_oci_config *cfg, struct lb_oci_
 	if (lb_oci_hooks_has(h, "createContainer") || lb_oci_hooks_has(h, "startContainer"))
 		b->h.child = hooks_in_container;
 	b->h.mounted_timeout_s = lb_oci_hooks_timeout(h, "createContainer");
+	b->h.started_timeout_s = lb_oci_hooks_timeout(h, "startContainer");
 	if (lb_oci_hooks_has(h, "startContainer")) {
 		snprintf(b->report, sizeof(b->report), "%s/started", dir);
 		if (mkfifo(b->report, 0600) < 0)
@@ -83,24 +85,35 @@ int lb_oci_plan_hooks(const char *dir, struct lb_oci_config *cfg, struct lb_oci_
 	return 0;
 }
 
-/* pid 1's report once its startContainer hooks ran (the "started" fifo), or its end. */
-int lb_oci_await_started(int rfd, int pidfd, struct lb_err **err)
+/* pid 1's report once its startContainer hooks ran (the "started" fifo), or its end. pid 1
+ * bounds them itself (their timeouts + LB_HOOKS_MARGIN_S); this wait is bounded too, a margin
+ * later, so start never hangs on a container, whatever runs in it. */
+int lb_oci_await_started(int rfd, int pidfd, unsigned timeout_s, struct lb_err **err)
 {
 	struct lb_child_msg msg;
 	struct pollfd p[2] = {{.fd = rfd, .events = POLLIN}, {.fd = pidfd, .events = POLLIN}};
+	unsigned limit = timeout_s + 2 * LB_HOOKS_MARGIN_S;
+	uint64_t deadline = lb_now_ns() + (uint64_t)limit * 1000000000ULL;
 	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		uint64_t now = lb_now_ns();
+		if (now >= deadline)
+			return lb_err_set(err, 0, "startContainer hooks: no report after %u s",
+					  limit);
+		if (poll(p, 2, (int)((deadline - now) / 1000000 + 1)) < 0 && errno != EINTR)
 			return lb_err_set(err, errno, "wait for the startContainer hooks");
 		/* one write of less than PIPE_BUF: all of it or nothing */
-		if (read(rfd, &msg, sizeof(msg)) == (ssize_t)sizeof(msg)) {
+		ssize_t n = read(rfd, &msg, sizeof(msg));
+		if (n == (ssize_t)sizeof(msg)) {
 			msg.msg[sizeof(msg.msg) - 1] = '\0';
 			return msg.exit_code ? lb_err_set(err, 0, "%s", msg.msg) : 0;
 		}
-		if (p[1].revents)
+		/* end of file: pid 1, the one writer, closed the fifo without a word (it writes
+		 * before it closes), so it is exiting */
+		if (n >= 0 || p[1].revents)
 			return lb_err_set(err, 0,
 					  "the container's pid 1 exited before its command");
-		if (p[0].revents & ~POLLIN)
-			usleep(1000); /* no writer any more: pid 1 is exiting */
+		if (errno != EAGAIN && errno != EINTR)
+			return lb_err_set(err, errno, "read the startContainer report");
 	}
 }
 

@@ -63,10 +63,11 @@ int lb_oci_plan_hooks(const char *dir, struct lb_oci_config *cfg, struct lb_oci_
 /* poststop with the state stopped; failures are ignored (runc: warnings). */
 void lb_oci_run_poststop(struct lb_oci_state *st);
 /* start, with startContainer hooks: the report fifo and a pidfd on pid 1 taken before the gate
- * opens; then pid 1's report awaited (its failure, or its end, is an error). */
+ * opens; then pid 1's report awaited (its failure, its end, or none within the hooks'
+ * timeout_s and a margin, is an error). */
 int lb_oci_watch_start(const char *dir, const struct lb_oci_state *st, int *rfd, int *pidfd,
 		       struct lb_err **err);
-int lb_oci_await_started(int rfd, int pidfd, struct lb_err **err);
+int lb_oci_await_started(int rfd, int pidfd, unsigned timeout_s, struct lb_err **err);
 
 /* state.c */
 int lb_oci_state_save(const struct lb_oci_root *r, const struct lb_oci_state *st,

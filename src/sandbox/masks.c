@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
@@ -49,22 +50,25 @@ static int mask_one(int rootfd, const char *path, struct lb_err **err)
 	return r < 0 ? lb_err_wrap(err, "masked path %s", path) : 0;
 }
 
-/* A recursive bind of the path on itself, then every mount of it made read-only. */
+/* The path's mounts copied (open_tree), made read-only while detached, then moved onto the path:
+ * each step on the one descriptor opened, never on the name again, which a process sharing the
+ * rootfs (a volume of another container) could swap for a symlink meanwhile. */
 static int readonly_one(int rootfd, const char *path, struct lb_err **err)
 {
-	_cleanup_close_ int fd = -1, mfd = -1;
-	char self[64];
+	_cleanup_close_ int fd = -1, tree = -1;
 	if (open_entry(rootfd, path, &fd, err) < 0)
 		return -1;
 	if (fd < 0)
 		return 0;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (mount(self, self, NULL, MS_BIND | MS_REC, NULL) < 0)
+	tree = (int)syscall(SYS_open_tree, fd, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (tree < 0)
 		return lb_err_set(err, errno, "read-only path %s", path);
-	/* the bind covers the opened dentry: reopen to reach the new mount */
-	if (lb_open_in_root(rootfd, path, false, false, &mfd, err) < 0 ||
-	    lb_mount_setattr(mfd, true, MOUNT_ATTR_RDONLY, 0, err) < 0)
+	if (lb_mount_setattr(tree, true, MOUNT_ATTR_RDONLY, 0, err) < 0)
 		return lb_err_wrap(err, "read-only path %s", path);
+	if (syscall(SYS_move_mount, tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lb_err_set(err, errno, "read-only path %s", path);
 	return 0;
 }
 

@@ -396,7 +396,8 @@ def part_hooks(tmp):
     mine = {n: os.readlink(f"/proc/self/ns/{n}") for n in ("pid", "mnt", "net")}
     # the host-side hook: the state on one line, then what it sees (createContainer: its
     # namespaces, its cwd's tmpfs, where it leaves a marker and a process that must not outlive
-    # it). The in-container one (busybox sh): the marker, its capabilities and seccomp mode.
+    # it). The in-container one (busybox sh): the marker, its capabilities and seccomp mode, and
+    # whether the filter lets it make a user namespace (the command's does not).
     host = os.path.join(tmp, "hook-host.sh")
     with open(host, "w") as f:
         f.write('#!/bin/sh\nlog="$2"; state=$(cat)\n'
@@ -414,7 +415,8 @@ def part_hooks(tmp):
     inside = ('#!/bin/sh\nstate=$(cat)\n'
               'extra="$(cat /scratch/hooked) $(grep CapEff /proc/self/status | cut -f2) '
               '$(grep Seccomp: /proc/self/status | cut -f2) $(id -u) '
-              '$(cut -d" " -f6 /proc/$$/stat)"\n'
+              '$(cut -d" " -f6 /proc/$$/stat) '
+              '$(unshare -U true 2>/dev/null && echo unshared || echo refused)"\n'
               'printf "%s %s %s\\n" "$1" "$state" "$extra" >> /hooks/log\n'
               '[ "$2" != fail ] || exit 4\n')
 
@@ -433,7 +435,8 @@ def part_hooks(tmp):
         os.chmod(os.path.join(hd, "in.sh"), 0o755)
 
     probe = ("cat /scratch/hooked; grep CapEff /proc/self/status | cut -f2; "
-             "grep Seccomp: /proc/self/status | cut -f2")
+             "grep Seccomp: /proc/self/status | cut -f2; "
+             "unshare -U true 2>/dev/null && echo unshared || echo refused")
     b, hd = hook_bundle(tmp, "bhk", ["sh", "-c", probe], {})
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["hooks"] = hooks(hd)
@@ -469,14 +472,17 @@ def part_hooks(tmp):
           f"createContainer runs in the container's namespaces with the command's capabilities, "
           f"cwd its root with its mounts ({cc})")
     sc = log[3][2].split() if len(log) > 3 else []
-    check(len(lines) == 3 and lines[0] == "from-createContainer" and lines[2] == "2",
+    check(len(lines) == 4 and lines[0] == "from-createContainer" and lines[2] == "2"
+          and lines[3] == "refused",
           f"the command sees what createContainer left in its tmpfs, under seccomp ({lines})")
-    check(len(sc) == 5 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
-          and sc[2] == "0" and sc[3] == "0",
+    check(len(sc) == 6 and sc[0] == "from-createContainer" and lines and sc[1] == lines[1]
+          and sc[3] == "0",
           f"startContainer runs inside the container (a path of its own), with the command's "
-          f"capabilities, before seccomp ({sc} vs {lines})")
+          f"capabilities ({sc} vs {lines})")
+    check(len(sc) == 6 and sc[2] == "2" and sc[5] == "refused",
+          f"startContainer runs under the command's seccomp filter: no user namespace ({sc})")
     # a session of its own, as the command's: not lbbox-runc's (outside the pid namespace: 0)
-    check(len(sc) == 5 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
+    check(len(sc) == 6 and sc[4] != "0", f"startContainer has a session of its own ({sc})")
 
     # failures: one line, the container gone (poststop still runs), nothing left
     for kind, verb in (("createContainer", "create"), ("startContainer", "start")):
@@ -512,6 +518,87 @@ def part_hooks(tmp):
           f"a createContainer hook's timeout fails create ({took:.1f}s {err.strip()})")
     check(sh(R + ["state", "hf"]).returncode == 1
           and os.listdir(os.path.join(root, ".sandboxes")) == [], "... and leaves nothing")
+    hooks_bounded(tmp, R, root)
+    hooks_fds(tmp, R, root)
+
+
+def start_hooked(tmp, R, root, cid, script, timeout=1):
+    """A container whose startContainer hook (timeout in s) is the busybox script given; create
+    it and return (pid, its cgroup directories)."""
+    b, hd = hook_bundle(tmp, "b-" + cid, ["sleep", "300"], {})
+    with open(os.path.join(hd, "h.sh"), "w") as f:
+        f.write("#!/bin/sh\ncat >/dev/null\n" + script)
+    os.chmod(os.path.join(hd, "h.sh"), 0o755)
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = {"startContainer": [{"path": "/hooks/h.sh", "timeout": timeout}]}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    pidfile = os.path.join(tmp, cid + ".pid")
+    rc, err = create(R, tmp, ["-b", b, "--pid-file", pidfile, cid])
+    check(rc == 0, f"create {cid} ({err.strip()})")
+    pid = int(open(pidfile).read()) if rc == 0 else 0
+    return pid, cgroup_dirs(pid) if pid else []
+
+
+def hooks_bounded(tmp, R, root):
+    """A startContainer hook that stops its runner (same identity) cannot hang start: pid 1
+    kills it, start fails with one line within the hooks' timeout and a margin, nothing left."""
+    pid, cgs = start_hooked(tmp, R, root, "hstop", "kill -STOP $PPID\n")
+    t0 = time.time()
+    try:
+        r = sh(R + ["start", "hstop"], timeout=40)
+        rc, err = r.returncode, r.stderr
+    except subprocess.TimeoutExpired:
+        rc, err = None, "start hung\n"
+    took = time.time() - t0
+    check(rc == 1 and err.count("\n") == 1 and "runner was stopped" in err and took < 12,
+          f"a startContainer hook stopping its runner fails start at once ({took:.1f}s "
+          f"{err.strip()})")
+    gone = wait_exit(pid, 10) is not None or not os.path.exists(f"/proc/{pid}")
+    if rc is None:
+        sh(R + ["delete", "--force", "hstop"])
+    check(gone and sh(R + ["state", "hstop"]).returncode == 1
+          and not any(os.path.exists(c) for c in cgs)
+          and os.listdir(os.path.join(root, ".sandboxes")) == [],
+          f"... and leaves no state, process or cgroup ({cgs})")
+
+    # two starts at once: one starts it, the other waits for it and finds it running
+    pid, cgs = start_hooked(tmp, R, root, "htwo", "sleep 1\n", timeout=5)
+    both = [subprocess.Popen(R + ["start", "htwo"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [p.communicate(timeout=60)[1] for p in both]
+    rcs = sorted(p.returncode for p in both)
+    lost = [e for p, e in zip(both, errs) if p.returncode]
+    st = sh(R + ["state", "htwo"])
+    status = json.loads(st.stdout).get("status") if st.returncode == 0 else None
+    check(rcs == [0, 1] and lost[0].count("\n") == 1 and "running, not created" in lost[0]
+          and status == "running" and os.path.exists(f"/proc/{pid}"),
+          f"two starts at once: one starts the container, the other fails with one line, "
+          f"the container runs on ({rcs} {status} {errs})")
+    sh(R + ["delete", "--force", "htwo"])
+    wait_exit(pid, 10)
+
+
+def hooks_fds(tmp, R, root):
+    """A hook gets no descriptor of lbbox-runc's: not those --preserve-fds hands to the command
+    (the hook's sh has stdio, create's, and fds of its own, which name no other file of the
+    test's)."""
+    seen, marker = os.path.join(tmp, "hook-fds"), os.path.join(tmp, "preserved-fd")
+    open(marker, "w").write("fd 3\n")
+    b = bundle(tmp, "bhfd", ["true"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["hooks"] = {"prestart": [{"path": "/bin/sh",
+                                  "args": ["sh", "-c", f"ls -l /proc/$$/fd > {seen}; true"]}]}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    err = os.path.join(tmp, "hfd.err")  # not a pipe: the container keeps create's stdio
+    r = sh(["sh", "-c", f"exec {' '.join(R)} create --preserve-fds 1 -b {b} hfd 3<{marker}"
+                        f" </dev/null >/dev/null 2>{err}"])
+    lines = open(seen).read().splitlines() if os.path.exists(seen) else []
+    links = [l.split(" -> ", 1)[1] for l in lines if " -> " in l]
+    sh(R + ["delete", "--force", "hfd"])
+    leaked = [t for t in links if tmp in t and t not in (seen, err)]
+    check(r.returncode == 0 and seen in links and not leaked,
+          f"a prestart hook gets none of create's descriptors, --preserve-fds ones included "
+          f"({links} {open(err).read().strip()})")
 
 
 def part_masks(tmp):
@@ -531,23 +618,24 @@ def part_masks(tmp):
     for d in ("secretdir", "rodir"):
         os.makedirs(os.path.join(rfs, d))
         open(os.path.join(rfs, d, "f"), "w").write("secret\n")
-    for f in ("secretfile", "secret2"):
+    for f in ("secretfile", "secret2", "rofile"):
         open(os.path.join(rfs, f), "w").write("secret\n")
     probe = (f"cat /secretfile /secret2; echo [$(ls /secretdir)]; echo [$(ls {hostside})]; "
-             "touch /secretdir/x; echo w > /rodir/new; cat /rodir/f; touch /rw && echo rw-root; "
+             "touch /secretdir/x; echo w > /rodir/new; echo w >> /rofile; cat /rodir/f; "
+             "touch /rw && echo rw-root; "
              "[ -s /proc/kcore ] || echo kcore-masked")
     b = bundle(tmp, "bmask", ["sh", "-c", "{ " + probe + "; } 2>&1"])
     cfg = json.load(open(os.path.join(b, "config.json")))
     cfg["root"] = {"path": rfs, "readonly": False}
     cfg["linux"]["maskedPaths"] = ["/secretdir", "/secretfile", "/leak", "/nonexistent/x",
                                    "/../../../secret2"]
-    cfg["linux"]["readonlyPaths"] = ["/rodir", "/missing"]
+    cfg["linux"]["readonlyPaths"] = ["/rodir", "/rofile", "/missing"]
     json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
     r = sh(R + ["run", "-b", b, "mk"], stdin=subprocess.DEVNULL)
     lines = r.stdout.splitlines()
-    check(r.returncode == 0 and len(lines) == 7 and lines[0] == "[]" and lines[1] == "[]"
-          and "Read-only file system" in lines[2] and "Read-only file system" in lines[3]
-          and lines[4:] == ["secret", "rw-root", "kcore-masked"],
+    check(r.returncode == 0 and len(lines) == 8 and lines[0] == "[]" and lines[1] == "[]"
+          and all("Read-only file system" in l for l in lines[2:5])
+          and lines[5:] == ["secret", "rw-root", "kcore-masked"],
           f"masked files empty, masked directories empty and read-only, read-only paths "
           f"EROFS, lbbox's own masks kept, absent paths skipped ({lines} {r.stderr.strip()})")
     mounted = [l.split()[4] for l in open("/proc/self/mountinfo")]

@@ -94,17 +94,23 @@ enum lb_hook_point {
 	LB_HOOK_STARTED,
 };
 
+/* Seconds pid 1 gives a hook point's child on top of its hooks' timeouts. */
+#define LB_HOOKS_MARGIN_S 5
+
 struct lb_hooks {
 	/* In lbbox, once pid 1 has built its mounts and waits (before any LB_HOOK_MOUNTED hook);
 	 * pid is pid 1's. A failure ends the sandbox. */
 	int (*parent)(void *ctx, pid_t pid, struct lb_err **err);
 	/* In a child of pid 1, in every namespace of the sandbox, with the command's rlimits,
-	 * identity, capabilities and no_new_privs but no seccomp filter; every process it leaves
-	 * is killed once it returns. pid: pid 1's, as lbbox sees it. A failure ends the sandbox. */
+	 * identity, capabilities, no_new_privs and seccomp filter; every process it leaves
+	 * is killed once it returns. pid: pid 1's, as lbbox sees it. A failure ends the sandbox,
+	 * and so does a child that stops, or runs past its point's timeout + LB_HOOKS_MARGIN_S. */
 	int (*child)(void *ctx, enum lb_hook_point point, pid_t pid, struct lb_err **err);
 	void *ctx;
 	/* How long the LB_HOOK_MOUNTED hooks may take in all, on top of the setup's own time. */
 	unsigned mounted_timeout_s;
+	/* The same for the LB_HOOK_STARTED hooks. */
+	unsigned started_timeout_s;
 	/* LB_HOOK_STARTED runs only with this fifo (host path, opened by pid 1 before pivot_root):
 	 * pid 1 writes a struct lb_child_msg there once the hooks ran, exit_code 0 when they
 	 * succeeded (the command is then forked), else why they failed (pid 1 then exits). */
