@@ -183,12 +183,20 @@ Test(publish, udp_is_forwarded)
 	char *vol = lbt_strdupf("%s", lbt_probe_vol());
 	lbt_spawn(&p, "run", "--network", "on", "-p", spec, "--rootfs", lbt_rootfs(), "-v", vol,
 		  "--", lbt_probe(), "udp-echo", "9000", NULL);
-	// UDP has no handshake: send until the answer comes (the probe may not listen yet)
-	char *cmd = lbt_strdupf(
-	    "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
-	    "s.settimeout(0.5); s.sendto(b\"ping\", (\"127.0.0.1\", %d)); "
-	    "print(s.recv(100).decode())' | grep -q echo:ping",
-	    N.port + 2);
+	// UDP has no handshake: send until the answer comes (the probe may not listen yet), all
+	// from one socket: the probe echoes one datagram only, and an early one held back while
+	// the sandbox's address resolved may be the one it answers, after a client gave up on it
+	char *cmd = lbt_strdupf("python3 -c 'import socket\n"
+				"s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+				"s.settimeout(0.5)\n"
+				"for i in range(40):\n"
+				"    s.sendto(b\"ping\", (\"127.0.0.1\", %d))\n"
+				"    try:\n"
+				"        print(s.recv(100).decode())\n"
+				"        break\n"
+				"    except socket.timeout:\n"
+				"        pass' | grep -q echo:ping",
+				N.port + 2);
 	lbt_wait_ready(cmd);
 	free(cmd);
 	struct lb_run_out o;
