@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 lbbox, root, runroot = sys.argv[1:4]
@@ -19,41 +18,12 @@ env = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="bench",
            LBBOX_BOX_IMAGE_ALIASES="rockchin/langbot-sandbox:latest=busybox", LBBOX_BOX_PULL="0")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "rpc"))
 import wsclient  # noqa: E402  (the tests' RFC 6455 client)
+from box_stdio import StdioBox  # noqa: E402
 
-p = subprocess.Popen([lbbox, "--root", root, "--runroot", runroot, "box", "-s",
-                      "--ws-control-port", "0", "--host", "127.0.0.1"], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, env=env)
 ctx = {"instance_uuid": "bench", "workspace_uuid": "w", "placement_generation": 1}
-replies, cv, seq = {}, threading.Condition(), [0]
-
-
-def reader():
-    for line in p.stdout:
-        m = json.loads(line)
-        with cv:
-            replies[m["seq_id"]] = m
-            cv.notify_all()
-
-
-threading.Thread(target=reader, daemon=True).start()
-
-
-def send(action, data):
-    with cv:
-        seq[0] += 1
-        s = seq[0]
-    p.stdin.write((json.dumps({"seq_id": s, "action": action, "data": data, "context": ctx})
-                   + "\n").encode())
-    p.stdin.flush()
-    return s
-
-
-def wait(s):
-    with cv:
-        cv.wait_for(lambda: s in replies, 300)
-        r = replies.pop(s)
-    assert r["code"] == 0, r
-    return r["data"]
+box = StdioBox([lbbox, "--root", root, "--runroot", runroot, "box", "-s", "--ws-control-port",
+                "0", "--host", "127.0.0.1"], env, ctx, 300)
+p, send, wait = box.p, box.send, box.wait
 
 
 def spec(sid, cmd=""):

@@ -17,8 +17,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
+from box_stdio import StdioBox  # noqa: E402  (beside this script)
 
 lbbox, root, runroot, rootfs = sys.argv[1:5]
 n_sessions = int(sys.argv[5])
@@ -29,39 +29,9 @@ env = dict(os.environ, LANGBOT_BOX_TRUSTED_INSTANCE_UUID="bench",
            LBBOX_BOX_MAX_SESSIONS=str(n_sessions + 64),
            LBBOX_BOX_MAX_PROCESSES=str(n_procs + 16))
 lb = [lbbox, "--root", root, "--runroot", runroot]
-p = subprocess.Popen(lb + ["box", "-s", "--ws-control-port", "0", "--host", "127.0.0.1"],
-                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 ctx = {"instance_uuid": "bench", "workspace_uuid": "w", "placement_generation": 1}
-replies, cv, seq = {}, threading.Condition(), [0]
-
-
-def reader():
-    for line in p.stdout:
-        m = json.loads(line)
-        with cv:
-            replies[m["seq_id"]] = m
-            cv.notify_all()
-
-
-threading.Thread(target=reader, daemon=True).start()
-
-
-def send(action, data):
-    with cv:
-        seq[0] += 1
-        s = seq[0]
-    p.stdin.write((json.dumps({"seq_id": s, "action": action, "data": data, "context": ctx})
-                   + "\n").encode())
-    p.stdin.flush()
-    return s
-
-
-def wait(s):
-    with cv:
-        cv.wait_for(lambda: s in replies, 600)
-        r = replies.pop(s)
-    assert r["code"] == 0, r
-    return r["data"]
+box = StdioBox(lb + ["box", "-s", "--ws-control-port", "0", "--host", "127.0.0.1"], env, ctx, 600)
+p, send, wait = box.p, box.send, box.wait
 
 
 def call(action, data):
