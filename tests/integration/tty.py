@@ -139,6 +139,16 @@ def case(fn):
     return fn
 
 
+def new_session():
+    """A session of the test image; its sandbox id joins IDS (checked gone at the end)."""
+    name = "tty-" + uuid.uuid4().hex[:8]
+    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p
+    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    return name
+
+
 @case
 def the_command_has_a_terminal_of_the_sandbox():
     """tty names a pty; stdin, stdout, stderr are terminals; their pty is the sandbox's own
@@ -266,11 +276,7 @@ def a_terminal_is_refused_where_it_does_not_apply():
 
 @case
 def session_exec_has_a_terminal_too():
-    name = "tty-" + uuid.uuid4().hex[:8]
-    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p
-    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    name = new_session()
     try:
         t = Term(["session", "exec", "-t", name, "sh", "-c",
                   "tty; test -t 0 && echo T0; stty size; exit 4", "MARK"], size=(21, 77))
@@ -345,11 +351,7 @@ def sigterm_is_served_while_stdout_is_stuck():
     code, took = stuck_stdout(run_t("head -c 75000 /dev/zero; exit 0"),
                               lambda t: t.p.send_signal(signal.SIGTERM), 0)
     assert code == 0 and took < 1, ("run, ended", code, took)
-    name = "tty-" + uuid.uuid4().hex[:8]
-    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p
-    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    name = new_session()
     try:
         code, took = stuck_stdout(["session", "exec", "-t", name, "sh", "-c", "exec yes $0",
                                    "MARK"], lambda t: t.p.send_signal(signal.SIGTERM), 0)
@@ -408,11 +410,7 @@ def a_managed_process_with_a_terminal():
     terminal raw, sends the window size (at once and on SIGWINCH), ^C reaches the process
     through its pty, ^P^Q detaches and leaves it running. attach -t on a process without a
     terminal says so in one line."""
-    name = "tty-" + uuid.uuid4().hex[:8]
-    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p
-    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    name = new_session()
 
     def start(pid, script, tty=True):
         p = subprocess.run([LBBOX, "proc", "start"] + (["-t"] if tty else []) +
@@ -455,11 +453,7 @@ def a_managed_process_with_a_terminal():
 def proc_attach_detaches_while_stdout_is_stuck():
     """proc attach -t with a stdout pipe nobody reads, on a process that writes without end:
     SIGTERM still detaches at once (the process keeps running)."""
-    name = "tty-" + uuid.uuid4().hex[:8]
-    p = subprocess.run([LBBOX, "session", "create", name, "--rootfs", ROOTFS], env=ENV,
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p
-    IDS.append(re.search(r'"backend_session_id":"lbbox-([0-9a-f]{12})"', p.stdout).group(1))
+    name = new_session()
     try:
         p = subprocess.run([LBBOX, "proc", "start", "-t", "--id", "y", name, "--", "sh", "-c",
                             "exec yes $0", "MARK"], env=ENV, capture_output=True, text=True,
