@@ -125,7 +125,7 @@ static int parse_memory(json_t *res, struct lb_oci_config *cfg, struct lb_err **
 	if (lb_oci_get_int(mem, "reservation", -1, INT64_MAX, &set, &v, err) < 0)
 		return -1;
 	if (set && v > 0)
-		cfg->memory_reservation = v;
+		cfg->spec.limits.memory_reservation = (uint64_t)v;
 	/* swap, swappiness ...: checked; the limit is hard and swap is never given */
 	static const char *const ints[] = {"swap", "kernel", "kernelTCP", "swappiness"};
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
@@ -161,7 +161,7 @@ static int parse_cpu(json_t *res, struct lb_oci_config *cfg, struct lb_err **err
 		lim->cpu_period_us = ps && period >= 1000 ? (uint64_t)period : 100000;
 	}
 	if (ss && shares > 0)
-		cfg->cpu_shares = (uint64_t)shares;
+		lim->cpu_shares = (uint64_t)shares;
 	return 0;
 }
 

@@ -131,14 +131,6 @@ static int create_sandbox(const struct lb_oci_root *r, struct lb_oci_config *cfg
 	return lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, err);
 }
 
-/* What the engine's create does not take (cpu.shares, memory.reservation), checked before the
- * sandbox exists and applied, as `update` would, before its command starts. */
-static void late_limits(const struct lb_oci_config *cfg, struct lb_cgroup_update *u)
-{
-	*u = (struct lb_cgroup_update){.cpu_shares = cfg->cpu_shares,
-				       .memory_reservation = cfg->memory_reservation};
-}
-
 static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_config *cfg,
 		 const struct lb_oci_create_opts *o, struct lb_oci_state *st,
 		 struct lb_oci_hooks_plan *hooks, struct lb_err **err)
@@ -148,15 +140,9 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 	/* pid 1 makes the pty on the sandbox's own devpts (src/sandbox/init.c) */
 	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
 		return lb_err_set(err, ENOMEM, "console socket");
-	struct lb_cgroup_update late;
-	late_limits(cfg, &late);
-	bool has_late = late.cpu_shares || late.memory_reservation;
-	if ((has_late && lb_cgroup_update_check(&late, err) < 0) ||
-	    write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
+	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
 	    lb_oci_plan_hooks(dir, cfg, hooks, err) < 0 ||
 	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)
-		return -1;
-	if (has_late && lb_sandbox_update(&r->paths, st->sandbox, &late, err) < 0)
 		return -1;
 	st->pid_start = lb_proc_starttime(st->pid);
 	st->status = LB_OCI_CREATED;

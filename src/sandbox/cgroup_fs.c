@@ -44,8 +44,13 @@ unsigned cg_role_of(const char *ctrl)
 
 unsigned cg_limits_roles(const struct lb_cgroup_limits *lim)
 {
-	return (lim->memory_bytes ? CG_MEMORY : 0) | (lim->pids ? CG_PIDS : 0) |
-	       (lim->cpu_quota_us ? CG_CPU : 0);
+	return (lim->memory_bytes || lim->memory_reservation ? CG_MEMORY : 0) |
+	       (lim->pids ? CG_PIDS : 0) | (lim->cpu_quota_us || lim->cpu_shares ? CG_CPU : 0);
+}
+
+uint64_t cg_shares_to_weight(uint64_t shares)
+{
+	return 1 + ((shares - 2) * 9999) / 262142;
 }
 
 bool cg_has_word(const char *list, const char *word)

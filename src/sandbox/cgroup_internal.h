@@ -58,6 +58,8 @@ void cg_release(struct lb_cgroup *cg);
 /* cgroup_fs.c: controller names, words and paths */
 /* CG_* roles the limits need (0 = no limit at all). */
 unsigned cg_limits_roles(const struct lb_cgroup_limits *lim);
+/* cpu.shares 2..262144 -> v2's cpu.weight 1..10000: runc's (and crun's) linear mapping. */
+uint64_t cg_shares_to_weight(uint64_t shares);
 /* Controller name of a single role ("memory"), and the role of a controller name (0: none). */
 const char *cg_role_name(unsigned role);
 unsigned cg_role_of(const char *ctrl);

@@ -206,12 +206,6 @@ static int v2_cpu(struct txn *t, const struct cg_dir *d, const struct lb_cgroup_
 	return txn_write(t, d, "cpu.max", buf, err);
 }
 
-/* cpu.shares 2..262144 -> cpu.weight 1..10000, runc's (and crun's) linear mapping. */
-static uint64_t shares_to_weight(uint64_t shares)
-{
-	return 1 + ((shares - 2) * 9999) / 262142;
-}
-
 static int apply_cpu(struct txn *t, bool v2, const struct cg_dir *d,
 		     const struct lb_cgroup_update *u, struct lb_err **err)
 {
@@ -222,7 +216,7 @@ static int apply_cpu(struct txn *t, bool v2, const struct cg_dir *d,
 	if (!u->cpu_shares)
 		return 0;
 	snprintf(buf, sizeof(buf), "%" PRIu64,
-		 v2 ? shares_to_weight(u->cpu_shares) : u->cpu_shares);
+		 v2 ? cg_shares_to_weight(u->cpu_shares) : u->cpu_shares);
 	return txn_write(t, d, v2 ? "cpu.weight" : "cpu.shares", buf, err);
 }
 

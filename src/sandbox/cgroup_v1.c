@@ -52,6 +52,12 @@ static int cg_v1_apply(const struct cg_dir *d, const struct lb_cgroup_limits *li
 		return -1;
 	if ((d->roles & CG_CPU) && lim->cpu_quota_us && cg_v1_apply_cpu(d, lim, err) < 0)
 		return -1;
+	if ((d->roles & CG_CPU) && lim->cpu_shares &&
+	    cg_write_u64(d, "cpu.shares", lim->cpu_shares, err) < 0)
+		return -1;
+	if ((d->roles & CG_MEMORY) && lim->memory_reservation &&
+	    cg_write_u64(d, "memory.soft_limit_in_bytes", lim->memory_reservation, err) < 0)
+		return -1;
 	return 0;
 }
 

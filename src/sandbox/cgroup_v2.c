@@ -162,6 +162,12 @@ static int cg_v2_apply(const struct cg_dir *d, const struct lb_cgroup_limits *li
 		if (cg_write(d, "cpu.max", buf, err) < 0)
 			return -1;
 	}
+	if (lim->cpu_shares &&
+	    cg_write_u64(d, "cpu.weight", cg_shares_to_weight(lim->cpu_shares), err) < 0)
+		return -1;
+	if (lim->memory_reservation &&
+	    cg_write_u64(d, "memory.low", lim->memory_reservation, err) < 0)
+		return -1;
 	return 0;
 }
 

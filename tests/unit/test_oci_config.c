@@ -81,7 +81,7 @@ Test(oci_config, podman_like)
 	cr_assert_eq(cfg.spec.limits.memory_bytes, 64ULL << 20);
 	cr_assert_eq(cfg.spec.limits.pids, 33);
 	cr_assert_eq(cfg.spec.limits.cpu_quota_us, 50000);
-	cr_assert_eq(cfg.cpu_shares, 1024, "cpu.shares kept for after the create");
+	cr_assert_eq(cfg.spec.limits.cpu_shares, 1024, "cpu.shares for the engine's create");
 	cr_assert_eq(cfg.spec.caps, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
 	cr_assert_eq(cfg.caps_bounding, (1ULL << CAP_CHOWN) | (1ULL << CAP_KILL));
 	cr_assert_eq(cfg.spec.n_rlimits, 1);

@@ -29,10 +29,6 @@ struct lb_oci_config {
 	char *cgroups_path;  /* linux.cgroupsPath, or NULL */
 	/* process.capabilities.bounding: what exec --cap may add */
 	uint64_t caps_bounding;
-	/* linux.resources the engine's create does not take: applied once the sandbox exists,
-	 * before the command starts, as `update` applies them (0 = not asked) */
-	uint64_t cpu_shares;
-	int64_t memory_reservation;
 };
 
 /* Parses config.json's text; bundle (absolute) anchors a relative root.path. Refuses, with one

@@ -13,6 +13,8 @@ struct lb_cgroup_limits {
 	uint64_t pids;		/* 0 = no limit */
 	uint64_t cpu_quota_us;	/* 0 = no limit */
 	uint64_t cpu_period_us; /* 0 = 100000 */
+	uint64_t cpu_shares;	/* 0 = the default; 2..262144 (v2: cpu.weight, runc's mapping) */
+	uint64_t memory_reservation; /* 0 = none; soft limit in bytes (v2: memory.low) */
 };
 
 enum lb_cgroup_version { LB_CGROUP_NONE = 0, LB_CGROUP_V1 = 1, LB_CGROUP_V2 = 2 };
