@@ -199,6 +199,11 @@ int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err
 	if (lb_oci_get_int(user, "gid", 0, UINT32_MAX - 1, &set, &v, err) < 0)
 		return -1;
 	spec->gid = (gid_t)v;
+	/* umask (runtime-spec 1.1): the command's, set just before its execve */
+	if (lb_oci_get_int(user, "umask", 0, 0777, &set, &v, err) < 0)
+		return -1;
+	spec->umask_set = set;
+	spec->umask = (mode_t)v;
 	/* additionalGids: the command's supplementary groups (the kernel's NGROUPS_MAX) */
 	json_t *extra = lb_oci_get_typed(user, "additionalGids", JSON_ARRAY, err), *g;
 	size_t i;
@@ -217,6 +222,33 @@ int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err
 					  i);
 		spec->groups[spec->n_groups++] = (gid_t)json_integer_value(g);
 	}
+	return 0;
+}
+
+/* A security label lbbox cannot apply (it has no AppArmor or SELinux support): refused when
+ * given, so a bundle never runs without the confinement it asks for; "" is accepted. */
+int lb_oci_refuse_label(json_t *obj, const char *where, const char *key, const char *what,
+			struct lb_err **err)
+{
+	const char *s = NULL;
+	if (lb_oci_get_string(obj, key, false, &s, err) < 0)
+		return -1;
+	if (s && *s)
+		return lb_err_set(err, ENOTSUP, "config: %s.%s is set but lbbox-runc applies no %s",
+				  where, key, what);
+	return 0;
+}
+
+/* oomScoreAdj: written by the engine before the sandbox runs (a lower value than lbbox's own
+ * needs CAP_SYS_RESOURCE: create then fails, it is never skipped). */
+static int parse_oom_score_adj(json_t *process, struct lb_spec *spec, struct lb_err **err)
+{
+	int64_t v = 0;
+	bool set;
+	if (lb_oci_get_int(process, "oomScoreAdj", -1000, 1000, &set, &v, err) < 0)
+		return -1;
+	spec->oom_score_adj_set = set;
+	spec->oom_score_adj = (int)v;
 	return 0;
 }
 
@@ -239,7 +271,10 @@ int lb_oci_parse_process(json_t *process, struct lb_spec *spec, bool *terminal, 
 	    lb_oci_get_strv(process, "env", 65536, &spec->env, err) < 0 ||
 	    check_env(spec->env, err) < 0 ||
 	    lb_oci_get_string(process, "cwd", true, &cwd, err) < 0 ||
-	    lb_oci_get_bool(process, "terminal", terminal, err) < 0)
+	    lb_oci_get_bool(process, "terminal", terminal, err) < 0 ||
+	    lb_oci_refuse_label(process, "process", "apparmorProfile", "AppArmor profile", err) <
+		0 ||
+	    lb_oci_refuse_label(process, "process", "selinuxLabel", "SELinux label", err) < 0)
 		return -1;
 	if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
 		return lb_err_set(err, EINVAL, "config: process.args must not be empty");
@@ -264,8 +299,14 @@ static int parse_process(json_t *root, struct lb_oci_config *cfg, struct lb_err 
 	    lb_oci_parse_user(process, &cfg->spec, err) < 0 ||
 	    parse_caps(process, &cfg->spec, &cfg->caps_bounding, err) < 0 ||
 	    parse_rlimits(process, &cfg->spec, err) < 0 ||
+	    parse_oom_score_adj(process, &cfg->spec, err) < 0 ||
 	    lb_oci_get_bool(process, "noNewPrivileges", &nnp, err) < 0)
 		return -1;
+	/* runc's umask when the bundle gives none */
+	if (!cfg->spec.umask_set) {
+		cfg->spec.umask_set = true;
+		cfg->spec.umask = 022;
+	}
 	return 0;
 }
 

@@ -287,7 +287,7 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||
 	    parse_cgroups_path(lx, cfg, err) < 0 ||
 	    lb_oci_get_string(lx, "rootfsPropagation", false, &s, err) < 0 ||
-	    lb_oci_get_string(lx, "mountLabel", false, &s, err) < 0)
+	    lb_oci_refuse_label(lx, "linux", "mountLabel", "SELinux label", err) < 0)
 		return -1;
 	return 0;
 }

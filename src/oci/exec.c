@@ -40,6 +40,8 @@ int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,
 		p->set_user = true;
 		p->uid = spec.uid;
 		p->gid = spec.gid;
+		p->set_umask = spec.umask_set;
+		p->umask = spec.umask;
 	}
 	if (rc == 0) {
 		p->argv = LB_TAKE_PTR(spec.argv);
@@ -80,6 +82,8 @@ static int spawn_in(struct lb_sandbox *sb, const struct lb_oci_exec_opts *o, str
 				  .set_user = o->proc->set_user,
 				  .uid = o->proc->uid,
 				  .gid = o->proc->gid,
+				  .set_umask = o->proc->set_umask,
+				  .umask = o->proc->umask,
 				  .console_sock = sock > 0 ? sock : 0,
 				  .add_caps = o->proc->add_caps,
 				  .preserve_fds = o->preserve_fds};

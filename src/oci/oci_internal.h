@@ -23,7 +23,11 @@ int lb_oci_get_strv(json_t *obj, const char *key, size_t max, char ***out, struc
 int lb_oci_parse_process(json_t *process, struct lb_spec *spec, bool *terminal,
 			 struct lb_err **err);
 
-/* process.user: uid, gid (required), additionalGids checked. */
+/* Refuses a non-empty string obj.key (a security label lbbox cannot apply); where and what name
+ * it in the message ("process", "AppArmor profile"). */
+int lb_oci_refuse_label(json_t *obj, const char *where, const char *key, const char *what,
+			struct lb_err **err);
+/* process.user: uid, gid (required), umask, additionalGids checked. */
 int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err);
 
 /* config_mounts.c */

@@ -2,7 +2,7 @@
  * The last steps before a sandbox's command runs, in one order for every way a command starts
  * (the one-shot command pid 1 forks, and an exec joining a live sandbox): a session of its own,
  * default signal handling, no inherited descriptor beyond what it is given, the sandbox's
- * rlimits, its identity and capabilities with no_new_privs, its working directory and
+ * rlimits, its identity and capabilities with no_new_privs, its umask, working directory and
  * environment, and the seccomp filter last — it must still allow the execve that follows.
  */
 #include <errno.h>
@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,6 +64,8 @@ void lb_become_command(const struct lb_become *b)
 		lb_err_set(&err, errno, "RLIMIT_FSIZE");
 		failed(b, err);
 	}
+	if (b->spec->umask_set)
+		umask(b->spec->umask);
 	if (chdir(b->cwd ? b->cwd : "/") < 0) {
 		lb_err_set(&err, errno, "working directory %s", b->cwd);
 		failed(b, err);

@@ -103,13 +103,15 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 {
 	struct lb_spec as_user;
 	const struct lb_spec *spec = &s->sb->spec;
-	if (s->o->set_user || s->o->add_caps) { /* a shallow copy: identity and caps differ */
+	if (s->o->set_user || s->o->add_caps || s->o->set_umask) { /* a shallow copy */
 		as_user = *spec;
 		as_user.uid = s->o->set_user ? s->o->uid : spec->uid;
 		as_user.gid = s->o->set_user ? s->o->gid : spec->gid;
 		if (s->o->set_user) /* another user: none of the command's supplementary groups */
 			as_user.n_groups = 0;
 		as_user.caps |= s->o->add_caps;
+		as_user.umask_set |= s->o->set_umask;
+		as_user.umask = s->o->set_umask ? s->o->umask : spec->umask;
 		spec = &as_user;
 	}
 	if (s->o->console_sock > 0) {

@@ -150,6 +150,19 @@ static int check_limits(const struct lb_spec *spec, struct lb_err **err)
 		return lb_err_set(err, 0, "memory limit must be at least 32 MiB");
 	if (spec->tmp_size && spec->tmp_size < 4096)
 		return lb_err_set(err, 0, "--tmp-size must be at least 4 KiB");
+	if (l->cpu_shares && (l->cpu_shares < 2 || l->cpu_shares > 262144))
+		return lb_err_set(err, 0, "cpu shares must be 2 to 262144");
+	return 0;
+}
+
+/* What the kernel takes: a umask of permission bits, oom_score_adj -1000..1000. */
+static int check_process(const struct lb_spec *spec, struct lb_err **err)
+{
+	if (spec->umask_set && (spec->umask & ~(mode_t)0777))
+		return lb_err_set(err, 0, "umask %#o is not a permission mask", spec->umask);
+	if (spec->oom_score_adj_set && (spec->oom_score_adj < -1000 || spec->oom_score_adj > 1000))
+		return lb_err_set(err, 0, "oom_score_adj %d is outside -1000..1000",
+				  spec->oom_score_adj);
 	return 0;
 }
 
@@ -178,7 +191,8 @@ int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_
 				  spec->rootfs);
 	if (spec->cwd && spec->cwd[0] != '/')
 		return lb_err_set(err, 0, "working directory %s must be absolute", spec->cwd);
-	if (check_limits(spec, err) < 0 || lb_spec_check_userns(spec, err) < 0)
+	if (check_limits(spec, err) < 0 || check_process(spec, err) < 0 ||
+	    lb_spec_check_userns(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (check_mount(&spec->mounts[i], paths, err) < 0)

@@ -47,6 +47,8 @@ struct lb_oci_process {
 	bool set_user; /* process.user given (process.json) */
 	uid_t uid;
 	gid_t gid;
+	bool set_umask; /* process.user.umask given; else the caller's umask is kept */
+	mode_t umask;
 	uint64_t add_caps; /* exec --cap: added to the container's, within its bounding set */
 };
 int lb_oci_process_parse(const char *text, size_t len, struct lb_oci_process *p,

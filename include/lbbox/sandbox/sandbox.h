@@ -160,6 +160,9 @@ struct lb_exec_opts {
 	bool set_user;
 	uid_t uid;
 	gid_t gid;
+	/* its umask (an OCI exec's process.user.umask); unset: the sandbox's, else the caller's */
+	bool set_umask;
+	mode_t umask;
 	/* a connected console socket (OCI exec --tty): the command opens a pty on the sandbox's
 	 * devpts, sends its master there and takes the slave as stdio and controlling terminal
 	 * (fds are then unused); 0 = none */
