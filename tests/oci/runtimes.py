@@ -34,6 +34,7 @@ from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clea
                      podman_cmd, podman_host, podman_import, sh, subreaper)
 from update_checks import (preserve_fds_checks, systemd_path_checks,  # noqa: E402
                            update_checks)
+from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
@@ -314,6 +315,7 @@ def part_runtime(tmp):
     update_checks(ctx)
     preserve_fds_checks(ctx)
     systemd_path_checks(ctx)
+    proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
 
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])
@@ -788,6 +790,8 @@ def part_userns(tmp, R, root):
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root after the user namespace cases ({left})")
+    hooks_userns_checks(types.SimpleNamespace(R=R, tmp=tmp, check=check, hook_log=hook_log,
+                                              userns_bundle=userns_bundle))
 
 
 def part_podman(tmp):

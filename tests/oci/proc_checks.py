@@ -1,0 +1,167 @@
+"""lbbox-runc's process fields and hooks in a user namespace, end to end (called by runtimes.py
+with its helpers).
+
+process.user.umask (runc's 0022 when absent, whatever lbbox-runc's own umask is; an exec's
+process.json may give its own), process.oomScoreAdj (raised here; lowering needs
+CAP_SYS_RESOURCE, and without it create fails with one line instead of skipping it), security
+labels lbbox cannot apply (refused with one line, accepted empty). Then all six hook kinds with a
+user namespace: the runtime-spec's order, host hooks as the host's root, in-container hooks as
+the namespace's root (the host's 100000).
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+CAP_SYS_RESOURCE = 24
+
+
+def has_sys_resource():
+    for line in open("/proc/self/status"):
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> CAP_SYS_RESOURCE & 1)
+    return False
+
+
+def edit(b, fn):
+    path = os.path.join(b, "config.json")
+    cfg = json.load(open(path))
+    fn(cfg)
+    json.dump(cfg, open(path, "w"))
+
+
+def run_umask(c, args, mask):
+    """c.R + args with lbbox-runc's own umask set to mask."""
+    return subprocess.run(c.R + args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=60, preexec_fn=lambda: os.umask(mask))
+
+
+def proc_field_checks(c):
+    R, check, sh = c.R, c.check, c.sh
+    probe = ["sh", "-c", "umask; cat /proc/self/oom_score_adj"]
+    b = c.bundle(c.tmp, "bproc", probe)
+
+    def given(cfg):
+        cfg["process"]["user"]["umask"] = 0o027
+        cfg["process"]["oomScoreAdj"] = 500
+        cfg["process"]["apparmorProfile"] = ""
+        cfg["process"]["selinuxLabel"] = ""
+        cfg["linux"]["mountLabel"] = ""
+    edit(b, given)
+    r = run_umask(c, ["run", "-b", b, "pf1"], 0o077)
+    check(r.returncode == 0 and r.stdout.split() == ["0027", "500"],
+          f"process.user.umask and oomScoreAdj 500 apply to the command; empty security labels "
+          f"accepted ({r.stdout.split()} {r.stderr.strip()})")
+
+    def absent(cfg):
+        cfg["process"]["user"].pop("umask", None)
+        cfg["process"].pop("oomScoreAdj", None)
+    edit(b, absent)
+    mine = open("/proc/self/oom_score_adj").read().strip()
+    r = run_umask(c, ["run", "-b", b, "pf2"], 0o077)
+    check(r.returncode == 0 and r.stdout.split() == ["0022", mine],
+          f"no umask: runc's 0022, not lbbox-runc's 0077; no oomScoreAdj: the caller's "
+          f"({r.stdout.split()} {r.stderr.strip()})")
+
+    # an exec's process.json umask is its own; without one the caller's is kept
+    bs = c.bundle(c.tmp, "bproc-exec", ["sleep", "300"])
+    edit(bs, lambda cfg: cfg["process"]["user"].update(umask=0o027))
+    rc, err = c.create(R, c.tmp, ["-b", bs, "pf3"])
+    check(rc == 0 and sh(R + ["start", "pf3"]).returncode == 0, f"create + start ({err.strip()})")
+    pj = os.path.join(c.tmp, "pf3-process.json")
+    json.dump({"args": ["sh", "-c", "umask"], "cwd": "/", "env": ["PATH=/bin:/usr/bin"],
+               "user": {"uid": 0, "gid": 0, "umask": 0o077}}, open(pj, "w"))
+    r = run_umask(c, ["exec", "--process", pj, "pf3"], 0o022)
+    check(r.returncode == 0 and r.stdout.split() == ["0077"],
+          f"exec --process with user.umask 0077 ({r.stdout.split()} {r.stderr.strip()})")
+    r = run_umask(c, ["exec", "pf3", "sh", "-c", "umask"], 0o002)
+    check(r.returncode == 0 and r.stdout.split() == ["0002"],
+          f"exec without a umask keeps the caller's ({r.stdout.split()} {r.stderr.strip()})")
+    sh(R + ["delete", "--force", "pf3"])
+
+    # lowering oom_score_adj: CAP_SYS_RESOURCE, which these hosts lack
+    edit(b, lambda cfg: cfg["process"].update(oomScoreAdj=-500))
+    rc, err = c.create(R, c.tmp, ["-b", b, "pf4"])
+    if has_sys_resource():
+        check(rc == 0, f"oomScoreAdj -500 with CAP_SYS_RESOURCE ({err.strip()})")
+        sh(R + ["delete", "--force", "pf4"])
+    else:
+        check(rc == 1 and err.count("\n") == 1 and "CAP_SYS_RESOURCE" in err
+              and sh(R + ["state", "pf4"]).returncode == 1,
+              f"oomScoreAdj -500 without CAP_SYS_RESOURCE: create fails with one line, no "
+              f"container ({err.strip()})")
+    # hostile or unappliable values: one line each
+    cases = [(lambda cfg: cfg["process"].update(oomScoreAdj=1001), "oomScoreAdj 1001"),
+             (lambda cfg: cfg["process"]["user"].update(umask=0o1000), "umask 512"),
+             (lambda cfg: cfg["process"].update(apparmorProfile="lbbox-test"),
+              "apparmorProfile is set"),
+             (lambda cfg: cfg["process"].update(selinuxLabel="system_u:system_r:container_t:s0"),
+              "selinuxLabel is set"),
+             (lambda cfg: cfg["linux"].update(mountLabel="system_u:object_r:container_file_t:s0"),
+              "mountLabel is set")]
+    for fn, what in cases:
+        bb = c.bundle(c.tmp, "bproc-" + what.split()[0], ["true"])
+        edit(bb, fn)
+        rc, err = c.create(R, c.tmp, ["-b", bb, "pf5"])
+        check(rc == 1 and err.count("\n") == 1 and what in err,
+              f"{what}: refused with one line ({err.strip()})")
+    left = [n for n in os.listdir(c.root) if not n.startswith(".")]
+    check(left == [] and os.listdir(os.path.join(c.root, ".sandboxes")) == [],
+          f"nothing left after the process field cases ({left})")
+
+
+HOOK = ('#!/bin/sh\nstate=$(cat)\n'
+        'map=$(head -n 1 /proc/self/uid_map | tr -s " " | sed "s/^ //")\n'
+        'printf "%s %s %s %s\\n" "$1" "$state" "$(id -u)" "$map" >> "$2"\n')
+
+
+def hooks_userns_checks(c):
+    """Every hook kind with linux.uidMappings: the host's hooks (prestart, createRuntime,
+    poststart, poststop) as the host's root in its user namespace; createContainer and
+    startContainer in the container's, as its root (the host's 100000)."""
+    R, check = c.R, c.check
+    # the in-namespace hooks run as the host's 100000: their script and log must be reachable
+    # by it, which the test's 0700 directory is not
+    pub = tempfile.mkdtemp(prefix="lbbox-hooks-userns-")
+    try:
+        os.chmod(pub, 0o755)
+        hd = os.path.join(pub, "hooks")
+        os.makedirs(hd)
+        os.chmod(hd, 0o777)
+        script, log = os.path.join(hd, "h.sh"), os.path.join(hd, "log")
+        open(script, "w").write(HOOK)
+        os.chmod(script, 0o755)
+        open(log, "w").close()
+        os.chmod(log, 0o666)
+        b = c.userns_bundle(c.tmp, "bhk-userns",
+                            ["sh", "-c", "id -u > /hooks/cmd; head -n 1 /proc/self/uid_map "
+                                         ">> /hooks/cmd"])
+
+        def hooks(cfg):
+            h = {k: [{"path": script, "args": ["h.sh", k, log]}]
+                 for k in ("prestart", "createRuntime", "createContainer", "poststart",
+                           "poststop")}
+            h["startContainer"] = [{"path": "/hooks/h.sh",
+                                    "args": ["h.sh", "startContainer", "/hooks/log"]}]
+            cfg["hooks"] = h
+            cfg["mounts"].append({"destination": "/hooks", "type": "bind", "source": hd,
+                                  "options": ["rbind"]})
+        edit(b, hooks)
+        r = subprocess.run(R + ["run", "-b", b, "hku"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, timeout=60)
+        got = [(k, s.get("status"), x.split(" ", 1)) for k, s, x in c.hook_log(log)]
+        host, inner = ["0", "0 0 4294967295"], ["0", "0 100000 65536"]
+        want = [("prestart", "creating", host), ("createRuntime", "creating", host),
+                ("createContainer", "creating", inner), ("startContainer", "created", inner),
+                ("poststart", "running", host), ("poststop", "stopped", host)]
+        check(r.returncode == 0 and got == want,
+              f"hooks with a user namespace: the runtime-spec's order, host hooks as the "
+              f"host's root, createContainer and startContainer as the namespace's root "
+              f"({got} {r.stderr.strip()})")
+        cmd = os.path.join(hd, "cmd")
+        seen = open(cmd).read().split() if os.path.exists(cmd) else []
+        check(seen == ["0", "0", "100000", "65536"] and os.stat(cmd).st_uid == 100000,
+              f"... and the command ran as the namespace's root, the host's 100000 ({seen})")
+    finally:
+        subprocess.run(c.R + ["delete", "--force", "hku"], capture_output=True)
+        subprocess.run(["rm", "-rf", pub])
