@@ -814,3 +814,91 @@ Test(cgroup, update_applies_and_refuses)
 	expect_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", "50331648");
 	expect_file(cg, "pids.max", "max");
 }
+
+/* cpu.shares and memory.reservation are create-time limits too (v2: cpu.weight by runc's
+ * mapping, memory.low). */
+Test(cgroup, shares_and_reservation_at_create)
+{
+	struct lb_cgroup_limits lim = {.cpu_shares = 512, .memory_reservation = 40 * MiB};
+	struct lb_cgroup *cg = mk("soft", NULL, &lim);
+	bool v2 = lb_cgroup_version(cg) == LB_CGROUP_V2;
+	expect_file(cg, v2 ? "cpu.weight" : "cpu.shares", v2 ? "20" : "512");
+	expect_file(cg, v2 ? "memory.low" : "memory.soft_limit_in_bytes", "41943040");
+}
+
+/* Every file of an update, by version (memory, memory + swap, reservation, cpu quota, period,
+ * shares, pids): one value each. */
+struct update_files {
+	const char *mem, *swap, *low, *cpu, *weight, *pids;
+};
+
+static void expect_update_files(struct lb_cgroup *cg, const struct update_files *f)
+{
+	bool v2 = lb_cgroup_version(cg) == LB_CGROUP_V2;
+	expect_file(cg, v2 ? "memory.max" : "memory.limit_in_bytes", f->mem);
+	expect_file(cg, v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes", f->swap);
+	expect_file(cg, v2 ? "memory.low" : "memory.soft_limit_in_bytes", f->low);
+	if (v2) {
+		expect_file(cg, "cpu.max", f->cpu);
+	} else { /* "QUOTA PERIOD" as v2 writes it, in v1's two files */
+		char quota[32], period[32];
+		cr_assert_eq(sscanf(f->cpu, "%31s %31s", quota, period), 2);
+		expect_file(cg, "cpu.cfs_quota_us", strcmp(quota, "max") ? quota : "-1");
+		expect_file(cg, "cpu.cfs_period_us", period);
+	}
+	expect_file(cg, v2 ? "cpu.weight" : "cpu.shares", f->weight);
+	expect_file(cg, "pids.max", f->pids);
+}
+
+/* The update path file by file (on v2 in the qemu guest of scripts/vm-test.sh, on v1 here):
+ * each limit lands, swap counted as v2 (alone) or v1 (memory + swap) wants it, limits lifted;
+ * an update with one refused value changes none of the others. */
+Test(cgroup, update_every_file_then_refused_changes_nothing)
+{
+	struct lb_cgroup_limits lim = {.memory_bytes = 40 * MiB, .pids = 8, .cpu_quota_us = 50000};
+	struct lb_cgroup *cg = mk("update-all", NULL, &lim);
+	struct lb_err *err = NULL;
+	bool v2 = lb_cgroup_version(cg) == LB_CGROUP_V2;
+	struct lb_cgroup_update u = {.memory = 64 * MiB,
+				     .memory_swap = 96 * MiB,
+				     .memory_reservation = 32 * MiB,
+				     .cpu_quota = 20000,
+				     .cpu_period = 50000,
+				     .cpu_shares = 1024,
+				     .pids = 16};
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	/* v2: swap alone (96 - 64 MiB); v1: memory + swap; shares 1024 -> weight 39 */
+	const struct update_files set = {"67108864",	     v2 ? "33554432" : "100663296",
+					 "33554432",	     "20000 50000",
+					 v2 ? "39" : "1024", "16"};
+	expect_update_files(cg, &set);
+
+	/* each value refused alone, with valid ones beside it: nothing written */
+	static const struct lb_cgroup_update bad[] = {
+	    {.memory = 48 * MiB, .pids = 4, .cpu_quota = 30000, .cpu_shares = 1},
+	    {.memory = 48 * MiB, .memory_swap = 32 * MiB, .pids = 4},
+	    {.memory_reservation = 16 * MiB, .cpu_period = 5, .pids = 4},
+	    {.memory = 1 * MiB, .cpu_shares = 2048},
+	    {.pids = -2, .memory_reservation = 16 * MiB},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_lt(lb_cgroup_update(cg, &bad[i], &err), 0, "bad[%zu] accepted", i);
+		lb_err_free(&err);
+		expect_update_files(cg, &set);
+	}
+
+	/* -1 lifts: memory and swap, the quota (the period stays), pids */
+	u = (struct lb_cgroup_update){.memory = -1, .memory_swap = -1, .cpu_quota = -1, .pids = -1};
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	if (v2) {
+		const struct update_files lifted = {"max",	 "max", "33554432",
+						    "max 50000", "39",	"max"};
+		expect_update_files(cg, &lifted);
+	} else { /* v1 reads "no limit" back as the page-rounded maximum */
+		char *mem = read_cg_file(cg, "memory.limit_in_bytes");
+		cr_expect_gt(strtoull(mem, NULL, 10), 1ull << 40, "memory %s", mem);
+		free(mem);
+		expect_file(cg, "cpu.cfs_quota_us", "-1");
+		expect_file(cg, "pids.max", "max");
+	}
+}
