@@ -838,6 +838,10 @@ def podman_checks(P, U, img, run, tmp, root):
     check(r.stdout.split() == ["67108864", "33", "50000", "512", "41943040"],
           "--memory, --pids-limit, --cpus, --cpu-shares, --memory-reservation in the cgroup "
           f"({r.stdout.split()} {r.stderr.strip()})")
+    r = sh(run + ["--network", "none", "--oom-score-adj", "500", "--umask", "0027", img, "sh",
+                  "-c", "cat /proc/self/oom_score_adj; umask"])
+    check(r.stdout.split() == ["500", "0027"],
+          f"--oom-score-adj and --umask inside ({r.stdout.split()} {r.stderr.strip()[-200:]})")
     # pinning needs a cpuset cgroup lbbox does not make: refused, never ignored
     r = sh(run + ["--network", "none", "--cpuset-cpus", "0", img, "true"])
     check(r.returncode != 0 and "resources.cpu.cpus is not supported" in r.stderr,
