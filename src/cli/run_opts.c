@@ -42,6 +42,8 @@ enum {
 	OPT_RM,
 	OPT_NAME,
 	OPT_JSON_FILE,
+	OPT_CPU_SHARES,
+	OPT_MEMORY_RESERVATION,
 };
 
 static const struct option run_opts[] = {
@@ -51,6 +53,8 @@ static const struct option run_opts[] = {
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"pids", required_argument, NULL, OPT_PIDS},
     {"cpus", required_argument, NULL, OPT_CPUS},
+    {"cpu-shares", required_argument, NULL, OPT_CPU_SHARES},
+    {"memory-reservation", required_argument, NULL, OPT_MEMORY_RESERVATION},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"network", required_argument, NULL, OPT_NETWORK},
     {"volume", required_argument, NULL, 'v'},
@@ -101,6 +105,8 @@ static const char run_usage[] =
     "  --memory SIZE           memory limit, no swap (>= 32m)\n"
     "  --pids N                process limit\n"
     "  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
+    "  --cpu-shares N          relative cpu weight, 2 to 262144 (1024 = the default share)\n"
+    "  --memory-reservation SIZE  soft memory limit: use above it is reclaimed first\n"
     "  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
     "  --network off|on|host   off: loopback only (default); on: NAT to the internet, no\n"
     "                          access to the host or private ranges; host: unsafe\n"
@@ -237,6 +243,25 @@ static int parse_memory(const char *s, uint64_t *out, struct lb_err **err)
 	return 0;
 }
 
+/* podman's --cpu-shares (v1 cpu.shares; v2 cpu.weight by runc's mapping) */
+static int parse_shares(const char *s, uint64_t *out, struct lb_err **err)
+{
+	if (lb_parse_u64(s, out, err) < 0)
+		return lb_err_wrap(err, "invalid --cpu-shares");
+	if (*out < 2 || *out > 262144)
+		return lb_err_set(err, 0, "invalid --cpu-shares '%s': must be 2 to 262144", s);
+	return 0;
+}
+
+static int parse_reservation(const char *s, uint64_t *out, struct lb_err **err)
+{
+	if (lb_parse_size(s, out, err) < 0)
+		return lb_err_wrap(err, "invalid --memory-reservation");
+	if (*out == 0)
+		return lb_err_set(err, 0, "invalid --memory-reservation '%s': must be above 0", s);
+	return 0;
+}
+
 static int parse_network(const char *s, struct lb_spec *spec, struct lb_err **err)
 {
 	if (strcmp(s, "off") == 0 || strcmp(s, "none") == 0)
@@ -273,6 +298,10 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 	case OPT_CPUS:
 		return cli_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us,
 				      err);
+	case OPT_CPU_SHARES:
+		return parse_shares(arg, &spec->limits.cpu_shares, err);
+	case OPT_MEMORY_RESERVATION:
+		return parse_reservation(arg, &spec->limits.memory_reservation, err);
 	case OPT_NETWORK:
 		o->network_set = true;
 		return parse_network(arg, spec, err);

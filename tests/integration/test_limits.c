@@ -141,6 +141,39 @@ LBT_TEST(limits, cpus_sets_cfs_quota)
 	free(period);
 }
 
+LBT_TEST(limits, cpu_shares_and_memory_reservation_visible_inside)
+{
+	static const char *const opts[] = {"--cpu-shares", "512", "--memory-reservation", "40m",
+					   NULL};
+	char *w = read_cg_file("/sys/fs/cgroup/cpu/cpu.shares", "/sys/fs/cgroup/cpu.weight", opts);
+	char *low = read_cg_file("/sys/fs/cgroup/memory/memory.soft_limit_in_bytes",
+				 "/sys/fs/cgroup/memory.low", opts);
+	bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+
+	/* v2: cpu.weight by runc's mapping of 512 shares */
+	cr_assert_str_eq(w, v2 ? "20" : "512", "cpu weight inside: %s", w);
+	cr_assert_str_eq(low, "41943040", "memory reservation inside: %s", low);
+	free(w);
+	free(low);
+}
+
+LBT_TEST(limits, cpu_shares_refused_out_of_range_and_detached)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--cpu-shares", "1", "--", "true", NULL);
+	LBT_ASSERT_EXIT(o, 125);
+	cr_assert(strstr(o.err, "2 to 262144") && strchr(o.err, '\n') == strrchr(o.err, '\n'),
+		  "one line: %s", o.err);
+	lbt_out_free(&o);
+	/* a session carries the Box's limits only: refused, not dropped */
+	lbt_run(&o, "run", "-d", "--memory-reservation", "40m", "--", "sleep", "30", NULL);
+	LBT_ASSERT_EXIT(o, 125);
+	cr_assert(strstr(o.err, "foreground run") && strchr(o.err, '\n') == strrchr(o.err, '\n'),
+		  "one line: %s", o.err);
+	lbt_out_free(&o);
+}
+
 LBT_TEST(limits, cpus_is_enforced)
 {
 	struct lb_run_out o;
