@@ -576,3 +576,55 @@ Test(oci_config, systemd_cgroups_path)
 		free(text);
 	}
 }
+
+/* process.user.umask (0022 when absent, as runc), oomScoreAdj, and security labels: accepted
+ * empty, refused (one line) when set, as lbbox applies none. */
+Test(oci_config, process_fields)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	char *text = config("", "", "");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert(cfg.spec.umask_set && cfg.spec.umask == 022, "runc's default umask");
+	cr_assert_not(cfg.spec.oom_score_adj_set);
+	lb_oci_config_free(&cfg);
+	free(text);
+
+	const char *ok = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+			 "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":{\"uid\":0,"
+			 "\"gid\":0,\"umask\":63},\"oomScoreAdj\":-1000,\"apparmorProfile\":\"\","
+			 "\"selinuxLabel\":\"\"},\"linux\":{\"mountLabel\":\"\","
+			 "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},"
+			 "{\"type\":\"ipc\"},{\"type\":\"uts\"}]}}";
+	cr_assert_eq(parse(ok, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert(cfg.spec.umask_set && cfg.spec.umask == 077);
+	cr_assert(cfg.spec.oom_score_adj_set && cfg.spec.oom_score_adj == -1000);
+	lb_oci_config_free(&cfg);
+
+	static const char *const bad[][2] = {
+	    {"", ",\"oomScoreAdj\":1001"},
+	    {"", ",\"oomScoreAdj\":\"500\""},
+	    {"", ",\"apparmorProfile\":\"docker-default\""},
+	    {"", ",\"selinuxLabel\":\"system_u:system_r:container_t:s0\""},
+	    {",\"mountLabel\":\"system_u:object_r:container_file_t:s0\"", ""},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		text = config(bad[i][0], bad[i][1], "");
+		cr_expect_lt(parse(text, &cfg, &err), 0, "bad[%zu] accepted", i);
+		cr_expect(err && !strchr(err->msg, '\n'), "bad[%zu]: one line", i);
+		lb_err_free(&err);
+		lb_oci_config_free(&cfg);
+		free(text);
+	}
+	const char *umask = "{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0,"
+			    "\"umask\":512}}";
+	struct lb_oci_process p;
+	cr_assert_lt(lb_oci_process_parse(umask, strlen(umask), &p, &err), 0, "umask 01000");
+	lb_err_free(&err);
+	lb_oci_process_free(&p);
+	umask = "{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0,\"umask\":18}}";
+	cr_assert_eq(lb_oci_process_parse(umask, strlen(umask), &p, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert(p.set_umask && p.umask == 022);
+	lb_oci_process_free(&p);
+}
