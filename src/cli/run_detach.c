@@ -71,9 +71,8 @@ static int box_spec_of(const struct run_opts *o, const char *image, struct lb_bo
 	const struct lb_cgroup_limits *l = &o->spec.limits;
 	/* a session's limits are the Box's (memory, pids, cpus): nothing else is carried */
 	if (l->cpu_shares || l->memory_reservation)
-		return lb_err_set(err, 0,
-				  "--cpu-shares and --memory-reservation are for a foreground run, "
-				  "not -d or --name");
+		return lb_err_set(
+		    err, 0, "--cpu-shares and --memory-reservation are for a foreground run only");
 	bs->network = o->spec.net == LB_NET_ON ? LB_BOX_NET_ON : LB_BOX_NET_OFF;
 	bs->read_only_rootfs = o->spec.readonly_root;
 	memcpy(bs->publish, o->spec.net_opts.publish, sizeof(bs->publish));

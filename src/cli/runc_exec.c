@@ -181,9 +181,19 @@ int runc_exec(struct runc_globals *g, int argc, char **argv)
 			if (runc_preserve_fds(g, optarg, 3, &a.preserve_fds))
 				return 1;
 			break;
-		case O_NNP: /* always set */
-		case O_LABEL:
+		case O_LABEL: /* lbbox applies no security label: refused, as in config.json */
+			if (*optarg)
+				return runc_fail(
+				    g,
+				    "exec: --process-label is set but lbbox-runc applies no SELinux label");
+			break;
 		case O_APPARMOR:
+			if (*optarg && strcmp(optarg, "unconfined"))
+				return runc_fail(
+				    g,
+				    "exec: --apparmor is set but lbbox-runc applies no AppArmor profile");
+			break;
+		case O_NNP: /* always set */
 		case O_CG:
 			break;
 		default:

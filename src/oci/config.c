@@ -226,14 +226,16 @@ int lb_oci_parse_user(json_t *process, struct lb_spec *spec, struct lb_err **err
 }
 
 /* A security label lbbox cannot apply (it has no AppArmor or SELinux support): refused when
- * given, so a bundle never runs without the confinement it asks for; "" is accepted. */
+ * given, so a bundle never runs without the confinement it asks for; "" is accepted, and so is
+ * AppArmor's "unconfined" (podman --security-opt apparmor=unconfined), which asks for none. */
 int lb_oci_refuse_label(json_t *obj, const char *where, const char *key, const char *what,
 			struct lb_err **err)
 {
 	const char *s = NULL;
 	if (lb_oci_get_string(obj, key, false, &s, err) < 0)
 		return -1;
-	if (s && *s)
+	bool none = !s || !*s || (!strcmp(key, "apparmorProfile") && !strcmp(s, "unconfined"));
+	if (!none)
 		return lb_err_set(err, ENOTSUP, "config: %s.%s is set but lbbox-runc applies no %s",
 				  where, key, what);
 	return 0;
@@ -250,6 +252,13 @@ static int parse_oom_score_adj(json_t *process, struct lb_spec *spec, struct lb_
 	spec->oom_score_adj_set = set;
 	spec->oom_score_adj = (int)v;
 	return 0;
+}
+
+static int refuse_labels(json_t *process, struct lb_err **err)
+{
+	if (lb_oci_refuse_label(process, "process", "apparmorProfile", "AppArmor profile", err) < 0)
+		return -1;
+	return lb_oci_refuse_label(process, "process", "selinuxLabel", "SELinux label", err);
 }
 
 /* process.env: KEY=VALUE strings (runc refuses the others too). */
@@ -272,9 +281,7 @@ int lb_oci_parse_process(json_t *process, struct lb_spec *spec, bool *terminal, 
 	    check_env(spec->env, err) < 0 ||
 	    lb_oci_get_string(process, "cwd", true, &cwd, err) < 0 ||
 	    lb_oci_get_bool(process, "terminal", terminal, err) < 0 ||
-	    lb_oci_refuse_label(process, "process", "apparmorProfile", "AppArmor profile", err) <
-		0 ||
-	    lb_oci_refuse_label(process, "process", "selinuxLabel", "SELinux label", err) < 0)
+	    refuse_labels(process, err) < 0)
 		return -1;
 	if (!spec->argv || !spec->argv[0] || !spec->argv[0][0])
 		return lb_err_set(err, EINVAL, "config: process.args must not be empty");

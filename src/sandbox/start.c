@@ -271,10 +271,8 @@ static int set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
 	if (write(fd, val, (size_t)len) == len)
 		return 0;
 	if (errno == EACCES)
-		return lb_err_set(err, 0,
-				  "oomScoreAdj %d: lowering oom_score_adj needs CAP_SYS_RESOURCE, "
-				  "which lbbox does not have",
-				  v);
+		return lb_err_set(
+		    err, 0, "oomScoreAdj %d: lowering oom_score_adj needs CAP_SYS_RESOURCE", v);
 	return lb_err_set(err, errno, "oomScoreAdj %d", v);
 }
 

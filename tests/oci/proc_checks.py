@@ -4,7 +4,8 @@ with its helpers).
 process.user.umask (runc's 0022 when absent, whatever lbbox-runc's own umask is; an exec's
 process.json may give its own), process.oomScoreAdj (raised here; lowering needs
 CAP_SYS_RESOURCE, and without it create fails with one line instead of skipping it), security
-labels lbbox cannot apply (refused with one line, accepted empty). Then all six hook kinds with a
+labels lbbox cannot apply (refused with one line, in config.json and as exec flags; accepted
+empty, AppArmor's "unconfined" too). Then all six hook kinds with a
 user namespace: the runtime-spec's order, host hooks as the host's root, in-container hooks as
 the namespace's root (the host's 100000).
 """
@@ -77,6 +78,13 @@ def proc_field_checks(c):
     r = run_umask(c, ["exec", "pf3", "sh", "-c", "umask"], 0o002)
     check(r.returncode == 0 and r.stdout.split() == ["0002"],
           f"exec without a umask keeps the caller's ({r.stdout.split()} {r.stderr.strip()})")
+    for flag, value, what in (("--apparmor", "lbbox-test", "AppArmor"),
+                              ("--process-label", "system_u:system_r:container_t:s0", "SELinux")):
+        r = sh(R + ["exec", flag, value, "pf3", "true"])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and what in r.stderr,
+              f"exec {flag} {value}: refused with one line ({r.stderr.strip()})")
+    r = sh(R + ["exec", "--apparmor", "unconfined", "pf3", "true"])
+    check(r.returncode == 0, f"exec --apparmor unconfined: accepted ({r.stderr.strip()})")
     sh(R + ["delete", "--force", "pf3"])
 
     # lowering oom_score_adj: CAP_SYS_RESOURCE, which these hosts lack

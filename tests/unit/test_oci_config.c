@@ -592,7 +592,8 @@ Test(oci_config, process_fields)
 
 	const char *ok = "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
 			 "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":{\"uid\":0,"
-			 "\"gid\":0,\"umask\":63},\"oomScoreAdj\":-1000,\"apparmorProfile\":\"\","
+			 "\"gid\":0,\"umask\":63},\"oomScoreAdj\":-1000,"
+			 "\"apparmorProfile\":\"unconfined\","
 			 "\"selinuxLabel\":\"\"},\"linux\":{\"mountLabel\":\"\","
 			 "\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},"
 			 "{\"type\":\"ipc\"},{\"type\":\"uts\"}]}}";
