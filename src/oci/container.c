@@ -150,6 +150,8 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 		return lb_err_set(err, ENOMEM, "console socket");
 	struct lb_cgroup_update late;
 	late_limits(cfg, &late);
+	/* v1: a cpuset cgroup from the start, so that `update --cpuset-cpus` has one to write */
+	cfg->spec.limits.cpuset_cgroup = true;
 	bool has_late = late.cpu_shares || late.memory_reservation;
 	if ((has_late && lb_cgroup_update_check(&late, err) < 0) ||
 	    write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
