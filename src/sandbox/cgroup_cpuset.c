@@ -184,17 +184,50 @@ static int cpuset_v1_fill(const struct cg_dir *d, const struct cg_dir *parent, c
 	return cg_write(d, file, inherited, err);
 }
 
+/* Depth bound of the walk up the hierarchy (a cgroup path has far fewer levels). */
+#define CPUSET_MAX_DEPTH 64
+
+static bool cpuset_v1_empty(const struct cg_dir *d, const char *file)
+{
+	_cleanup_free_ char *v = NULL;
+	return cg_read(d, file, &v, NULL) == 0 && v[strspn(v, " \n")] == '\0';
+}
+
+/*
+ * An ancestor someone else made (a slice made for systemd-style cgroupsPaths, a manager that
+ * never set it) may hold empty cpus or mems, and then nothing below it takes a task: filled from
+ * its own parent, top-down, as runc and crun do. Only an empty value is written.
+ */
+static int cpuset_v1_fill_empty(const struct cg_dir *d, int depth, struct lb_err **err)
+{
+	static const char *const files[] = {"cpuset.cpus", "cpuset.mems"};
+	_cleanup_(cpuset_dir_close) struct cg_dir parent = {.fd = -1};
+	bool ec = cpuset_v1_empty(d, files[0]), em = cpuset_v1_empty(d, files[1]);
+	if (!ec && !em)
+		return 0;
+	if (depth >= CPUSET_MAX_DEPTH || !cpuset_parent(d->path, &parent))
+		return lb_err_set(err, 0, "cgroup %s has no cpus or mems to give", d->path);
+	if (cpuset_v1_fill_empty(&parent, depth + 1, err) < 0)
+		return -1;
+	for (size_t i = 0; i < 2; i++)
+		if ((i ? em : ec) && cpuset_v1_fill(d, &parent, files[i], "", err) < 0)
+			return -1;
+	return 0;
+}
+
 int cg_cpuset_v1_make(struct cg_dir *d, const struct lb_cgroup_limits *lim, struct lb_err **err)
 {
 	_cleanup_(cpuset_dir_close) struct cg_dir parent = {.fd = -1};
+	if (!cpuset_parent(d->path, &parent))
+		return lb_err_set(err, errno, "open the cgroup above %s", d->path);
+	if (cpuset_v1_fill_empty(&parent, 0, err) < 0)
+		return -1;
 	if ((lim->cpus[0] && cg_cpuset_within_parent(d, false, false, lim->cpus, err) < 0) ||
 	    (lim->mems[0] && cg_cpuset_within_parent(d, false, true, lim->mems, err) < 0))
 		return -1;
-	if (!cpuset_parent(d->path, &parent))
-		return lb_err_set(err, errno, "open the cgroup above %s", d->path);
 	if (cg_dir_make(d, err) < 0)
 		return -1;
-	/* mems first: the kernel checks neither against the other, but cpus is the one asked */
+	/* a task joins only once both are set */
 	if (cpuset_v1_fill(d, &parent, "cpuset.mems", lim->mems, err) < 0 ||
 	    cpuset_v1_fill(d, &parent, "cpuset.cpus", lim->cpus, err) < 0)
 		return -1;
