@@ -69,6 +69,9 @@ static int box_spec_of(const struct run_opts *o, const char *image, struct lb_bo
 		       struct lb_err **err)
 {
 	const struct lb_cgroup_limits *l = &o->spec.limits;
+	/* a Box session has no cpuset: refused, never dropped */
+	if (l->cpus[0] || l->mems[0])
+		return lb_err_set(err, 0, "--cpuset-cpus/--cpuset-mems: not with -d or --name");
 	bs->network = o->spec.net == LB_NET_ON ? LB_BOX_NET_ON : LB_BOX_NET_OFF;
 	bs->read_only_rootfs = o->spec.readonly_root;
 	memcpy(bs->publish, o->spec.net_opts.publish, sizeof(bs->publish));

@@ -42,6 +42,8 @@ enum {
 	OPT_RM,
 	OPT_NAME,
 	OPT_JSON_FILE,
+	OPT_CPUSET_CPUS,
+	OPT_CPUSET_MEMS,
 };
 
 static const struct option run_opts[] = {
@@ -51,6 +53,8 @@ static const struct option run_opts[] = {
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"pids", required_argument, NULL, OPT_PIDS},
     {"cpus", required_argument, NULL, OPT_CPUS},
+    {"cpuset-cpus", required_argument, NULL, OPT_CPUSET_CPUS},
+    {"cpuset-mems", required_argument, NULL, OPT_CPUSET_MEMS},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"network", required_argument, NULL, OPT_NETWORK},
     {"volume", required_argument, NULL, 'v'},
@@ -101,6 +105,8 @@ static const char run_usage[] =
     "  --memory SIZE           memory limit, no swap (>= 32m)\n"
     "  --pids N                process limit\n"
     "  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
+    "  --cpuset-cpus LIST      run only on these cpus (0-2,4)\n"
+    "  --cpuset-mems LIST      allocate only on these memory nodes\n"
     "  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
     "  --network off|on|host   off: loopback only (default); on: NAT to the internet, no\n"
     "                          access to the host or private ranges; host: unsafe\n"
@@ -273,6 +279,10 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 	case OPT_CPUS:
 		return cli_parse_cpus(arg, &spec->limits.cpu_quota_us, &spec->limits.cpu_period_us,
 				      err);
+	case OPT_CPUSET_CPUS:
+		return lb_cpuset_set(spec->limits.cpus, arg, "cpus", err);
+	case OPT_CPUSET_MEMS:
+		return lb_cpuset_set(spec->limits.mems, arg, "mems", err);
 	case OPT_NETWORK:
 		o->network_set = true;
 		return parse_network(arg, spec, err);
