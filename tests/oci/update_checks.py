@@ -160,6 +160,10 @@ def cpuset_checks(c):
     r = sh(R + ["update", "--resources", "-", "ccs"], input=json.dumps({"cpu": {"cpus": "0"}}))
     host = allowed_cpus(open(f"/proc/{pid}/status").read())
     check(r.returncode == 0 and host == "0", f"update --resources cpu.cpus 0 ({host} {r.stderr.strip()})")
+    sb = json.load(open(os.path.join(c.root, "ccs", "state.json")))["sandbox"]
+    lim = json.load(open(os.path.join(c.root, ".sandboxes", sb, "state.json")))["spec"]["limits"]
+    check(lim.get("cpus") == "0" and lim.get("mems") == "0",
+          f"the engine's record has the cpuset ({lim})")
 
     sh(R + ["delete", "--force", "ccs"])
     left = [d for d in dirs if os.path.exists(d)]
