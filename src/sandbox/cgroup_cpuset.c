@@ -76,8 +76,8 @@ int lb_cpuset_check(const char *list, const char *what, struct lb_err **err)
 {
 	size_t n = strnlen(list, LB_CPUSET_LEN);
 	if (n == LB_CPUSET_LEN)
-		return lb_err_set(err, 0, "cpuset %s '%.24s...' is longer than %d bytes", what,
-				  list, LB_CPUSET_LEN - 1);
+		return lb_err_set(err, 0, "cpuset %s: the list is longer than %d bytes", what,
+				  LB_CPUSET_LEN - 1);
 	/* echoed only once known to be harmless text */
 	if (strspn(list, "0123456789,-") != n)
 		return lb_err_set(err, 0, "cpuset %s: a list holds only digits, ',' and '-'", what);
