@@ -5,7 +5,7 @@ _lbbox_verbs="run ps logs stop kill rm exec session proc images image inspect ta
 pull network info version box serve"
 
 _lbbox_run_opts="--image --rootfs --pull --tls-verify=false --entrypoint -d --detach --name
---read-only --tmp-size --memory --pids --cpus --cpu-shares --memory-reservation --timeout --network --allow-host --dns -v --volume
+--read-only --tmp-size --memory --pids --cpus --cpu-shares --memory-reservation --cpuset-cpus --cpuset-mems --timeout --network --allow-host --dns -v --volume
 --mount -w --workdir -e --env --env-file -u --user --rm -i --interactive -t --tty --hostname --seccomp
 --cap-add --cap-drop --ulimit --die-with-parent --cgroup-parent --json --profile --help"
 

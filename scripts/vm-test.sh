@@ -143,7 +143,7 @@ mount -t devpts devpts /dev/pts; mount -t tmpfs shm /dev/shm
 mount -t proc proc /proc; mount -t sysfs sys /sys
 mount -t tmpfs -o mode=1777 tmp /tmp; mount -t tmpfs -o mode=755 run /run
 mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
-echo "+cpu +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control
+echo "+cpu +cpuset +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control
 [ -f /overlay.ko ] && insmod /overlay.ko
 ip link set lo up 2>/dev/null
 while read -r kv; do export "$kv"; done </etc/vm-env
@@ -152,7 +152,7 @@ TEST_TMO=$(sed -n 's/.*lbbox.test_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 CG=/sys/fs/cgroup/test
 # test/ is the subtree tests own (CGROOT); each runs in the leaf test/runner, as processes may
 # only sit in leaves once test/ has controllers enabled
-mkdir $CG; echo "+cpu +memory +pids" >$CG/cgroup.subtree_control
+mkdir $CG; echo "+cpu +cpuset +memory +pids" >$CG/cgroup.subtree_control
 [ "$U" != 0 ] && chown -R "$U:$U" $CG && chmod 1777 /tmp
 echo "@@VM kernel=$(uname -r) uptime=$(cut -d' ' -f1 /proc/uptime) cgroup=$(cat /sys/fs/cgroup/cgroup.subtree_control)"
 

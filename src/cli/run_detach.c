@@ -73,6 +73,9 @@ static int box_spec_of(const struct run_opts *o, const char *image, struct lb_bo
 	if (l->cpu_shares || l->memory_reservation)
 		return lb_err_set(
 		    err, 0, "--cpu-shares and --memory-reservation are for a foreground run only");
+	/* a Box session has no cpuset: refused, never dropped */
+	if (l->cpus[0] || l->mems[0])
+		return lb_err_set(err, 0, "--cpuset-cpus/--cpuset-mems: not with -d or --name");
 	bs->network = o->spec.net == LB_NET_ON ? LB_BOX_NET_ON : LB_BOX_NET_OFF;
 	bs->read_only_rootfs = o->spec.readonly_root;
 	memcpy(bs->publish, o->spec.net_opts.publish, sizeof(bs->publish));

@@ -44,6 +44,8 @@ enum {
 	OPT_JSON_FILE,
 	OPT_CPU_SHARES,
 	OPT_MEMORY_RESERVATION,
+	OPT_CPUSET_CPUS,
+	OPT_CPUSET_MEMS,
 };
 
 static const struct option run_opts[] = {
@@ -55,6 +57,8 @@ static const struct option run_opts[] = {
     {"cpus", required_argument, NULL, OPT_CPUS},
     {"cpu-shares", required_argument, NULL, OPT_CPU_SHARES},
     {"memory-reservation", required_argument, NULL, OPT_MEMORY_RESERVATION},
+    {"cpuset-cpus", required_argument, NULL, OPT_CPUSET_CPUS},
+    {"cpuset-mems", required_argument, NULL, OPT_CPUSET_MEMS},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"network", required_argument, NULL, OPT_NETWORK},
     {"volume", required_argument, NULL, 'v'},
@@ -107,6 +111,8 @@ static const char run_usage[] =
     "  --cpus N                cpu quota in cpus (0.5 = half a cpu)\n"
     "  --cpu-shares N          relative cpu weight, 2 to 262144 (1024 = the default share)\n"
     "  --memory-reservation SIZE  soft memory limit: use above it is reclaimed first\n"
+    "  --cpuset-cpus LIST      run only on these cpus (0-2,4)\n"
+    "  --cpuset-mems LIST      allocate only on these memory nodes\n"
     "  --timeout SECONDS       kill every process of the sandbox at the deadline (exit 124)\n"
     "  --network off|on|host   off: loopback only (default); on: NAT to the internet, no\n"
     "                          access to the host or private ranges; host: unsafe\n"
@@ -302,6 +308,10 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 		return parse_shares(arg, &spec->limits.cpu_shares, err);
 	case OPT_MEMORY_RESERVATION:
 		return parse_reservation(arg, &spec->limits.memory_reservation, err);
+	case OPT_CPUSET_CPUS:
+		return lb_cpuset_set(spec->limits.cpus, arg, "cpus", err);
+	case OPT_CPUSET_MEMS:
+		return lb_cpuset_set(spec->limits.mems, arg, "mems", err);
 	case OPT_NETWORK:
 		o->network_set = true;
 		return parse_network(arg, spec, err);

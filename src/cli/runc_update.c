@@ -67,6 +67,7 @@ enum {
 static int apply_flag(struct runc_globals *g, int c, const char *name, const char *v,
 		      struct lb_cgroup_update *u)
 {
+	_cleanup_err_ struct lb_err *err = NULL;
 	int64_t n = 0;
 	int bad = 0;
 	switch (c) {
@@ -92,7 +93,9 @@ static int apply_flag(struct runc_globals *g, int c, const char *name, const cha
 		break;
 	case O_CPUS:
 	case O_MEMS:
-		u->cpuset = u->cpuset || *v;
+		if (lb_cpuset_set(c == O_CPUS ? u->cpus : u->mems, v, c == O_CPUS ? "cpus" : "mems",
+				  &err) < 0)
+			return runc_fail_err(g, &err);
 		break;
 	default: /* blkio, realtime, idle, burst, kernel memory, RDT: nothing to apply them to */
 		if (strcmp(v, "0") && strcmp(v, ""))

@@ -149,11 +149,9 @@ static int parse_cpu(json_t *res, struct lb_oci_config *cfg, struct lb_err **err
 	    lb_oci_get_string(cpu, "cpus", false, &cpus, err) < 0 ||
 	    lb_oci_get_string(cpu, "mems", false, &mems, err) < 0)
 		return -1;
-	/* lbbox puts no sandbox in a cpuset cgroup: pinning is refused, not ignored */
-	if ((cpus && *cpus) || (mems && *mems))
-		return lb_err_set(err, ENOTSUP,
-				  "config: resources.cpu.%s is not supported (no cpuset cgroup)",
-				  cpus && *cpus ? "cpus" : "mems");
+	if ((cpus && lb_cpuset_set(lim->cpus, cpus, "cpus", err) < 0) ||
+	    (mems && lb_cpuset_set(lim->mems, mems, "mems", err) < 0))
+		return lb_err_wrap(err, "config: resources.cpu");
 	if (qs && quota > 0) {
 		if (quota < 1000)
 			return lb_err_set(err, EINVAL, "config: cpu quota below 1000 us");

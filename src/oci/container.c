@@ -140,6 +140,8 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 	/* pid 1 makes the pty on the sandbox's own devpts (src/sandbox/init.c) */
 	if (cfg->terminal && !(cfg->spec.console_socket = strdup(o->console_socket)))
 		return lb_err_set(err, ENOMEM, "console socket");
+	/* v1: a cpuset cgroup from the start, so that `update --cpuset-cpus` has one to write */
+	cfg->spec.limits.cpuset_cgroup = true;
 	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
 	    lb_oci_plan_hooks(dir, cfg, hooks, err) < 0 ||
 	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)

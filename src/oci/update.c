@@ -75,7 +75,9 @@ static int parse_cpu(json_t *res, struct lb_cgroup_update *u, struct lb_err **er
 	    lb_oci_get_string(c, "cpus", false, &cpus, err) < 0 ||
 	    lb_oci_get_string(c, "mems", false, &mems, err) < 0)
 		return -1;
-	u->cpuset = (cpus && *cpus) || (mems && *mems);
+	if ((cpus && lb_cpuset_set(u->cpus, cpus, "cpus", err) < 0) ||
+	    (mems && lb_cpuset_set(u->mems, mems, "mems", err) < 0))
+		return -1;
 	return 0;
 }
 

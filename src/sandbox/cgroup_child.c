@@ -67,6 +67,20 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
 	return n;
 }
 
+/*
+ * A v1 cpuset hierarchy of its own: the child joins its sandbox's cpuset directory instead of
+ * getting one below it. A child of its own would start empty (the v1 trap), and an update of
+ * the sandbox's cpus would then be refused while a child still held the old ones. Not created
+ * here, so never removed with the child; kills skip it (cgroup_v1.c).
+ */
+static int cg_share_cpuset(struct cg_dir *d, const struct cg_dir *p, struct lb_err **err)
+{
+	if (cg_copy_dir(d, p->path, p->hier, p->roles, err) < 0)
+		return -1;
+	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return d->fd < 0 ? lb_err_set(err, errno, "open %s", d->path) : 0;
+}
+
 /* Before the child exists: the parent must be able to give it a memory limit (v2: enabled). */
 static int cg_child_prepare(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
 			    struct lb_err **err)
@@ -104,6 +118,11 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uin
 	cg->version = parent->version;
 	for (size_t i = 0; i < parent->ndirs; i++, cg->ndirs++) {
 		const struct cg_dir *p = &parent->dirs[i];
+		if (p->roles == CG_CPUSET) {
+			if (cg_share_cpuset(&cg->dirs[i], p, err) < 0)
+				goto fail;
+			continue;
+		}
 		_cleanup_free_ char *path = cg_path_join(p->path, name);
 		if (!path) {
 			lb_err_set(err, ENOMEM, "cgroup");

@@ -308,7 +308,7 @@ static int cg_add_dir(struct lb_cgroup *cg, const struct cg_mount *m, const char
 	struct cg_dir *d = &cg->dirs[cg->ndirs++];
 
 	d->fd = -1;
-	d->roles = m->v2 ? CG_LIMIT_ROLES : m->roles;
+	d->roles = m->v2 ? CG_V2_ROLES : m->roles;
 	d->path = cg_path_join(base, name);
 	d->hier = m->v2 ? NULL : strdup(m->ctrls);
 	return d->path && (m->v2 || d->hier) ? 0 : -1;
@@ -332,9 +332,28 @@ static int cg_plan_v2(struct lb_cgroup *cg, const struct cg_mounts *ms, const ch
 	return 0;
 }
 
+/*
+ * The cpuset hierarchy alone is used only when lim asks for a cpuset: a sandbox without one
+ * costs no directory there (lbbox run's hot path). Asked without values (a cgroup to pin later),
+ * an unusable one is skipped quietly like lbbox's own unusable cgroup.
+ */
+static int cg_try_base_v1(const struct cg_mount *m, const char *parent,
+			  const struct lb_cgroup_limits *lim, char **base, struct lb_err **err)
+{
+	_cleanup_err_ struct lb_err *quiet = NULL;
+
+	if (m->roles != CG_CPUSET)
+		return cg_try_base(m, parent, base, err);
+	if (!cg_cpuset_wanted(lim))
+		return 0;
+	if (lim->cpus[0] || lim->mems[0])
+		return cg_try_base(m, parent, base, err);
+	return cg_try_base(m, parent, base, &quiet) < 0 ? 0 : 1;
+}
+
 /* Adds one directory per usable v1 hierarchy that carries a controller lbbox uses. */
 static int cg_plan_v1(struct lb_cgroup *cg, const struct cg_mounts *ms, const char *parent,
-		      const char *name, struct lb_err **err)
+		      const char *name, const struct lb_cgroup_limits *lim, struct lb_err **err)
 {
 	unsigned have = 0;
 
@@ -344,7 +363,7 @@ static int cg_plan_v1(struct lb_cgroup *cg, const struct cg_mounts *ms, const ch
 		/* the same hierarchy may be mounted twice: the first usable mount wins */
 		if (m->v2 || !(m->roles & ~have))
 			continue;
-		int r = cg_try_base(m, parent, &base, err);
+		int r = cg_try_base_v1(m, parent, lim, &base, err);
 		if (r < 0)
 			return -1;
 		if (r > 0 && cg_add_dir(cg, m, base, name) < 0)
@@ -383,7 +402,7 @@ int cg_plan(struct lb_cgroup *cg, const char *name, const char *parent,
 		cg->version = LB_CGROUP_V2;
 		return 0;
 	}
-	if (cg_plan_v1(cg, &ms, parent, name, err) < 0)
+	if (cg_plan_v1(cg, &ms, parent, name, lim, err) < 0)
 		return -1;
 	if (cg->ndirs > 0) {
 		cg->version = LB_CGROUP_V1;

@@ -24,6 +24,7 @@ static const struct {
 } cg_roles[] = {
     {"memory", CG_MEMORY},   {"pids", CG_PIDS},	      {"cpu", CG_CPU},
     {"cpuacct", CG_CPUACCT}, {"freezer", CG_FREEZER}, {"devices", CG_DEVICES},
+    {"cpuset", CG_CPUSET},
 };
 
 const char *cg_role_name(unsigned role)
@@ -45,7 +46,8 @@ unsigned cg_role_of(const char *ctrl)
 unsigned cg_limits_roles(const struct lb_cgroup_limits *lim)
 {
 	return (lim->memory_bytes || lim->memory_reservation ? CG_MEMORY : 0) |
-	       (lim->pids ? CG_PIDS : 0) | (lim->cpu_quota_us || lim->cpu_shares ? CG_CPU : 0);
+	       (lim->pids ? CG_PIDS : 0) | (lim->cpu_quota_us || lim->cpu_shares ? CG_CPU : 0) |
+	       (lim->cpus[0] || lim->mems[0] ? CG_CPUSET : 0);
 }
 
 uint64_t cg_shares_to_weight(uint64_t shares)

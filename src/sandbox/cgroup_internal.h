@@ -17,10 +17,13 @@ enum {
 	CG_CPUACCT = 1u << 3,
 	CG_FREEZER = 1u << 4,
 	CG_DEVICES = 1u << 5,
+	CG_CPUSET = 1u << 6,
 };
 #define CG_LIMIT_ROLES (CG_MEMORY | CG_PIDS | CG_CPU)
+/* Controllers a v2 sandbox may enable. */
+#define CG_V2_ROLES (CG_LIMIT_ROLES | CG_CPUSET)
 /* At most one directory per controller bit. */
-#define CG_MAX_DIRS 6
+#define CG_MAX_DIRS 7
 
 /* The leaf lbbox moves the processes of a v2 parent into (no-internal-process rule). */
 #define CG_LEAF_NAME "lbbox-leaf"
@@ -113,6 +116,19 @@ void cg_backoff(unsigned *round);
  * refuses both to anyone else, whose sandboxes are nodev by their user namespace anyway). */
 int cg_devices_v1(const struct cg_dir *d, struct lb_err **err);
 int cg_devices_v2(const struct cg_dir *d, struct lb_err **err);
+
+/* cgroup_cpuset.c: pinning to cpus and memory nodes. */
+/* True when lim asks for a cpuset (values, or a v1 cpuset cgroup to update later). */
+bool cg_cpuset_wanted(const struct lb_cgroup_limits *lim);
+/* v1: makes d->path and any missing directory above it, each given its parent's cpus and mems
+ * (a new v1 cpuset starts empty and takes no task), then writes lim's values. */
+int cg_cpuset_v1_make(struct cg_dir *d, const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* v2: writes lim's values on the new d (the parent enabled +cpuset for it). */
+int cg_cpuset_v2_apply(const struct cg_dir *d, const struct lb_cgroup_limits *lim,
+		       struct lb_err **err);
+/* Refused unless list is within what d's parent offers (its effective cpus or mems). */
+int cg_cpuset_within_parent(const struct cg_dir *d, bool v2, bool mems, const char *list,
+			    struct lb_err **err);
 
 /* cgroup_v2.c; cg->dirs[0] was filled (path, not created) by cgroup.c. */
 int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);

@@ -20,7 +20,7 @@
 struct undo {
 	const struct cg_dir *d;
 	const char *file;
-	char old[64];
+	char old[LB_CPUSET_LEN]; /* a number, or a cpuset list */
 };
 
 struct txn {
@@ -68,10 +68,9 @@ static void num(char *buf, size_t len, int64_t v, bool v2)
 
 int lb_cgroup_update_check(const struct lb_cgroup_update *u, struct lb_err **err)
 {
-	if (u->cpuset)
-		return lb_err_set(err, 0,
-				  "cpuset-cpus/cpuset-mems: lbbox places no sandbox in a cpuset "
-				  "cgroup");
+	if ((u->cpus[0] && lb_cpuset_check(u->cpus, "cpus", err) < 0) ||
+	    (u->mems[0] && lb_cpuset_check(u->mems, "mems", err) < 0))
+		return -1;
 	if (u->memory < -1 || (u->memory > 0 && (uint64_t)u->memory < LB_MIN_MEMORY))
 		return lb_err_set(err, 0, "memory %" PRId64 " is below lbbox's 32 MiB", u->memory);
 	if (u->memory_swap < -1 || u->memory_reservation < -1 || u->pids < -1 || u->cpu_quota < -1)
@@ -234,17 +233,40 @@ static int v2_enable(const struct cg_dir *d, unsigned roles, struct lb_err **err
 	return cg_v2_enable_controllers(parent, roles, err);
 }
 
+/* Lists outside what the parent offers are refused before the first write (v2 would take
+ * them and silently use less). */
+static int cpuset_check(const struct cg_dir *d, bool v2, const struct lb_cgroup_update *u,
+			struct lb_err **err)
+{
+	if (u->cpus[0] && cg_cpuset_within_parent(d, v2, false, u->cpus, err) < 0)
+		return -1;
+	return u->mems[0] ? cg_cpuset_within_parent(d, v2, true, u->mems, err) : 0;
+}
+
+/* Only the sandbox's own directory: its execs' children share it on v1 (cgroup_child.c) and
+ * inherit it on v2. */
+static int apply_cpuset(struct txn *t, const struct cg_dir *d, const struct lb_cgroup_update *u,
+			struct lb_err **err)
+{
+	if (u->cpus[0] && txn_write(t, d, "cpuset.cpus", u->cpus, err) < 0)
+		return -1;
+	return u->mems[0] ? txn_write(t, d, "cpuset.mems", u->mems, err) : 0;
+}
+
 static int apply(struct txn *t, struct lb_cgroup *cg, const struct lb_cgroup_update *u,
 		 struct lb_err **err)
 {
-	const struct cg_dir *mem, *pids, *cpu;
+	const struct cg_dir *mem, *pids, *cpu, *cpuset;
 	bool v2 = cg->version == LB_CGROUP_V2;
 	char buf[32];
 	if (need(cg, CG_MEMORY, u->memory || u->memory_reservation, &mem, err) < 0 ||
 	    need(cg, CG_PIDS, u->pids != 0, &pids, err) < 0 ||
-	    need(cg, CG_CPU, u->cpu_quota || u->cpu_period || u->cpu_shares, &cpu, err) < 0)
+	    need(cg, CG_CPU, u->cpu_quota || u->cpu_period || u->cpu_shares, &cpu, err) < 0 ||
+	    need(cg, CG_CPUSET, u->cpus[0] || u->mems[0], &cpuset, err) < 0 ||
+	    (cpuset && cpuset_check(cpuset, v2, u, err) < 0))
 		return -1;
-	unsigned roles = (mem ? CG_MEMORY : 0) | (pids ? CG_PIDS : 0) | (cpu ? CG_CPU : 0);
+	unsigned roles = (mem ? CG_MEMORY : 0) | (pids ? CG_PIDS : 0) | (cpu ? CG_CPU : 0) |
+			 (cpuset ? CG_CPUSET : 0);
 	if (v2 && v2_enable(&cg->dirs[0], roles, err) < 0)
 		return -1;
 	if (mem && apply_memory(t, v2, mem, u, err) < 0)
@@ -252,7 +274,9 @@ static int apply(struct txn *t, struct lb_cgroup *cg, const struct lb_cgroup_upd
 	num(buf, sizeof(buf), u->pids, true); /* pids.max says "max" on v1 too */
 	if (pids && txn_write(t, pids, "pids.max", buf, err) < 0)
 		return -1;
-	return cpu ? apply_cpu(t, v2, cpu, u, err) : 0;
+	if (cpu && apply_cpu(t, v2, cpu, u, err) < 0)
+		return -1;
+	return cpuset ? apply_cpuset(t, cpuset, u, err) : 0;
 }
 
 int lb_cgroup_update(struct lb_cgroup *cg, const struct lb_cgroup_update *u, struct lb_err **err)
@@ -260,8 +284,9 @@ int lb_cgroup_update(struct lb_cgroup *cg, const struct lb_cgroup_update *u, str
 	struct txn t = {.n = 0};
 	if (lb_cgroup_update_check(u, err) < 0)
 		return -1;
-	if (cg->version == LB_CGROUP_NONE && (u->memory || u->memory_reservation || u->pids ||
-					      u->cpu_quota || u->cpu_period || u->cpu_shares))
+	if (cg->version == LB_CGROUP_NONE &&
+	    (u->memory || u->memory_reservation || u->pids || u->cpu_quota || u->cpu_period ||
+	     u->cpu_shares || u->cpus[0] || u->mems[0]))
 		return lb_err_set(err, 0, "cannot update limits: the sandbox has no cgroup");
 	if (apply(&t, cg, u, err) < 0) {
 		txn_undo(&t);

@@ -73,9 +73,12 @@ int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	if (missing)
 		return lb_err_set(
 		    err, 0, "cannot enforce the %s limit: no writable v1 %s hierarchy", name, name);
-	for (size_t i = 0; i < cg->ndirs; i++)
-		if (cg_dir_make(&cg->dirs[i], err) < 0 || cg_v1_apply(&cg->dirs[i], lim, err) < 0)
+	for (size_t i = 0; i < cg->ndirs; i++) {
+		struct cg_dir *d = &cg->dirs[i];
+		int r = d->roles & CG_CPUSET ? cg_cpuset_v1_make(d, lim, err) : cg_dir_make(d, err);
+		if (r < 0 || cg_v1_apply(d, lim, err) < 0)
 			return -1;
+	}
 	struct cg_dir *dev = cg_find_dir(cg, CG_DEVICES);
 	if (dev && geteuid() == 0 && cg_devices_v1(dev, err) < 0)
 		return -1;
@@ -98,12 +101,15 @@ int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)
 	return 0;
 }
 
-/* Number of tasks in every hierarchy's subtree, each SIGKILLed first when sig is SIGKILL. */
+/* Number of tasks in every hierarchy's subtree, each SIGKILLed first when sig is SIGKILL. A
+ * cpuset-only directory is skipped: an exec's child shares its sandbox's (cgroup_child.c), and
+ * the other hierarchies hold the same tasks anyway. */
 static int cg_v1_signal_all(struct lb_cgroup *cg, int sig, size_t *found, struct lb_err **err)
 {
 	*found = 0;
 	for (size_t i = 0; i < cg->ndirs; i++)
-		if (cg_signal_tree(&cg->dirs[i], sig, found, err) < 0)
+		if (cg->dirs[i].roles != CG_CPUSET &&
+		    cg_signal_tree(&cg->dirs[i], sig, found, err) < 0)
 			return -1;
 	return 0;
 }

@@ -97,9 +97,9 @@ static int cg_controllers_to_enable(const struct cg_dir *parent, unsigned roles,
 	    cg_read(parent, "cgroup.subtree_control", &enabled, err) < 0)
 		return -1;
 	buf[0] = '\0';
-	for (unsigned role = 1; role & CG_LIMIT_ROLES; role <<= 1) {
+	for (unsigned role = 1; role <= CG_CPUSET; role <<= 1) {
 		const char *name = cg_role_name(role);
-		if (!(roles & role) || cg_has_word(enabled, name))
+		if (!(roles & role & CG_V2_ROLES) || cg_has_word(enabled, name))
 			continue;
 		if (!cg_has_word(avail, name))
 			return lb_err_set(err, 0,
@@ -182,7 +182,8 @@ int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	*strrchr(parent, '/') = '\0'; /* d->path is always "<base>/<name>" */
 	if (cg_v2_enable_controllers(parent, cg_limits_roles(lim), err) < 0)
 		return -1;
-	if (cg_dir_make(d, err) < 0 || cg_v2_apply(d, lim, err) < 0)
+	if (cg_dir_make(d, err) < 0 || cg_v2_apply(d, lim, err) < 0 ||
+	    cg_cpuset_v2_apply(d, lim, err) < 0)
 		return -1;
 	return geteuid() == 0 ? cg_devices_v2(d, err) : 0;
 }

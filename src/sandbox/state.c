@@ -20,6 +20,15 @@ static const char *net_name(enum lb_net_mode m)
 	return m == LB_NET_HOST ? "host" : m == LB_NET_ON ? "on" : "off";
 }
 
+/* cpus and mems when set (a pinned sandbox; absent otherwise, as before pinning existed). */
+static void set_cpuset(json_t *limits, const char *cpus, const char *mems)
+{
+	if (limits && cpus[0])
+		json_object_set_new(limits, "cpus", json_string(cpus));
+	if (limits && mems[0])
+		json_object_set_new(limits, "mems", json_string(mems));
+}
+
 /* The parts of the spec another lbbox needs to describe or join the sandbox. */
 static json_t *spec_json(const struct lb_spec *spec)
 {
@@ -31,17 +40,19 @@ static json_t *spec_json(const struct lb_spec *spec)
 		    json_pack("{s:s, s:s, s:b}", "source",
 			      spec->mounts[i].source ? spec->mounts[i].source : "tmpfs", "target",
 			      spec->mounts[i].target, "readonly", spec->mounts[i].readonly));
-	return json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}",
-			 "rootfs",
-			 spec->rootfs	? spec->rootfs
-			 : spec->layers ? spec->layers
-					: "host",
-			 "argv", lb_json_from_strv(spec->argv), "mounts", mounts, "cwd",
-			 spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
-			 net_name(spec->net), "uid", (int)spec->uid, "gid", (int)spec->gid,
-			 "limits", "memory_bytes", (json_int_t)l->memory_bytes, "pids",
-			 (json_int_t)l->pids, "cpu_quota_us", (json_int_t)l->cpu_quota_us,
-			 "cpu_period_us", (json_int_t)l->cpu_period_us);
+	json_t *j =
+	    json_pack("{s:s, s:o, s:o, s:s, s:b, s:s, s:i, s:i, s:{s:I, s:I, s:I, s:I}}", "rootfs",
+		      spec->rootfs   ? spec->rootfs
+		      : spec->layers ? spec->layers
+				     : "host",
+		      "argv", lb_json_from_strv(spec->argv), "mounts", mounts, "cwd",
+		      spec->cwd ? spec->cwd : "/", "read_only", spec->readonly_root, "network",
+		      net_name(spec->net), "uid", (int)spec->uid, "gid", (int)spec->gid, "limits",
+		      "memory_bytes", (json_int_t)l->memory_bytes, "pids", (json_int_t)l->pids,
+		      "cpu_quota_us", (json_int_t)l->cpu_quota_us, "cpu_period_us",
+		      (json_int_t)l->cpu_period_us);
+	set_cpuset(json_object_get(j, "limits"), l->cpus, l->mems);
+	return j;
 }
 
 static json_t *cgroup_dirs_json(const struct lb_cgroup *cg)
@@ -201,6 +212,7 @@ int lb_state_update_limits(const char *statedir, const struct lb_cgroup_update *
 	updated(limits, "pids", u->pids);
 	updated(limits, "cpu_quota_us", u->cpu_quota);
 	updated(limits, "cpu_period_us", (int64_t)u->cpu_period);
+	set_cpuset(limits, u->cpus, u->mems);
 	_cleanup_free_ char *text = json_dumps(st, JSON_COMPACT);
 	if (!text)
 		return lb_err_set(err, ENOMEM, "state");

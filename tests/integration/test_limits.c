@@ -174,6 +174,18 @@ LBT_TEST(limits, cpu_shares_refused_out_of_range_and_detached)
 	lbt_out_free(&o);
 }
 
+// --cpuset-cpus: the command and what it starts run on that cpu only.
+LBT_TEST(limits, cpuset_cpus_pins)
+{
+	struct lb_run_out o;
+
+	lbt_run(&o, "run", "--cpuset-cpus", "0", "--", "sh", "-c",
+		"grep Cpus_allowed_list /proc/self/status", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert(strstr(o.out, "Cpus_allowed_list:\t0\n"), "inside: %s", o.out);
+	lbt_out_free(&o);
+}
+
 LBT_TEST(limits, cpus_is_enforced)
 {
 	struct lb_run_out o;

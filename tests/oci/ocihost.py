@@ -153,9 +153,25 @@ def ctr_remove(ctr, names):
         sh(ctr + ["container", "rm", t])
 
 
-def host_clean(tmp, bridge, check):
+def cpuset_dirs():
+    """Every cgroup of the v1 cpuset hierarchy (none on a pure v2 host): lbbox makes one there
+    only for a container, which host_clean checks is gone with it."""
+    out = set()
+    for d, subs, _ in os.walk("/sys/fs/cgroup/cpuset"):
+        out.update(os.path.join(d, s) for s in subs)
+    return out
+
+
+def host_clean(tmp, bridge, check, cpusets=None):
     """check(cond, what) for each thing that must not be left: mounts, processes, the bridge,
-    empty cni netns."""
+    empty cni netns, and (given the cpuset_dirs() of before the test) an empty cpuset cgroup
+    made meanwhile (podman's libpod_parent is podman_host's, the slices systemd_path_checks
+    makes its own)."""
+    if cpusets is not None:
+        new = [d for d in cpuset_dirs() - cpusets
+               if "/libpod_parent" not in d and "/lbboxtest.slice" not in d]
+        left = [d for d in new if not open(os.path.join(d, "cgroup.procs")).read().strip()]
+        check(left == [], f"no cpuset cgroup left ({left[:2]})")
     with open("/proc/self/mountinfo") as f:
         mounts = [l for l in f if tmp in l]
     check(mounts == [], f"no mount left under the test directory ({mounts[:2]})")

@@ -30,10 +30,11 @@ import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ocihost import (ULIMITS, containerd_host, ctr_remove, delete_all, host_clean,  # noqa: E402
-                     podman_cmd, podman_host, podman_import, sh, subreaper)
-from update_checks import (preserve_fds_checks, systemd_path_checks,  # noqa: E402
-                           update_checks)
+from ocihost import (ULIMITS, containerd_host, cpuset_dirs, ctr_remove,  # noqa: E402
+                     delete_all, host_clean, podman_cmd, podman_host, podman_import, sh,
+                     subreaper)
+from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
+                           systemd_path_checks, update_checks)
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
@@ -313,6 +314,7 @@ def part_runtime(tmp):
     ctx = types.SimpleNamespace(R=R, root=root, tmp=tmp, check=check, sh=sh, bundle=bundle,
                                 create=create, cgroup_dirs=cgroup_dirs, wait_exit=wait_exit)
     update_checks(ctx)
+    cpuset_checks(ctx)
     preserve_fds_checks(ctx)
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
@@ -842,10 +844,12 @@ def podman_checks(P, U, img, run, tmp, root):
                   "-c", "cat /proc/self/oom_score_adj; umask"])
     check(r.stdout.split() == ["500", "0027"],
           f"--oom-score-adj and --umask inside ({r.stdout.split()} {r.stderr.strip()[-200:]})")
-    # pinning needs a cpuset cgroup lbbox does not make: refused, never ignored
-    r = sh(run + ["--network", "none", "--cpuset-cpus", "0", img, "true"])
-    check(r.returncode != 0 and "resources.cpu.cpus is not supported" in r.stderr,
-          f"--cpuset-cpus refused with lbbox's line ({r.returncode} {r.stderr.strip()[-160:]})")
+    # pinning: the container's cpuset cgroup (cpu 1, or 0 on a one-cpu host)
+    pin = "0" if os.cpu_count() == 1 else "1"
+    r = sh(run + ["--network", "none", "--cpuset-cpus", pin, img, "grep", "Cpus_allowed_list",
+                  "/proc/self/status"])
+    check(r.returncode == 0 and r.stdout.split()[-1:] == [pin],
+          f"--cpuset-cpus {pin} read back inside ({r.stdout.strip()} {r.stderr.strip()[-160:]})")
     # -t: conmon's console socket; script(1) gives podman a terminal of its own
     cmd = " ".join(run + ["-t", "--network", "none", img, "sh", "-c", "'tty; exit 4'"])
     r = sh(["script", "-qec", cmd, "/dev/null"], stdin=subprocess.DEVNULL)
@@ -895,6 +899,10 @@ def podman_checks(P, U, img, run, tmp, root):
                   "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"]).stdout.split()
     check(r.returncode == 0 and got == ["100663296", "40000"],
           f"podman update --memory --cpu-quota ({got} {r.stderr.strip()[-300:]})")
+    r = sh(P + ["update", "--cpuset-cpus", "0", "lbt-d1"])
+    got = sh(P + ["exec", "lbt-d1", "grep", "Cpus_allowed_list", "/proc/self/status"]).stdout
+    check(r.returncode == 0 and got.split()[-1:] == ["0"],
+          f"podman update --cpuset-cpus 0 ({got.strip()} {r.stderr.strip()[-300:]})")
     r = sh(P + ["exec", "--user", "1234:5678", "lbt-d1", "sh", "-c", "id -u; id -g"])
     check(r.stdout.split() == ["1234", "5678"], f"podman exec --user ({r.stdout.split()})")
     r = sh(P + ["exec", "-e", "E=1", "lbt-d1", "sh", "-c", "echo exec$E; exit 4"])
@@ -1020,6 +1028,7 @@ def main():
     subreaper()
     tmp = tempfile.mkdtemp(prefix="lbbox-oci-")
     bridge = "none"
+    cpusets = cpuset_dirs()
     try:
         part_runtime(tmp)
         part_hooks(tmp)
@@ -1035,7 +1044,7 @@ def main():
     finally:
         delete_all(RUNC, [os.path.join(tmp, r)
                           for r in ("runc-root", "podman-runc", "ctd/runc-root/default")])
-        host_clean(tmp, bridge, check)
+        host_clean(tmp, bridge, check, cpusets)
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(FAILS)} failed" if FAILS else "all passed")
     return 1 if FAILS else 0

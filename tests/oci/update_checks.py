@@ -70,7 +70,7 @@ def update_checks(c):
     bad = [(["--memory", "1m"], None, "32 MiB"),
            (["--memory", "lots"], None, "not a valid value"),
            (["--memory-swap", "256m"], None, "needs memory"),
-           (["--cpuset-cpus", "0"], None, "cpuset"),
+           (["--cpuset-cpus", "1-0"], None, "cpuset cpus '1-0'"),
            (["--blkio-weight", "500"], None, "not supported"),
            (["--resources", "-"], {"unified": {"memory.high": "1"}}, "unified"),
            (["--resources", "-"], {"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]},
@@ -111,6 +111,63 @@ def update_checks(c):
     r = sh(R + ["update", "--memory", "64m", "cu"])
     check(r.returncode == 1 and "stopped" in r.stderr, "update of a stopped container refused")
     sh(R + ["delete", "--force", "cu"])
+
+
+def allowed_cpus(status_text):
+    for line in status_text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def cpuset_checks(c):
+    """resources.cpu.cpus pins the container (its command and an exec), update --cpuset-cpus
+    and --resources move it, bad lists are refused with one line and change nothing, delete
+    leaves no cpuset cgroup."""
+    R, check, sh = c.R, c.check, c.sh
+    usable = open("/sys/fs/cgroup/cpuset/cpuset.effective_cpus" if not V2 else
+                  "/sys/fs/cgroup/cpuset.cpus.effective").read().strip()
+    other = "0" if usable == "0" else "1"  # a 1-cpu host moves from 0 to 0
+    b = c.bundle(c.tmp, "bcs", ["sleep", "300"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["resources"] = {"cpu": {"cpus": "0", "mems": "0"}}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    pidfile = os.path.join(c.tmp, "bcs.pid")
+    rc, err = c.create(R, c.tmp, ["-b", b, "--pid-file", pidfile, "ccs"])
+    check(rc == 0 and sh(R + ["start", "ccs"]).returncode == 0, f"cpuset: container up ({err})")
+    pid = int(open(pidfile).read())
+    dirs = [d for d in c.cgroup_dirs(pid) if "/cpuset/" in d] if not V2 else c.cgroup_dirs(pid)
+    host = allowed_cpus(open(f"/proc/{pid}/status").read())
+    r = sh(R + ["exec", "ccs", "cat", "/proc/self/status"])
+    check(host == "0" and allowed_cpus(r.stdout) == "0" and dirs,
+          f"cpu.cpus 0: the command and an exec run on cpu 0 ({host} {allowed_cpus(r.stdout)} {dirs})")
+
+    r = sh(R + ["update", "--cpuset-cpus", other, "ccs"])
+    inside = allowed_cpus(sh(R + ["exec", "ccs", "cat", "/proc/self/status"]).stdout)
+    host = allowed_cpus(open(f"/proc/{pid}/status").read())
+    check(r.returncode == 0 and inside == other and host == other,
+          f"update --cpuset-cpus {other}: a new exec and the command ({inside} {host} {r.stderr.strip()})")
+    eff = "cpuset.cpus.effective" if V2 else "cpuset.effective_cpus"
+    before = cg_value(c, pid, eff)
+    for bad in ("9999", "1-0", "a", "7" * 4096, "0-4095"):
+        r = sh(R + ["update", "--cpuset-cpus", bad, "ccs"])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "cpuset cpus" in r.stderr
+              and len(r.stderr) < 300,
+              f"update --cpuset-cpus {bad[:12]}: refused with one line ({r.stderr.strip()[:160]})")
+    r = sh(R + ["update", "--resources", "-", "ccs"], input=json.dumps({"cpu": {"cpus": "a-b"}}))
+    check(r.returncode == 1 and r.stderr.count("\n") == 1, "--resources with a bad list refused")
+    check(cg_value(c, pid, eff) == before == other, f"the refusals changed nothing ({before})")
+    r = sh(R + ["update", "--resources", "-", "ccs"], input=json.dumps({"cpu": {"cpus": "0"}}))
+    host = allowed_cpus(open(f"/proc/{pid}/status").read())
+    check(r.returncode == 0 and host == "0", f"update --resources cpu.cpus 0 ({host} {r.stderr.strip()})")
+    sb = json.load(open(os.path.join(c.root, "ccs", "state.json")))["sandbox"]
+    lim = json.load(open(os.path.join(c.root, ".sandboxes", sb, "state.json")))["spec"]["limits"]
+    check(lim.get("cpus") == "0" and lim.get("mems") == "0",
+          f"the engine's record has the cpuset ({lim})")
+
+    sh(R + ["delete", "--force", "ccs"])
+    left = [d for d in dirs if os.path.exists(d)]
+    check(not left, f"delete leaves no cpuset cgroup ({left})")
 
 
 def preserve_fds_checks(c):

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lbbox/sandbox/cgroup.h"
+#include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
 
 #define MiB		   (1024ull * 1024)
@@ -805,7 +806,7 @@ Test(cgroup, update_applies_and_refuses)
 	    {.cpu_period = 5},
 	    {.cpu_shares = 1},
 	    {.pids = -3},
-	    {.pids = 4, .cpuset = true},
+	    {.pids = 4, .cpus = "x"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_lt(lb_cgroup_update(cg, &bad[i], &err), 0, "bad[%zu] accepted", i);
@@ -900,5 +901,171 @@ Test(cgroup, update_every_file_then_refused_changes_nothing)
 		free(mem);
 		expect_file(cg, "cpu.cfs_quota_us", "-1");
 		expect_file(cg, "pids.max", "max");
+	}
+}
+
+/* ---- cpuset ------------------------------------------------------------------------------- */
+
+Test(cgroup_cpuset, lists_checked)
+{
+	static const char *const good[] = {"0", "0-1", "0,2-3,7", "8191", "0-0", "1,0"};
+	static const char *const bad[] = {"",	"a",  "1-0", "9999", "8192",  "0-",  "-1",
+					  "0,", ",0", "0 1", "0\n",  "0-2:1", "1--2"};
+	struct lb_err *err = NULL;
+	char huge[4097];
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cr_expect_eq(lb_cpuset_check(good[i], "cpus", &err), 0, "%s: %s", good[i],
+			     msg(err));
+		lb_err_free(&err);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_lt(lb_cpuset_check(bad[i], "cpus", &err), 0, "'%s' accepted", bad[i]);
+		cr_expect(err && !strchr(err->msg, '\n'), "one line for bad[%zu]", i);
+		lb_err_free(&err);
+	}
+	memset(huge, '1', sizeof(huge) - 1);
+	huge[sizeof(huge) - 1] = '\0';
+	cr_expect_lt(lb_cpuset_check(huge, "cpus", &err), 0);
+	cr_expect(err && strlen(err->msg) < 200, "a 4 KiB list is not echoed whole");
+	lb_err_free(&err);
+}
+
+/* The cpus this test may use: the effective set above its cgroups. */
+static char *usable_cpus(void)
+{
+	bool v2 = expected_version() == LB_CGROUP_V2;
+	char path[PATH_MAX];
+	char *buf = NULL;
+	const char *root = getenv("CGROOT");
+	if (v2)
+		snprintf(path, sizeof(path), "%s/cpuset.cpus.effective",
+			 root ? root : "/sys/fs/cgroup");
+	else
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/cpuset.effective_cpus");
+	if (lb_read_file(path, 4096, &buf, NULL, NULL) < 0 && v2) {
+		/* cpuset not enabled for CGROOT: the root's set is the one */
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset.cpus.effective");
+		cr_assert(lb_read_file(path, 4096, &buf, NULL, NULL) == 0, "read %s", path);
+	}
+	cr_assert_not_null(buf, "read %s", path);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+static const char *effective_file(void)
+{
+	return expected_version() == LB_CGROUP_V2 ? "cpuset.cpus.effective"
+						  : "cpuset.effective_cpus";
+}
+
+/* Cpus_allowed_list of pid, as the scheduler applies it. */
+static char *allowed_cpus(pid_t pid)
+{
+	char path[64], *buf = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	cr_assert(lb_read_file(path, 1 << 16, &buf, NULL, NULL) == 0);
+	char *l = strstr(buf, "Cpus_allowed_list:");
+	cr_assert_not_null(l);
+	l += strlen("Cpus_allowed_list:");
+	l += strspn(l, " \t");
+	l[strcspn(l, "\n")] = '\0';
+	char *out = strdup(l);
+	free(buf);
+	return out;
+}
+
+static void expect_allowed(pid_t pid, const char *want)
+{
+	char *got = allowed_cpus(pid);
+	cr_expect_str_eq(got, want, "Cpus_allowed_list of %d", (int)pid);
+	free(got);
+}
+
+/* Pinned at create, a process of the sandbox and of an exec's child cgroup run on that cpu; an
+ * update moves them all; bad lists change nothing. On one cpu the update stays on cpu 0. */
+Test(cgroup_cpuset, pins_on_create_and_update, .init = setup, .fini = teardown, .timeout = 90)
+{
+	_cleanup_free_ char *usable = usable_cpus();
+	const char *second = strcmp(usable, "0") ? "1" : "0";
+	struct lb_cgroup_limits lim = {.memory_bytes = 64 * MiB, .cpus = "0"};
+	struct lb_cgroup *cg = mk("cpuset", NULL, &lim);
+	struct lb_cgroup *child = NULL;
+	struct lb_err *err = NULL;
+	cr_log_info("usable cpus %s, update to %s", usable, second);
+	expect_file(cg, effective_file(), "0");
+	pid_t a = spawn(cg, child_pause, NULL);
+	expect_allowed(a, "0");
+	cr_assert_eq(lb_cgroup_create_child(cg, "exec-1", 0, &child, &err), 0, "%s", msg(err));
+	cgs[ncgs++] = child;
+	pid_t b = spawn(child, child_pause, NULL);
+	expect_allowed(b, "0");
+
+	struct lb_cgroup_update u = {0};
+	snprintf(u.cpus, sizeof(u.cpus), "%s", second);
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	expect_file(cg, effective_file(), second);
+	expect_allowed(a, second);
+	expect_allowed(b, second);
+	pid_t c = spawn(child, child_pause, NULL);
+	expect_allowed(c, second);
+
+	static const char *const bad[] = {"9999", "1-0", "a", "0-4095"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(u.cpus, sizeof(u.cpus), "%s", bad[i]);
+		cr_expect_lt(lb_cgroup_update(cg, &u, &err), 0, "'%s' accepted", bad[i]);
+		cr_log_info("%s", msg(err));
+		lb_err_free(&err);
+	}
+	expect_file(cg, effective_file(), second);
+	expect_allowed(a, second);
+	/* the exec's cgroup goes, the sandbox's pinning stays */
+	destroy_now(child);
+	cr_expect_eq(kill(a, 0), 0, "the sandbox's process survived its exec's cgroup");
+	expect_allowed(a, second);
+}
+
+/* Nothing asked: no cpuset directory at all (v1), so lbbox run pays nothing for the feature. */
+Test(cgroup_cpuset, none_asked_no_cpuset_dir, .init = setup, .fini = teardown)
+{
+	struct lb_cgroup_limits lim = {.pids = 16};
+	struct lb_cgroup *cg = mk("nocpuset", NULL, &lim);
+	if (expected_version() == LB_CGROUP_V2)
+		cr_skip_test("v2: one directory, cpuset just not enabled");
+	for (const char *const *p = lb_cgroup_paths(cg); *p; p++)
+		cr_expect_null(strstr(*p, "/cpuset/"), "%s made without a cpuset asked", *p);
+}
+
+/* An OCI container's cgroup (cpuset_cgroup, no values) gets the parent's set on v1 and can be
+ * pinned by a later update on v1 and v2. */
+Test(cgroup_cpuset, pin_later, .init = setup, .fini = teardown, .timeout = 60)
+{
+	_cleanup_free_ char *usable = usable_cpus();
+	struct lb_cgroup_limits lim = {.cpuset_cgroup = true};
+	struct lb_cgroup *cg = mk("cpuset-later", NULL, &lim);
+	struct lb_err *err = NULL;
+	pid_t a = spawn(cg, child_pause, NULL);
+	expect_allowed(a, usable);
+	struct lb_cgroup_update u = {.cpus = "0", .mems = "0"};
+	cr_assert_eq(lb_cgroup_update(cg, &u, &err), 0, "%s", msg(err));
+	expect_file(cg, effective_file(), "0");
+	expect_allowed(a, "0");
+}
+
+/* A list beyond what the host offers is refused at create with one line, nothing left. */
+Test(cgroup_cpuset, create_refuses_outside, .init = setup, .fini = teardown)
+{
+	struct lb_cgroup_limits lim = {.cpus = "0-4095"};
+	struct lb_cgroup *cg = NULL;
+	struct lb_err *err = NULL;
+	char name[128];
+	snprintf(name, sizeof(name), "%soutside", prefix);
+	cr_expect_lt(lb_cgroup_create(name, NULL, &lim, &cg, &err), 0);
+	cr_expect(err && strstr(err->msg, "0-4095") && !strchr(err->msg, '\n'), "%s", msg(err));
+	lb_err_free(&err);
+	if (expected_version() == LB_CGROUP_V1) {
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s", name);
+		cr_expect(stat(path, &st) < 0, "%s left behind", path);
 	}
 }

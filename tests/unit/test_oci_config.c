@@ -196,8 +196,9 @@ Test(oci_config, hostile)
 	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
 	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
 	    {",\"cgroupsPath\":\"system.slice:lbbox\"", "", "", "not slice:prefix:name"},
-	    {",\"resources\":{\"cpu\":{\"cpus\":\"0\"}}", "", "", "cpu.cpus is not supported"},
-	    {",\"resources\":{\"cpu\":{\"mems\":\"0\"}}", "", "", "cpu.mems is not supported"},
+	    {",\"resources\":{\"cpu\":{\"cpus\":\"1-0\"}}", "", "",
+	     "cpuset cpus '1-0' is not a list"},
+	    {",\"resources\":{\"cpu\":{\"mems\":\"a\"}}", "", "", "cpuset mems: a list holds"},
 	    {",\"cgroupsPath\":\"a:b:c:d\"", "", "", "not slice:prefix:name"},
 	    {",\"cgroupsPath\":\"system.slice:lbbox:\"", "", "", "no usable unit"},
 	    {",\"cgroupsPath\":\"system.slice:lbbox:..\"", "", "", "no usable unit"},
@@ -516,7 +517,12 @@ Test(oci_config, update_resources)
 	cr_assert_eq(u.cpu_quota, 50000);
 	cr_assert_eq(u.cpu_period, 100000);
 	cr_assert_eq(u.cpu_shares, 512);
-	cr_assert_not(u.cpuset);
+	cr_assert_str_empty(u.cpus);
+	const char *pin = "{\"cpu\":{\"cpus\":\"0-1\",\"mems\":\"0\"}}";
+	cr_assert_eq(lb_oci_resources_parse(pin, strlen(pin), &u, &err), 0, "%s",
+		     err ? err->msg : "");
+	cr_assert_str_eq(u.cpus, "0-1");
+	cr_assert_str_eq(u.mems, "0");
 	static const char *const bad[] = {
 	    "[]",
 	    "{\"memory\":{\"limit\":1024}}",
@@ -525,7 +531,8 @@ Test(oci_config, update_resources)
 	    "{\"memory\":{\"limit\":67108864,\"swap\":1}}",
 	    "{\"memory\":{\"kernel\":1}}",
 	    "{\"memory\":{\"limit\":\"64m\"}}",
-	    "{\"cpu\":{\"cpus\":\"0-1\"}}",
+	    "{\"cpu\":{\"cpus\":\"1-0\"}}",
+	    "{\"cpu\":{\"mems\":\"9999\"}}",
 	    "{\"cpu\":{\"shares\":1}}",
 	    "{\"cpu\":{\"period\":10}}",
 	    "{\"cpu\":{\"quota\":10}}",

@@ -8,6 +8,9 @@
 
 #include "lbbox/base/err.h"
 
+/* Longest cpuset list lbbox takes ("0-3,8-11"), terminating NUL included. */
+#define LB_CPUSET_LEN 256
+
 struct lb_cgroup_limits {
 	uint64_t memory_bytes;	/* 0 = no limit; hard limit, swap not allowed */
 	uint64_t pids;		/* 0 = no limit */
@@ -15,7 +18,18 @@ struct lb_cgroup_limits {
 	uint64_t cpu_period_us; /* 0 = 100000 */
 	uint64_t cpu_shares;	/* 0 = the default; 2..262144 (v2: cpu.weight, runc's mapping) */
 	uint64_t memory_reservation; /* 0 = none; soft limit in bytes (v2: memory.low) */
+	char cpus[LB_CPUSET_LEN];    /* cpuset.cpus in the kernel's list format; "" = not pinned */
+	char mems[LB_CPUSET_LEN];    /* cpuset.mems; "" = the parent's */
+	/* v1: a cpuset cgroup even with no cpus/mems (the parent's values), so that an update can
+	 * pin the sandbox later; skipped quietly where no cpuset hierarchy is writable. */
+	bool cpuset_cgroup;
 };
+
+/* A kernel cpu/node list ("0-2,4"): digits, ',' and '-', ascending ranges, below
+ * LB_CPUSET_LEN bytes and numbers below 8192. what names the value in the refusal. */
+int lb_cpuset_check(const char *list, const char *what, struct lb_err **err);
+/* Checks list (when not empty) and copies it into dst; "" leaves dst empty. */
+int lb_cpuset_set(char dst[LB_CPUSET_LEN], const char *list, const char *what, struct lb_err **err);
 
 enum lb_cgroup_version { LB_CGROUP_NONE = 0, LB_CGROUP_V1 = 1, LB_CGROUP_V2 = 2 };
 
@@ -102,10 +116,11 @@ struct lb_cgroup_update {
 	int64_t memory_swap;	    /* bytes, at least memory; needs memory in the same update */
 	int64_t memory_reservation; /* soft limit, bytes */
 	int64_t pids;
-	int64_t cpu_quota;   /* microseconds per period, at least 1000 */
-	uint64_t cpu_period; /* microseconds, 1000 to 1000000 */
-	uint64_t cpu_shares; /* 2 to 262144 (v2: converted to cpu.weight as runc does) */
-	bool cpuset;	     /* cpuset.cpus / mems asked: refused, lbbox uses no cpuset cgroup */
+	int64_t cpu_quota;	  /* microseconds per period, at least 1000 */
+	uint64_t cpu_period;	  /* microseconds, 1000 to 1000000 */
+	uint64_t cpu_shares;	  /* 2 to 262144 (v2: converted to cpu.weight as runc does) */
+	char cpus[LB_CPUSET_LEN]; /* cpuset.cpus, "" = unchanged */
+	char mems[LB_CPUSET_LEN]; /* cpuset.mems, "" = unchanged */
 };
 /* The values alone (ranges, the memory floor, swap without memory): before anything is opened. */
 int lb_cgroup_update_check(const struct lb_cgroup_update *u, struct lb_err **err);
@@ -118,7 +133,7 @@ int lb_cgroup_update_check(const struct lb_cgroup_update *u, struct lb_err **err
 int lb_cgroup_update(struct lb_cgroup *cg, const struct lb_cgroup_update *u, struct lb_err **err);
 
 /* Upper bound of lb_cgroup_dir_info's count. */
-#define LB_CGROUP_MAX_DIRS 6
+#define LB_CGROUP_MAX_DIRS 7
 
 /*
  * What the sandbox should mount at /sys/fs/cgroup (read-only, inside its cgroup namespace):
