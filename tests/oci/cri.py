@@ -5,15 +5,19 @@ containerd (Debian 12's 1.6, its own root, state and socket under a temporary di
 CRI plugin with a runtime handler `lbbox`: runtime_type io.containerd.runc.v2, options.BinaryName =
 the build's lbbox-runc, options.Root = a directory of the test. The test then talks to it as
 kubelet does (tests/oci/cri_client.py, gRPC runtime.v1): Version, ImageStatus, RunPodSandbox with
-runtime_handler "lbbox" (host network: no CNI), CreateContainer with resources, StartContainer,
-ContainerStatus, ExecSync, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox. The
-images (a pause that sleeps, a busybox) are an OCI archive built here from the busybox test rootfs
-and imported with `ctr -n k8s.io images import`.
+runtime_handler "lbbox", CreateContainer with resources, StartContainer, ContainerStatus, ExecSync,
+StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox; first a hostNetwork pod, then a
+pod on a CNI network of the test's own (the Debian CNI plugins' bridge + host-local, a config
+under the test directory). The images (a pause that sleeps, a busybox) are an OCI archive built
+here from the busybox test rootfs and imported with `ctr -n k8s.io images import`.
 
 Checked: the sandbox and the containers are lbbox-runc's (its root has their state, their pid 1
 is lbbox's init), ExecSync's output and exit code, an exit code in ContainerStatus, the CRI's
 memory limit and CPU quota read back inside and on the host, the container's log, an unknown
-handler refused, and after RemovePodSandbox an empty lbbox-runc root and a clean host.
+handler refused, a host network pod on the host's uts namespace (hostname untouched), a CNI pod's
+container in its sandbox's network namespace with the pod's address and hostname, and after
+RemovePodSandbox an empty lbbox-runc root and a clean host (no process, mount, cgroup, netns or
+bridge of the test's).
 
 Usage: cri.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
@@ -29,8 +33,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ocihost import (containerd_host, ctr_remove, delete_all, host_clean, sh,  # noqa: E402
-                     subreaper)
+from ocihost import (cni_config, containerd_host, ctr_remove, delete_all,  # noqa: E402
+                     host_clean, sh, subreaper)
 
 try:
     import grpc
@@ -41,7 +45,7 @@ except ImportError:  # python3-grpcio is Debian's: a python3 of its own (pyenv) 
     except ImportError:
         print("FAIL python3-grpcio is installed (scripts/setup.sh)")
         sys.exit(1)
-from cri_client import Cri, container_config, pod_sandbox_config  # noqa: E402
+from cri_client import POD, Cri, container_config, pod_sandbox_config  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1])
 ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
@@ -50,6 +54,7 @@ PAUSE = "localhost/lbbox-cri/pause:1"
 BUSYBOX = "localhost/lbbox-cri/busybox:1"
 FAILS = []
 HOSTNAME = socket.gethostname()
+SUBNET, SUBNET_PREFIX = "10.213.78.0/24", "10.213.78."  # not runtimes.py's, which may run too
 SANDBOXES = []  # RunPodSandbox's ids not removed yet
 
 
@@ -104,7 +109,7 @@ def oci_archive(tmp, images):
     return archive
 
 
-def cri_section(d, runc_root):
+def cri_section(runc_root, cni_dir):
     """The CRI plugin's configuration: the lbbox handler as a RuntimeClass names it."""
     p = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""[{p}]
@@ -130,7 +135,7 @@ def cri_section(d, runc_root):
         SystemdCgroup = false
   [{p}.cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "{d}/cni"
+    conf_dir = "{cni_dir}"
 """
 
 
@@ -221,7 +226,12 @@ def cri_checks(tmp, cri, ctr, runc_root, parent):
         time.sleep(0.1)
     check(cri.image_present(PAUSE) and cri.image_present(BUSYBOX),
           "ImageStatus: the imported pause and busybox images")
+    host_pod_checks(tmp, cri, runc_root, parent)
+    cni_pod_checks(tmp, cri, runc_root, parent)
 
+
+def host_pod_checks(tmp, cri, runc_root, parent):
+    """A hostNetwork pod (no CNI) through its whole life."""
     log_dir = os.path.join(tmp, "pods", "default_p1_uid1")
     os.makedirs(log_dir)
     pod = pod_sandbox_config("p1", "uid1", "default", log_dir, parent + "/poduid1")
@@ -240,7 +250,7 @@ def cri_checks(tmp, cri, ctr, runc_root, parent):
     check(st.get("status") == "running" and lbbox_init(st.get("pid")),
           f"RunPodSandbox(handler lbbox): the sandbox runs under lbbox-runc, pid 1 lbbox's init "
           f"({st.get('status')} {runc_ids(runc_root)})")
-    check(cri.pod_sandbox_state(sid) == 0, "PodSandboxStatus: SANDBOX_READY")
+    check(cri.pod_sandbox_status(sid)["state"] == 0, "PodSandboxStatus: SANDBOX_READY")
     sandbox_cgs = host_cgroups(st["pid"]) if st.get("pid") else {}
     pod_cg = f"{parent}/poduid1/{sid}"
     check(sandbox_cgs and all(c.endswith(pod_cg) for c in sandbox_cgs.values()),
@@ -318,13 +328,49 @@ def cri_checks(tmp, cri, ctr, runc_root, parent):
 
     check(socket.gethostname() == HOSTNAME, "the host's hostname is as it was")
     cri.stop_pod_sandbox(sid)
-    check(cri.pod_sandbox_state(sid) == 1, "StopPodSandbox: SANDBOX_NOTREADY")
+    check(cri.pod_sandbox_status(sid)["state"] == 1, "StopPodSandbox: SANDBOX_NOTREADY")
     cri.remove_pod_sandbox(sid)
     SANDBOXES.remove(sid)
     check(runc_ids(runc_root) == [], f"RemovePodSandbox: lbbox-runc's root is empty "
           f"({runc_ids(runc_root)})")
     check(not any(os.path.exists(c) for c in sandbox_cgs.values()),
           "RemovePodSandbox: the sandbox's cgroups are gone")
+
+
+def cni_pod_checks(tmp, cri, runc_root, parent):
+    """A pod on a CNI network of the test's (bridge, host-local): containerd makes its network
+    namespace, the sandbox keeps it, a container joins it (and the sandbox's uts) by path."""
+    log_dir = os.path.join(tmp, "pods", "default_p2_uid2")
+    os.makedirs(log_dir)
+    pod = pod_sandbox_config("p2", "uid2", "default", log_dir, parent + "/poduid2", network=POD,
+                             hostname="p2-host")
+    make_pod_cgroup(parent + "/poduid2")
+    sid = cri.run_pod_sandbox(pod, "lbbox")
+    SANDBOXES.append(sid)
+    ps = cri.pod_sandbox_status(sid)
+    st = runc_state(runc_root, sid)
+    check(st.get("status") == "running" and lbbox_init(st.get("pid")) and
+          ps["ip"].startswith(SUBNET_PREFIX),
+          f"a CNI pod: its sandbox under lbbox-runc, an address of the network ({ps})")
+    c = cri.create_container(sid, container_config("app", BUSYBOX, ["sleep", "86400"],
+                                                   log_path="app/0.log", network=POD), pod)
+    cri.start_container(c)
+    out, _, code = cri.exec_sync(c, ["sh", "-c", "hostname; grep -c eth0: /proc/net/dev; "
+                                     "grep -F ' %s' /proc/net/fib_trie | head -1; "
+                                     "readlink /proc/self/ns/net" % ps["ip"]])
+    lines = out.decode().split("\n")
+    check(code == 0 and lines[:2] == ["p2-host", "1"] and ps["ip"] in lines[2] and
+          st.get("pid") and lines[3] == os.readlink(f"/proc/{st['pid']}/ns/net") and
+          lines[3] != os.readlink("/proc/self/ns/net"),
+          f"its container: the sandbox's hostname, eth0 with the pod's address, the sandbox's "
+          f"network namespace ({out!r})")
+    cri.stop_pod_sandbox(sid)  # kubelet's order: the pod's containers are stopped with it
+    cs = cri.container_status(c)
+    check(cs["state"] == 2, f"StopPodSandbox stops its container ({cs['state']})")
+    cri.remove_pod_sandbox(sid)  # and removes them
+    SANDBOXES.remove(sid)
+    check(runc_ids(runc_root) == [], f"RemovePodSandbox: lbbox-runc's root is empty "
+          f"({runc_ids(runc_root)})")
 
 
 def unmount_left(tmp):
@@ -343,8 +389,11 @@ def main():
     d = os.path.join(tmp, "ctd")
     runc_root = os.path.join(tmp, "runc-root")
     parent = f"lbbox-cri-test-{os.getpid()}"
+    bridge = f"lbcri{os.getpid() % 100000}"
+    had_cni = os.path.exists("/var/lib/cni")  # libcni's cache, made on first use
     try:
-        with containerd_host(d, cri=cri_section(d, runc_root)) as (ctr, ok):
+        cni_dir = cni_config(tmp, bridge, SUBNET)
+        with containerd_host(d, cri=cri_section(runc_root, cni_dir)) as (ctr, ok):
             check(ok, "containerd answers on the test's socket")
             cri = Cri(os.path.join(d, "containerd.sock"))
             try:
@@ -370,9 +419,16 @@ def main():
             for line in errs[-15:]:
                 print("note containerd: " + line[:400], flush=True)
         delete_all(RUNC, [os.path.join(runc_root, "k8s.io")])
+        sh(["ip", "link", "del", bridge])
+        if not had_cni:
+            for sub in ("results", "networks", ""):
+                try:
+                    os.rmdir(os.path.join("/var/lib/cni", sub))
+                except OSError:
+                    pass
         left = remove_cgroups(parent)
         check(left == [], f"no cgroup of the test left ({left})")
-        host_clean(tmp, "none", check)
+        host_clean(tmp, bridge, check)
         unmount_left(tmp)  # reported above; not left on the host either
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(FAILS)} failed" if FAILS else "all passed")

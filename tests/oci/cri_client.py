@@ -138,10 +138,11 @@ class Cri:
     def remove_pod_sandbox(self, sid):
         self.call("RuntimeService/RemovePodSandbox", [(1, sid)], timeout=120)
 
-    def pod_sandbox_state(self, sid):
-        """0 = SANDBOX_READY, 1 = SANDBOX_NOTREADY."""
+    def pod_sandbox_status(self, sid):
+        """state (0 = SANDBOX_READY, 1 = SANDBOX_NOTREADY) and the pod's IP ("" on the host's
+        network)."""
         st = one_msg(self.call("RuntimeService/PodSandboxStatus", [(1, sid)]), 1)
-        return one_int(st, 3)
+        return {"state": one_int(st, 3), "ip": one_str(one_msg(st, 5), 1)}
 
     def create_container(self, sid, config, sandbox_config):
         r = self.call("RuntimeService/CreateContainer",
@@ -185,7 +186,8 @@ NODE, POD, CONTAINER = 2, 0, 1  # NamespaceMode
 
 def pod_sandbox_config(name, uid, namespace, log_dir, cgroup_parent, network=NODE,
                        hostname=None):
-    sec = [(1, [(1, network), (2, POD), (3, POD)])]  # NamespaceOption: network, pid, ipc
+    # NamespaceOption (network, pid, ipc) as kubelet sets it without shareProcessNamespace
+    sec = [(1, [(1, network), (2, CONTAINER), (3, POD)])]
     linux = [(1, cgroup_parent), (2, sec)]
     return [(1, [(1, name), (2, uid), (3, namespace), (4, 0)]), (2, hostname), (3, log_dir),
             (6, {"io.kubernetes.pod.name": name}), (8, linux)]

@@ -32,7 +32,7 @@ def subreaper():
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
-def cni_config(tmp, bridge):
+def cni_config(tmp, bridge, subnet="10.213.77.0/24"):
     d = os.path.join(tmp, "cni")
     os.makedirs(d)
     net = {"cniVersion": "0.4.0", "name": "podman", "plugins": [{
@@ -40,7 +40,7 @@ def cni_config(tmp, bridge):
         # firewall alone; an address on eth0 is all this test needs to see
         "type": "bridge", "bridge": bridge, "isGateway": False, "ipMasq": False,
         "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
-                 "ranges": [[{"subnet": "10.213.77.0/24"}]]}}]}
+                 "ranges": [[{"subnet": subnet}]]}}]}
     with open(os.path.join(d, "podman.conflist"), "w") as f:
         json.dump(net, f)
     return d
