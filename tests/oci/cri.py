@@ -6,14 +6,15 @@ CRI plugin with a runtime handler `lbbox`: runtime_type io.containerd.runc.v2, o
 the build's lbbox-runc, options.Root = a directory of the test. The test then talks to it as
 kubelet does (tests/oci/cri_client.py, gRPC runtime.v1): Version, ImageStatus, RunPodSandbox with
 runtime_handler "lbbox", CreateContainer with resources, StartContainer, ContainerStatus, ExecSync,
-StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox; first a hostNetwork pod, then a
-pod on a CNI network of the test's own (the Debian CNI plugins' bridge + host-local, a config
-under the test directory). The images (a pause that sleeps, a busybox) are an OCI archive built
+UpdateContainerResources, StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox; first
+a hostNetwork pod, then a pod on a CNI network of the test's own (the Debian CNI plugins' bridge +
+host-local, a config under the test directory). The images (a pause that sleeps, a busybox) are an OCI archive built
 here from the busybox test rootfs and imported with `ctr -n k8s.io images import`.
 
 Checked: the sandbox and the containers are lbbox-runc's (its root has their state, their pid 1
 is lbbox's init), ExecSync's output and exit code, an exit code in ContainerStatus, the CRI's
-memory limit and CPU quota read back inside and on the host, the container's log, an unknown
+memory limit and CPU quota read back inside and on the host (and again after an update), the
+container's log, an unknown
 handler refused, a host network pod on the host's uts namespace (hostname untouched), a CNI pod's
 container in its sandbox's network namespace with the pod's address and hostname, and after
 RemovePodSandbox an empty lbbox-runc root and a clean host (no process, mount, cgroup, netns or
@@ -295,6 +296,14 @@ def host_pod_checks(tmp, cri, runc_root, parent):
             if os.path.exists(os.path.join(cgs.get(c, "/nonexistent"), f)) else None
             for c, f in (("memory", "memory.limit_in_bytes"), ("cpu", "cpu.cfs_quota_us"))]
     check(host == ["67108864", "50000"], f"... and on the host ({host})")
+    # an in-place resize: kubelet's UpdateContainerResources, containerd's `update --resources`
+    cri.update_container_resources(c1, {"cpu_period": 100000, "cpu_quota": 30000,
+                                        "cpu_shares": 256, "memory_limit_in_bytes": 96 << 20})
+    out, _, code = cri.exec_sync(c1, ["sh", "-c", "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"
+                                      " /sys/fs/cgroup/cpu/cpu.cfs_quota_us"
+                                      " /sys/fs/cgroup/cpu/cpu.shares"])
+    check(code == 0 and out.split() == [b"100663296", b"30000", b"256"],
+          f"UpdateContainerResources: the new limits read back inside ({out!r})")
     log = os.path.join(log_dir, "app", "0.log")
     end = time.time() + 10
     while time.time() < end and "hello-from-cri" not in (open(log).read()

@@ -167,6 +167,11 @@ class Cri:
                 "reason": one_str(st, 10), "message": one_str(st, 11),
                 "log_path": one_str(st, 15)}
 
+    def update_container_resources(self, cid, resources):
+        """resources: dict of LinuxContainerResources fields by name."""
+        self.call("RuntimeService/UpdateContainerResources",
+                  [(1, cid), (2, linux_resources(resources))])
+
     def list_containers(self, sid):
         r = self.call("RuntimeService/ListContainers", [(1, [(3, sid)])])
         return [one_str(decode(c), 1) for c in r.get(1, [])]
@@ -193,12 +198,17 @@ def pod_sandbox_config(name, uid, namespace, log_dir, cgroup_parent, network=NOD
             (6, {"io.kubernetes.pod.name": name}), (8, linux)]
 
 
+def linux_resources(resources):
+    """LinuxContainerResources from its fields by name."""
+    num = {"cpu_period": 1, "cpu_quota": 2, "cpu_shares": 3, "memory_limit_in_bytes": 4,
+           "oom_score_adj": 5}
+    return [(num[k], v) for k, v in resources.items()]
+
+
 def container_config(name, image, command, args=(), envs=(), log_path=None, resources=None,
                      network=NODE):
     """resources: dict of LinuxContainerResources fields by name; network: the pod's mode."""
-    res_fields = {"cpu_period": 1, "cpu_quota": 2, "cpu_shares": 3, "memory_limit_in_bytes": 4,
-                  "oom_score_adj": 5}
-    res = [(res_fields[k], v) for k, v in (resources or {}).items()]
+    res = linux_resources(resources or {})
     # kubelet sets the container's pid namespace to CONTAINER, network and ipc to the pod's
     sec = [(3, [(1, network), (2, CONTAINER), (3, POD)])]
     return ([(1, [(1, name), (2, 0)]), (2, [(1, image)])] + [(3, c) for c in command] +
