@@ -14,11 +14,10 @@ here from the busybox test rootfs and imported with `ctr -n k8s.io images import
 Checked: the sandbox and the containers are lbbox-runc's (its root has their state, their pid 1
 is lbbox's init), ExecSync's output and exit code, an exit code in ContainerStatus, the CRI's
 memory limit and CPU quota read back inside and on the host (and again after an update), the
-container's log, an unknown
-handler refused, a host network pod on the host's uts namespace (hostname untouched), a CNI pod's
-container in its sandbox's network namespace with the pod's address and hostname, and after
-RemovePodSandbox an empty lbbox-runc root and a clean host (no process, mount, cgroup, netns or
-bridge of the test's).
+container's log, an unknown handler refused, a host network pod on the host's uts namespace
+(hostname untouched), a CNI pod's container in its sandbox's network namespace with the pod's
+address and hostname, and after RemovePodSandbox an empty lbbox-runc root and a clean host (no
+process, mount, cgroup, netns or bridge of the test's).
 
 Usage: cri.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
