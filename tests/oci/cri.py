@@ -218,6 +218,10 @@ def cri_checks(tmp, cri, ctr, runc_root, parent):
     v = cri.version()
     check(v["runtime_name"] == "containerd" and v["runtime_api_version"] == "v1",
           f"Version: containerd, CRI v1 ({v})")
+    conds = cri.status()
+    check(conds.get("RuntimeReady") and conds.get("NetworkReady"),
+          f"Status: RuntimeReady and NetworkReady (the test's CNI config), as kubelet wants "
+          f"({conds})")
     archive = oci_archive(tmp, {PAUSE: ["sleep", "86400"], BUSYBOX: ["sh"]})
     r = sh(ctr + ["-n", "k8s.io", "images", "import", archive])
     check(r.returncode == 0, f"ctr -n k8s.io images import ({r.stderr.strip()[-300:]})")
@@ -280,6 +284,10 @@ def host_pod_checks(tmp, cri, runc_root, parent):
     check((out, err, code) == (b"from-cri\nlbbox-init \n", b"to-err\n", 3),
           f"ExecSync: stdout, stderr and exit code; the env, pid 1 lbbox's init "
           f"({out!r} {err!r} {code})")
+    # kubelet's metrics: the shim reads them from the cgroups of the container's pid 1
+    stats = cri.container_stats(c1)
+    check((stats["cpu_ns"] or 0) > 0 and (stats["working_set"] or 0) > 0,
+          f"ContainerStats: CPU time and memory working set ({stats})")
     # a hostNetwork pod: no uts namespace in its config, the host's, its hostname untouched
     out, _, code = cri.exec_sync(c1, ["sh", "-c", "hostname; readlink /proc/self/ns/uts"])
     want = f"{socket.gethostname()}\n{os.readlink('/proc/self/ns/uts')}\n".encode()
@@ -360,9 +368,24 @@ def cni_pod_checks(tmp, cri, runc_root, parent):
     check(st.get("status") == "running" and lbbox_init(st.get("pid")) and
           ps["ip"].startswith(SUBNET_PREFIX),
           f"a CNI pod: its sandbox under lbbox-runc, an address of the network ({ps})")
-    c = cri.create_container(sid, container_config("app", BUSYBOX, ["sleep", "86400"],
-                                                   log_path="app/0.log", network=POD), pod)
+    # volumes as kubelet gives them: a writable hostPath, its termination-log file, a read-only
+    # root
+    vol, term = os.path.join(tmp, "vol"), os.path.join(tmp, "termination-log")
+    os.mkdir(vol)
+    open(term, "w").close()
+    c = cri.create_container(sid, container_config(
+        "app", BUSYBOX, ["sleep", "86400"], log_path="app/0.log", network=POD,
+        mounts=[("/data", vol, False), ("/dev/termination-log", term, False)],
+        readonly_rootfs=True), pod)
     cri.start_container(c)
+    out, err, code = cri.exec_sync(c, ["sh", "-c", "echo in-vol > /data/f && echo done > "
+                                       "/dev/termination-log && ! touch /rootfs-file 2>/dev/null && "
+                                       "! touch /dev/new-node 2>/dev/null"])
+    vf = os.path.join(vol, "f")
+    check(code == 0 and open(vf).read() == "in-vol\n" if os.path.exists(vf) else False,
+          f"a hostPath volume written from inside, the termination-log file, the root and /dev "
+          f"read-only ({code} {err!r})")
+    check(open(term).read() == "done\n", "... the termination message reached the host's file")
     out, _, code = cri.exec_sync(c, ["sh", "-c", "hostname; grep -c eth0: /proc/net/dev; "
                                      "grep -F ' %s' /proc/net/fib_trie | head -1; "
                                      "readlink /proc/self/ns/net" % ps["ip"]])

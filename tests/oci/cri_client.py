@@ -124,6 +124,20 @@ class Cri:
         return {"version": one_str(r, 1), "runtime_name": one_str(r, 2),
                 "runtime_version": one_str(r, 3), "runtime_api_version": one_str(r, 4)}
 
+    def status(self):
+        """The runtime's conditions (RuntimeReady, NetworkReady): type -> bool."""
+        st = one_msg(self.call("RuntimeService/Status", []), 1)
+        conds = [decode(c) for c in st.get(1, [])]
+        return {one_str(c, 1): bool(one_int(c, 2)) for c in conds}
+
+    def container_stats(self, cid):
+        """What kubelet's summary API takes: cumulative CPU time (ns) and the memory working set
+        (bytes); None where the runtime gave none."""
+        st = one_msg(self.call("RuntimeService/ContainerStats", [(1, cid)]), 1)
+        cpu, mem = one_msg(st, 2), one_msg(st, 3)
+        return {"cpu_ns": one_int(one_msg(cpu, 2), 1) if 2 in cpu else None,
+                "working_set": one_int(one_msg(mem, 2), 1) if 2 in mem else None}
+
     def image_present(self, ref):
         r = self.call("ImageService/ImageStatus", [(1, [(1, ref)])])
         return 1 in r  # ImageStatusResponse.image, absent when the image is not there
@@ -206,11 +220,13 @@ def linux_resources(resources):
 
 
 def container_config(name, image, command, args=(), envs=(), log_path=None, resources=None,
-                     network=NODE):
-    """resources: dict of LinuxContainerResources fields by name; network: the pod's mode."""
+                     network=NODE, mounts=(), readonly_rootfs=False):
+    """resources: dict of LinuxContainerResources fields by name; network: the pod's mode;
+    mounts: (container path, host path, read-only) as kubelet gives volumes."""
     res = linux_resources(resources or {})
     # kubelet sets the container's pid namespace to CONTAINER, network and ipc to the pod's
-    sec = [(3, [(1, network), (2, CONTAINER), (3, POD)])]
+    sec = [(3, [(1, network), (2, CONTAINER), (3, POD)]), (7, readonly_rootfs)]
     return ([(1, [(1, name), (2, 0)]), (2, [(1, image)])] + [(3, c) for c in command] +
             [(4, a) for a in args] + [(6, [(1, k), (2, v)]) for k, v in envs] +
+            [(7, [(1, c), (2, h), (3, ro)]) for c, h, ro in mounts] +
             [(11, log_path), (15, [(1, res), (2, sec)])])
