@@ -395,6 +395,17 @@ def cni_pod_checks(tmp, cri, runc_root, parent):
           lines[3] != os.readlink("/proc/self/ns/net"),
           f"its container: the sandbox's hostname, eth0 with the pod's address, the sandbox's "
           f"network namespace ({out!r})")
+    # the "restricted" Pod Security Standard: containerd writes its default seccomp profile
+    r = cri.create_container(sid, container_config("restricted", BUSYBOX, ["sleep", "86400"],
+                                                   log_path="restricted/0.log", network=POD,
+                                                   restricted=True), pod)
+    cri.start_container(r)
+    out, err, code = cri.exec_sync(r, ["sh", "-c", "id -u; grep -E '^(CapEff|Seccomp|NoNewPrivs)"
+                                       ":' /proc/self/status | tr -d '\t'"])
+    check(code == 0 and out.decode().split() == ["1000", "CapEff:0000000000000000",
+                                                 "NoNewPrivs:1", "Seccomp:2"],
+          f"a restricted container: uid 1000, no capability, no new privileges, a seccomp "
+          f"filter (containerd's RuntimeDefault profile taken) ({out!r} {err!r})")
     cri.stop_pod_sandbox(sid)  # kubelet's order: the pod's containers are stopped with it
     cs = cri.container_status(c)
     check(cs["state"] == 2, f"StopPodSandbox stops its container ({cs['state']})")

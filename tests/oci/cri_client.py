@@ -220,12 +220,16 @@ def linux_resources(resources):
 
 
 def container_config(name, image, command, args=(), envs=(), log_path=None, resources=None,
-                     network=NODE, mounts=(), readonly_rootfs=False):
+                     network=NODE, mounts=(), readonly_rootfs=False, restricted=False):
     """resources: dict of LinuxContainerResources fields by name; network: the pod's mode;
-    mounts: (container path, host path, read-only) as kubelet gives volumes."""
+    mounts: (container path, host path, read-only) as kubelet gives volumes; restricted: what
+    the "restricted" Pod Security Standard asks (uid 1000, every capability dropped, no new
+    privileges, the runtime's default seccomp profile)."""
     res = linux_resources(resources or {})
     # kubelet sets the container's pid namespace to CONTAINER, network and ipc to the pod's
     sec = [(3, [(1, network), (2, CONTAINER), (3, POD)]), (7, readonly_rootfs)]
+    if restricted:  # run_as_user, capabilities.drop, no_new_privs, seccomp RuntimeDefault
+        sec += [(5, [(1, 1000)]), (1, [(2, "ALL")]), (11, True), (15, [(1, 0)])]
     return ([(1, [(1, name), (2, 0)]), (2, [(1, image)])] + [(3, c) for c in command] +
             [(4, a) for a in args] + [(6, [(1, k), (2, v)]) for k, v in envs] +
             [(7, [(1, c), (2, h), (3, ro)]) for c, h, ro in mounts] +
