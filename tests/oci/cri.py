@@ -455,8 +455,9 @@ def main():
                 k8s = ctr + ["-n", "k8s.io"]
                 ctr_remove(k8s, sh(k8s + ["containers", "ls", "-q"]).stdout.split())
     finally:
-        if FAILS:  # containerd's and the CRI plugin's own words on what went wrong
-            with open(os.path.join(d, "containerd.log"), errors="replace") as f:
+        log = os.path.join(d, "containerd.log")
+        if FAILS and os.path.exists(log):  # containerd's and its CRI plugin's words on it
+            with open(log, errors="replace") as f:
                 errs = [l.strip() for l in f if "level=error" in l or "level=warn" in l]
             for line in errs[-15:]:
                 print("note containerd: " + line[:400], flush=True)
