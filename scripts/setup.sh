@@ -30,6 +30,8 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       # lbbox-runc's acceptance: podman (with conmon and the CNI plugins of its default
       # network) and containerd (ctr, the runc shim) run containers with lbbox as their runtime
       podman conmon containernetworking-plugins containerd
+      # tests/oci/cri.py: a CRI client (kubelet's side of containerd's CRI plugin) over gRPC
+      python3-grpcio
       # scripts/fuzz.sh: clang and its libFuzzer + sanitizer runtimes
       clang libclang-rt-14-dev)
 

@@ -13,8 +13,9 @@
 #include "oci_internal.h"
 
 /* Every sandbox gets new mount, pid, ipc and uts namespaces (and a cgroup one): a bundle that
- * asks to share the host's asks for what the engine does not do. Joined by path: the network
- * namespace, and a pod's ipc and uts (its containers join its sandbox's, as with Kubernetes). */
+ * asks to share the host's asks for what the engine does not do, except for uts (below). Joined
+ * by path: the network namespace, and a pod's ipc and uts (its containers join its sandbox's, as
+ * with Kubernetes). */
 static const char *const always[] = {"mount", "pid", "ipc", "uts"};
 
 /* Where a joined namespace's path goes in the spec; NULL for the types never joined. */
@@ -92,7 +93,10 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, bool *user, struct
 		if (parse_namespace(ns, spec, seen, &net, user, err) < 0)
 			return -1;
 	}
-	for (size_t k = 0; k < 4; k++)
+	/* no uts namespace: the host's, as runc gives it (containerd's CRI leaves it out for a
+	 * hostNetwork pod); nothing but the hostname lives there, and that is never set then */
+	spec->uts_host = !seen[3];
+	for (size_t k = 0; k < 3; k++)
 		if (!seen[k])
 			return lb_err_set(err, ENOTSUP,
 					  "config: lbbox always gives a new %s namespace; "
@@ -100,9 +104,10 @@ static int parse_namespaces(json_t *lx, struct lb_spec *spec, bool *user, struct
 					  always[k]);
 	/* no network namespace asked: the host's, as runc does */
 	spec->net = net ? LB_NET_OFF : LB_NET_HOST;
-	if (spec->utsns_path && spec->hostname)
+	if ((spec->utsns_path || spec->uts_host) && spec->hostname)
 		return lb_err_set(err, EINVAL,
-				  "config: a hostname needs a new uts namespace, not a joined one");
+				  "config: a hostname needs a new uts namespace, not a joined one "
+				  "or the host's");
 	return 0;
 }
 

@@ -321,14 +321,16 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 	pid_t pid = st.pid;
 	uint64_t start = st.pid_start;
 	lb_oci_state_free(&st);
+	/* runc's words: containerd's shim takes a kill failing with "container not running" for
+	 * one already done (the CRI kills every container it stops, exited or not) */
 	if (status == LB_OCI_STOPPED)
-		return lb_err_set(err, 0, "container %s is not running", id);
+		return lb_err_set(err, 0, "%s: container not running", id);
 	/* the pidfd pins a process; its start time says it is still this container's pid 1 */
 	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0 || lb_proc_starttime(pid) != start) {
 		if (pidfd >= 0)
 			close(pidfd);
-		return lb_err_set(err, 0, "container %s is not running", id);
+		return lb_err_set(err, 0, "%s: container not running", id);
 	}
 	/* pid 1 forwards every signal to the command; SIGKILL ends the whole pid namespace */
 	int rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);

@@ -68,7 +68,16 @@ int lb_mount_dev(int rootfd, struct lb_err **err)
 	    mount_sub(devfd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		      "mode=1777,size=65536k", err) < 0)
 		return -1;
-	/* /dev is the one place without nodev: read-only, so even a command given CAP_MKNOD
-	 * cannot add a node to it (pts and shm below stay writable). */
+	return 0;
+}
+
+/* /dev is the one place without nodev: read-only, so even a command given CAP_MKNOD cannot add
+ * a node to it (pts, shm and the volumes below stay as they are). Only once the volumes are
+ * mounted: one may need its mount point made there (kubelet's /dev/termination-log). */
+int lb_seal_dev(int rootfd, struct lb_err **err)
+{
+	_cleanup_close_ int devfd = -1;
+	if (lb_open_in_root(rootfd, "/dev", false, true, &devfd, err) < 0)
+		return -1;
 	return lb_mount_setattr(devfd, false, MOUNT_ATTR_RDONLY, 0, err);
 }

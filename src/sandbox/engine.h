@@ -104,6 +104,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
 int lb_mount_dev(int rootfd, struct lb_err **err);
+int lb_seal_dev(int rootfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 
 /* hooks.c: spec->hooks' points, in pid 1. */

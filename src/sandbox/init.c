@@ -184,7 +184,7 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
 		close(scratch);
 	if (r < 0)
 		return -1;
-	if (!spec->utsns_path && sethostname(hostname, strlen(hostname)) < 0)
+	if (!spec->utsns_path && !spec->uts_host && sethostname(hostname, strlen(hostname)) < 0)
 		return lb_err_set(err, errno, "sethostname %s", hostname);
 	/* a joined network namespace seen from a user namespace of its own is the host's user
 	 * namespace's to configure (its owner, CNI, brought lo up) */

@@ -213,7 +213,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t
 		return -1;
 	if (bind_etc(rootfd, ctx, err) < 0)
 		return -1;
-	if (user_mounts(rootfd, ctx, err) < 0)
+	if (user_mounts(rootfd, ctx, err) < 0 || lb_seal_dev(rootfd, err) < 0)
 		return -1;
 	/* Like podman, a missing working directory is created (before the root turns read-only). */
 	_cleanup_close_ int cwdfd = -1;

@@ -181,7 +181,7 @@ static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_f
 {
 	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID;
 	/* one joined by path is lbbox's own around the clone (nsjoin.c) */
-	if (!spec->utsns_path)
+	if (!spec->utsns_path && !spec->uts_host)
 		flags |= CLONE_NEWUTS;
 	if (!spec->ipcns_path)
 		flags |= CLONE_NEWIPC;

@@ -32,7 +32,7 @@ def subreaper():
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
-def cni_config(tmp, bridge):
+def cni_config(tmp, bridge, subnet="10.213.77.0/24"):
     d = os.path.join(tmp, "cni")
     os.makedirs(d)
     net = {"cniVersion": "0.4.0", "name": "podman", "plugins": [{
@@ -40,7 +40,7 @@ def cni_config(tmp, bridge):
         # firewall alone; an address on eth0 is all this test needs to see
         "type": "bridge", "bridge": bridge, "isGateway": False, "ipMasq": False,
         "ipam": {"type": "host-local", "dataDir": os.path.join(tmp, "ipam"),
-                 "ranges": [[{"subnet": "10.213.77.0/24"}]]}}]}
+                 "ranges": [[{"subnet": subnet}]]}}]}
     with open(os.path.join(d, "podman.conflist"), "w") as f:
         json.dump(net, f)
     return d
@@ -108,10 +108,11 @@ def wait_socket(ctr, proc, timeout=20):
 
 
 @contextlib.contextmanager
-def containerd_host(d):
+def containerd_host(d, cri=None):
     """containerd with its root, state and socket under d (made here); yields (ctr, ok): ok is
     whether it answered. The shim keeps sockets and fifos in /run/containerd (s/, fifo/) whatever
-    containerd's state directory: removed on the way out when it was not there before."""
+    containerd's state directory: removed on the way out when it was not there before. cri: the
+    CRI plugin's TOML section (then the plugin runs, serving on the same socket), else it is off."""
     os.makedirs(d)
     had_run = os.path.exists("/run/containerd")
     sock = os.path.join(d, "containerd.sock")
@@ -119,12 +120,15 @@ def containerd_host(d):
                 "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
                 "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
                 "io.containerd.tracing.processor.v1.otlp"]
+    if cri is not None:
+        disabled.remove("io.containerd.grpc.v1.cri")
     conf = os.path.join(d, "config.toml")
     with open(conf, "w") as f:
         f.write(f'version = 2\nroot = "{d}/root"\nstate = "{d}/state"\n'
                 f"disabled_plugins = {json.dumps(disabled)}\n"
                 f'[grpc]\n  address = "{sock}"\n[ttrpc]\n  address = "{sock}.ttrpc"\n'
                 f'[debug]\n  address = "{d}/debug.sock"\n[metrics]\n  address = ""\n')
+        f.write(cri or "")
     log = open(os.path.join(d, "containerd.log"), "w")
     try:
         proc = subprocess.Popen(["containerd", "--config", conf], stdout=log, stderr=log,

@@ -183,7 +183,9 @@ def part_runtime(tmp):
     r = sh(R + ["kill", "c2", "KILL"])
     check(r.returncode == 0 and wait_exit(pid) == -9, "kill KILL")
     r = sh(R + ["kill", "c2"])
-    check(r.returncode == 1 and "not running" in r.stderr, "kill of a stopped container")
+    # runc's words, which containerd's shim recognises
+    check(r.returncode == 1 and "container not running" in r.stderr,
+          "kill of a stopped container")
     r = sh(R + ["delete", "--force", "c2"])
     check(r.returncode == 0, "delete --force")
     r = sh(R + ["delete", "--force", "c2"])
@@ -192,10 +194,15 @@ def part_runtime(tmp):
     check(r.returncode == 1 and "does not exist" in r.stderr, "delete of an unknown container")
 
     # what config.json says, seen from inside: user, hostname, env, cwd, rlimits, capabilities,
-    # a read-only root, a tmpfs and a read-only bind; hooks run with the state on stdin
+    # a read-only root, a tmpfs, a read-only bind, a file bound in /dev (kubelet's
+    # termination-log, its mount point made before /dev turns read-only); hooks run with the
+    # state on stdin
     data = os.path.join(tmp, "data")
     os.makedirs(data)
     open(os.path.join(data, "f"), "w").write("bound\n")
+    term = os.path.join(tmp, "termination-log")
+    open(term, "w").close()
+    os.chmod(term, 0o666)
     hook_out = os.path.join(tmp, "hooks.log")
     hook = os.path.join(tmp, "hook.sh")
     with open(hook, "w") as f:
@@ -204,7 +211,8 @@ def part_runtime(tmp):
     probe = ("id -u; id -g; id -G; hostname; echo $GREETING; pwd; ulimit -n; "
              "grep CapEff /proc/self/status; touch /x 2>/dev/null || echo ro-root; "
              "echo t > /scratch/t && cat /scratch/t; cat /data/f; "
-             "touch /data/g 2>/dev/null || echo ro-bind")
+             "touch /data/g 2>/dev/null || echo ro-bind; echo term > /dev/termination-log; "
+             "touch /dev/new 2>/dev/null || echo ro-dev")
     bc = bundle(tmp, "bc", ["sh", "-c", probe])
     cfg = json.load(open(os.path.join(bc, "config.json")))
     cfg["process"].update({"user": {"uid": 1000, "gid": 1001, "additionalGids": [20, 4000]},
@@ -215,15 +223,17 @@ def part_runtime(tmp):
     cfg["mounts"] += [{"destination": "/scratch", "type": "tmpfs", "source": "tmpfs",
                        "options": ["size=1m", "mode=1777"]},
                       {"destination": "/data", "type": "bind", "source": data,
-                       "options": ["rbind", "ro"]}]
+                       "options": ["rbind", "ro"]},
+                      {"destination": "/dev/termination-log", "type": "bind", "source": term,
+                       "options": ["rbind"]}]
     cfg["hooks"] = {k: [{"path": hook, "args": ["hook.sh", k]}]
                     for k in ("createRuntime", "prestart", "poststart", "poststop")}
     json.dump(cfg, open(os.path.join(bc, "config.json"), "w"))
     r = sh(R + ["run", "-b", bc, "cc"], stdin=subprocess.DEVNULL)
     want = ["1000", "1001", "1001 20 4000", "oci-box", "hello", "/tmp", "256",
             "CapEff:\t0000000000000000",
-            "ro-root", "t", "bound", "ro-bind"]
-    check(r.returncode == 0 and r.stdout.splitlines() == want,
+            "ro-root", "t", "bound", "ro-bind", "ro-dev"]
+    check(r.returncode == 0 and r.stdout.splitlines() == want and open(term).read() == "term\n",
           f"config.json seen from inside ({r.stdout.splitlines()} {r.stderr.strip()})")
     logged = open(hook_out).read().split("\n") if os.path.exists(hook_out) else []
     kinds = logged[0::2]

@@ -137,6 +137,17 @@ Test(oci_config, network_namespaces)
 	cr_assert_eq(parse(pod, &cfg, &err), 0, "%s", err ? err->msg : "");
 	cr_assert_str_eq(cfg.spec.ipcns_path, "/proc/7/ns/ipc");
 	cr_assert_str_eq(cfg.spec.utsns_path, "/proc/7/ns/uts");
+	cr_assert(!cfg.spec.uts_host);
+	lb_oci_config_free(&cfg);
+	/* containerd's CRI for a hostNetwork pod: no network and no uts namespace, the host's */
+	const char *hostnet =
+	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"mount\"}]}}";
+	cr_assert_eq(parse(hostnet, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.net, LB_NET_HOST);
+	cr_assert(cfg.spec.uts_host);
+	cr_assert_null(cfg.spec.utsns_path);
 	lb_oci_config_free(&cfg);
 }
 
@@ -178,6 +189,9 @@ Test(oci_config, hostile)
 	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
 	     "{\"type\":\"uts\",\"path\":\"/proc/1/ns/uts\"}],\"x\":1},\"hostname\":\"h\",\"y\":{",
 	     "", "", "hostname needs a new uts"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"}],"
+	     "\"x\":1},\"hostname\":\"h\",\"y\":{",
+	     "", "", "or the host's"},
 	    {",\"namespaces\":[{\"type\":\"bogus\"}]", "", "", "unknown namespace"},
 	    /* a value echoed in the refusal stays on its one line */
 	    {",\"namespaces\":[{\"type\":\"ne\\netrk\"}]", "", "", "namespace type ne?etrk"},

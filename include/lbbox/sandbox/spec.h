@@ -177,6 +177,9 @@ struct lb_spec {
 	 * sandbox's); with a joined UTS namespace the hostname is left as it is. */
 	char *ipcns_path;
 	char *utsns_path;
+	/* An OCI bundle without a uts namespace (a Kubernetes hostNetwork pod): the host's, as
+	 * runc gives; the hostname is left as it is. */
+	bool uts_host;
 	/* An OCI runtime's create/start split: a fifo (host path) pid 1 opens before pivot_root;
 	 * once the sandbox is built it reports ready and waits for one byte there before forking
 	 * the command (lb_sandbox_create). NULL = the command starts at once. */
