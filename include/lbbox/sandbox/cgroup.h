@@ -3,16 +3,33 @@
 #define LBBOX_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "lbbox/base/err.h"
+
+/* Access to a device, as the device fence grants it (OCI's "rwm"). */
+enum { LB_DEV_READ = 1u << 0, LB_DEV_WRITE = 1u << 1, LB_DEV_MKNOD = 1u << 2 };
+#define LB_DEV_RWM (LB_DEV_READ | LB_DEV_WRITE | LB_DEV_MKNOD)
+
+/* One device the fence allows on top of lbbox's standard ones (an OCI bundle's linux.devices
+ * entry its resources.devices rules grant). */
+struct lb_cgroup_device {
+	char type;	 /* 'c' or 'b' */
+	uint32_t major;	 /* below 4096 */
+	uint32_t minor;	 /* below 2^20 */
+	unsigned access; /* LB_DEV_* bits, not 0 */
+};
 
 struct lb_cgroup_limits {
 	uint64_t memory_bytes;	/* 0 = no limit; hard limit, swap not allowed */
 	uint64_t pids;		/* 0 = no limit */
 	uint64_t cpu_quota_us;	/* 0 = no limit */
 	uint64_t cpu_period_us; /* 0 = 100000 */
+	/* Created cgroups only (root): the extra devices of the fence; not owned. */
+	const struct lb_cgroup_device *devices;
+	size_t n_devices;
 };
 
 enum lb_cgroup_version { LB_CGROUP_NONE = 0, LB_CGROUP_V1 = 1, LB_CGROUP_V2 = 2 };
