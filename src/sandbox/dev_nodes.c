@@ -24,8 +24,10 @@
 
 void lb_devices_free(struct lb_device *d, size_t n)
 {
-	for (size_t i = 0; d && i < n; i++)
+	for (size_t i = 0; d && i < n; i++) {
 		free(d[i].path);
+		free(d[i].host_path);
+	}
 	free(d);
 }
 
@@ -53,6 +55,9 @@ static int check_one(const struct lb_device *d, struct lb_err **err)
 	if (!path_ok(d->path))
 		return lb_err_set(err, EINVAL, "device path %.64s must be a plain path below /dev/",
 				  d->path ? d->path : "(none)");
+	if (d->host_path && d->host_path[0] != '/')
+		return lb_err_set(err, EINVAL, "device %s: the host's node must be absolute",
+				  d->path);
 	if (d->type != 'c' && d->type != 'b' && d->type != 'p')
 		return lb_err_set(err, EINVAL, "device %s: type must be c, b or p", d->path);
 	if (d->major >= 4096 || d->minor >= (1u << 20))
@@ -91,18 +96,18 @@ int lb_devices_open_host(const struct lb_spec *spec, int *fds, struct lb_err **e
 {
 	for (size_t i = 0; i < spec->n_devices; i++) {
 		const struct lb_device *d = &spec->devices[i];
+		const char *host = d->host_path ? d->host_path : d->path;
 		struct stat st;
 		if (d->type == 'p')
 			continue;
-		fds[i] = open(d->path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		fds[i] = open(host, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fds[i] < 0)
-			return lb_err_set(err, errno, "device %s: the host's node to bind",
-					  d->path);
+			return lb_err_set(err, errno, "device %s: the host's node to bind", host);
 		if (fstat(fds[i], &st) < 0)
-			return lb_err_set(err, errno, "device %s", d->path);
+			return lb_err_set(err, errno, "device %s", host);
 		if (!same_device(&st, d))
 			return lb_err_set(err, EINVAL, "device %s: the host's node is not %c %u:%u",
-					  d->path, d->type, d->major, d->minor);
+					  host, d->type, d->major, d->minor);
 	}
 	return 0;
 }

@@ -689,7 +689,7 @@ def part_devices(tmp):
           f"linux.devices made with their mode and owner; /dev/fuse opened read-write, "
           f"/dev/net/tun read-only as its rules allow, EPERM for writing ({lines})")
     b = devices_bundle(tmp, "bdev2", ["sh", "-c", "ls /dev/fuse && exec 3<>/dev/fuse"], [fuse],
-                       podman)
+                       [deny])
     r = sh(R + ["run", "-b", b, "dv2"], stdin=subprocess.DEVNULL)
     check(r.returncode != 0 and r.stdout == "/dev/fuse\n"
           and "Operation not permitted" in r.stderr,

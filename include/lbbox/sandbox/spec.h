@@ -57,11 +57,12 @@ int lb_rlimit_by_name(const char *name);
  * mknod as the host's root, else (a user namespace) a bind of the host's node at the same path,
  * which must be that very device. */
 struct lb_device {
-	char *path;	/* absolute, below /dev, no "." or ".." component */
-	char type;	/* 'c', 'b' or 'p' (a fifo: no major, minor or access) */
-	uint32_t major; /* below 4096 */
-	uint32_t minor; /* below 2^20 */
-	uint32_t mode;	/* permission bits (07777 at most) */
+	char *path;	 /* absolute, below /dev, no "." or ".." component */
+	char *host_path; /* the host's node a user namespace binds; NULL: path (runc's rule) */
+	char type;	 /* 'c', 'b' or 'p' (a fifo: no major, minor or access) */
+	uint32_t major;	 /* below 4096 */
+	uint32_t minor;	 /* below 2^20 */
+	uint32_t mode;	 /* permission bits (07777 at most) */
 	uid_t uid;
 	gid_t gid;
 	/* what the device fence grants (LB_DEV_* bits); 0: the node exists but cannot be opened */
