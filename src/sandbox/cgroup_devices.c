@@ -109,30 +109,44 @@ static int bpf_access(unsigned access)
 	       ((access & LB_DEV_MKNOD) ? BPF_DEVCG_ACC_MKNOD : 0);
 }
 
-/* One entry: when type, major, minor match and every access asked is granted, return 1. Each
- * test that fails jumps past the entry's end. */
-static size_t entry_program(const struct fence_entry *e, struct bpf_insn *p)
+/* One entry's instructions; each test that fails jumps past the entry's end. */
+struct entry_prog {
+	struct bpf_insn insn[ENTRY_MAX];
+	size_t n, tests[ENTRY_MAX], ntests;
+};
+
+static void emit(struct entry_prog *e, struct bpf_insn insn)
 {
-	struct bpf_insn body[ENTRY_MAX];
-	short jumps[ENTRY_MAX];
-	size_t n = 0, nj = 0;
-	int type = e->type == 'b' ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR;
-	int acc = bpf_access(e->access);
-	jumps[nj++] = (short)n, body[n++] = JNE_IMM(BPF_REG_2, type, 0);
-	jumps[nj++] = (short)n, body[n++] = JNE_IMM(BPF_REG_3, (int)e->major, 0);
-	if (e->minor != ANY_MINOR)
-		jumps[nj++] = (short)n, body[n++] = JNE_IMM(BPF_REG_4, (int)e->minor, 0);
+	e->insn[e->n++] = insn;
+}
+
+/* "if reg != imm: skip the entry", its jump offset set once the entry's length is known */
+static void skip_unless(struct entry_prog *e, int reg, int imm)
+{
+	e->tests[e->ntests++] = e->n;
+	emit(e, JNE_IMM(reg, imm, 0));
+}
+
+/* When type, major, minor match and every access asked is granted, return 1. */
+static size_t entry_program(const struct fence_entry *f, struct bpf_insn *out)
+{
+	struct entry_prog e = {.n = 0};
+	int acc = bpf_access(f->access);
+	skip_unless(&e, BPF_REG_2, f->type == 'b' ? BPF_DEVCG_DEV_BLOCK : BPF_DEVCG_DEV_CHAR);
+	skip_unless(&e, BPF_REG_3, (int)f->major);
+	if (f->minor != ANY_MINOR)
+		skip_unless(&e, BPF_REG_4, (int)f->minor);
 	if (acc != (BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE | BPF_DEVCG_ACC_MKNOD)) {
-		body[n++] = MOV_REG(BPF_REG_1, BPF_REG_5);
-		body[n++] = AND_IMM(BPF_REG_1, ~acc);
-		jumps[nj++] = (short)n, body[n++] = JNE_IMM(BPF_REG_1, 0, 0);
+		emit(&e, MOV_REG(BPF_REG_1, BPF_REG_5)); /* the access asked, less the granted */
+		emit(&e, AND_IMM(BPF_REG_1, ~acc));
+		skip_unless(&e, BPF_REG_1, 0);
 	}
-	body[n++] = MOV_IMM(BPF_REG_0, 1);
-	body[n++] = EXIT();
-	for (size_t j = 0; j < nj; j++)
-		body[jumps[j]].off = (short)(n - 1 - (size_t)jumps[j]);
-	memcpy(p, body, n * sizeof(*body));
-	return n;
+	emit(&e, MOV_IMM(BPF_REG_0, 1));
+	emit(&e, EXIT());
+	for (size_t t = 0; t < e.ntests; t++)
+		e.insn[e.tests[t]].off = (short)(e.n - 1 - e.tests[t]);
+	memcpy(out, e.insn, e.n * sizeof(*out));
+	return e.n;
 }
 
 static size_t devices_program(const struct lb_cgroup_limits *lim, struct bpf_insn *p)

@@ -117,7 +117,7 @@ int lb_devices_open_host(const struct lb_spec *spec, int *fds, struct lb_err **e
 static int open_parent(int devfd, dev_t devdev, char *buf, int *dir, const char **name,
 		       struct lb_err **err)
 {
-	_cleanup_close_ int cur = dup(devfd);
+	_cleanup_close_ int cur = fcntl(devfd, F_DUPFD_CLOEXEC, 0);
 	char *c = buf;
 	if (cur < 0)
 		return lb_err_set(err, errno, "dup");
