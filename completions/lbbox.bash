@@ -6,7 +6,7 @@ pull network info version box serve"
 
 _lbbox_run_opts="--image --rootfs --pull --tls-verify=false --entrypoint -d --detach --name
 --read-only --tmp-size --memory --pids --cpus --cpu-shares --memory-reservation --cpuset-cpus --cpuset-mems --timeout --network --allow-host --dns -v --volume
---mount -w --workdir -e --env --env-file -u --user --rm -i --interactive -t --tty --hostname --seccomp
+--mount --device -w --workdir -e --env --env-file -u --user --rm -i --interactive -t --tty --hostname --seccomp
 --cap-add --cap-drop --ulimit --die-with-parent --cgroup-parent --json --profile --help"
 
 # The global options given before the verb (--root, --runroot), to pass on to lbbox.
@@ -59,7 +59,7 @@ _lbbox()
 		--pull) COMPREPLY=($(compgen -W "missing always never" -- "$cur")) ;;
 		--profile) COMPREPLY=($(compgen -W "default offline_readonly network_basic network_extended" -- "$cur")) ;;
 		--rootfs | -w | --workdir) COMPREPLY=($(compgen -d -- "$cur")) ;;
-		--env-file | --seccomp) COMPREPLY=($(compgen -f -- "$cur")) ;;
+		--env-file | --seccomp | --device) COMPREPLY=($(compgen -f -- "$cur")) ;;
 		--image) COMPREPLY=($(compgen -W "host $(_lbbox_images)" -- "$cur")) ;;
 		*)
 			if [[ $cur == -* ]]; then

@@ -36,6 +36,7 @@ int run_named_check(const struct run_opts *o, struct lb_err **err)
 	    {o->allow_given, "--allow-host and --dns",
 	     "its network is a session's (LBBOX_BOX_NET_ALLOW_HOSTS, LBBOX_BOX_NET_DNS)"},
 	    {o->spec.net == LB_NET_HOST, "--network host", "its network is off or on"},
+	    {o->spec.n_devices > 0, "--device", "a session's /dev has lbbox's devices only"},
 	    {o->rm && o->detach, "--rm", "remove it with lbbox rm NAME once it has ended"},
 	    {o->tty, "-t",
 	     "its output is a log (lbbox logs NAME); lbbox exec -it NAME CMD has a terminal"},

@@ -42,6 +42,9 @@ int run_env_file(struct run_opts *o, const char *path, struct lb_err **err);
 /* --mount type=bind,src=H,dst=S[,ro] | type=tmpfs,dst=S[,tmpfs-size=SIZE][,tmpfs-mode=OCTAL]. */
 int cli_parse_mount_spec(const char *arg, struct lb_mount *out, struct lb_err **err);
 
+/* run_device.c: --device HOST[:CONTAINER][:PERMS] added to spec->devices. */
+int run_add_device(struct lb_spec *spec, const char *arg, struct lb_err **err);
+
 /* run_pull.c: --pull's policy applied to o->img.image before it is resolved. */
 int run_pull_image(const struct cli_globals *g, const struct run_opts *o, struct lb_err **err);
 

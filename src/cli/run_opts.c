@@ -46,6 +46,7 @@ enum {
 	OPT_MEMORY_RESERVATION,
 	OPT_CPUSET_CPUS,
 	OPT_CPUSET_MEMS,
+	OPT_DEVICE,
 };
 
 static const struct option run_opts[] = {
@@ -89,6 +90,7 @@ static const struct option run_opts[] = {
     {"detach", no_argument, NULL, 'd'},
     {"name", required_argument, NULL, OPT_NAME},
     {"json-file", required_argument, NULL, OPT_JSON_FILE},
+    {"device", required_argument, NULL, OPT_DEVICE},
     {"help", no_argument, NULL, 'h'},
     {0},
 };
@@ -125,6 +127,8 @@ static const char run_usage[] =
     "                          z, Z (z/Z accepted: no SELinux relabelling here)\n"
     "  --mount type=bind,src=H,dst=S[,ro]   the same as -v\n"
     "  --mount type=tmpfs,dst=S[,tmpfs-size=SIZE][,tmpfs-mode=MODE]   a tmpfs (default 64m)\n"
+    "  --device HOST[:CONTAINER][:PERMS]  the host's device node in /dev (PERMS: r, w, m;\n"
+    "                          default rwm); not for -d or --name\n"
     "  -w, --workdir DIR       working directory\n"
     "  -e, --env K=V           environment variable (K alone copies lbbox's value)\n"
     "  --env-file FILE         K=V lines (blank lines and # comments skipped)\n"
@@ -344,6 +348,8 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 		return cli_set_string(&spec->hostname, arg, err);
 	case 'p':
 		return lb_net_opts_add_publish(&spec->net_opts, arg, err);
+	case OPT_DEVICE:
+		return run_add_device(spec, arg, err);
 	default:
 		return 1;
 	}

@@ -1,6 +1,6 @@
 /*
  * config.json's "linux" object: namespaces, resources, seccomp, masked and read-only paths, and
- * the fields lbbox either covers with its own fixed behaviour (the device fence) or refuses.
+ * the fields lbbox refuses (devices: config_devices.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -184,9 +184,6 @@ static int parse_resources(json_t *lx, struct lb_oci_config *cfg, struct lb_err 
 		return -1;
 	if (pids && set && v > 0)
 		cfg->spec.limits.pids = (uint64_t)v;
-	/* devices: the engine's own fence (only the standard devices) is at least as strict */
-	if ((lb_oci_get_typed(res, "devices", JSON_ARRAY, err), *err))
-		return -1;
 	json_t *unified = lb_oci_get_typed(res, "unified", JSON_OBJECT, err);
 	if (*err)
 		return -1;
@@ -269,7 +266,7 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	bool user = false;
 	if (!lx)
 		return *err ? -1 : lb_err_set(err, EINVAL, "config: linux is required");
-	static const char *const refused[] = {"devices", "intelRdt", "personality", "timeOffsets"};
+	static const char *const refused[] = {"intelRdt", "personality", "timeOffsets"};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (refuse_nonempty(lx, refused[i], err) < 0)
 			return -1;
@@ -285,7 +282,8 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	}
 	if (parse_namespaces(lx, &cfg->spec, &user, err) < 0 ||
 	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0 ||
-	    parse_resources(lx, cfg, err) < 0 || parse_seccomp(lx, cfg, err) < 0 ||
+	    parse_resources(lx, cfg, err) < 0 || lb_oci_parse_devices(lx, &cfg->spec, err) < 0 ||
+	    parse_seccomp(lx, cfg, err) < 0 ||
 	    parse_paths(lx, "maskedPaths", &cfg->spec.masked_paths, err) < 0 ||
 	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||
 	    parse_cgroups_path(lx, cfg, err) < 0 ||

@@ -37,6 +37,23 @@ int lb_oci_parse_mounts(const char *bundle, json_t *root, struct lb_spec *spec,
 /* Control characters of (*err)->msg (from a config's strings) made '?'; returns -1. */
 int lb_oci_one_line(struct lb_err **err);
 int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **err);
+/* config_devices.c: linux.devices, each with the access resources.devices grants it. */
+int lb_oci_parse_devices(json_t *lx, struct lb_spec *spec, struct lb_err **err);
+/* One resources.devices rule; major and minor -1 = any. */
+struct lb_oci_dev_rule {
+	bool allow;
+	char type; /* 'a', 'c' or 'b' */
+	int64_t major, minor;
+	unsigned access; /* LB_DEV_* bits */
+};
+#define LB_OCI_DEV_MAJOR_MAX 4095
+#define LB_OCI_DEV_MINOR_MAX ((1 << 20) - 1)
+/* The rules of res.devices (res may be NULL), checked; *out NULL when none. */
+int lb_oci_parse_device_rules(json_t *res, struct lb_oci_dev_rule **out, size_t *n,
+			      struct lb_err **err);
+/* What the rules grant a device: in order, each matching rule sets or clears its bits. */
+unsigned lb_oci_device_access(const struct lb_oci_dev_rule *rules, size_t n, char type,
+			      uint32_t major, uint32_t minor);
 /* config_userns.c: linux.uidMappings / gidMappings, with userns: a new user namespace asked. */
 int lb_oci_parse_userns(json_t *lx, bool userns, struct lb_spec *spec, struct lb_err **err);
 

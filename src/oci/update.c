@@ -115,8 +115,10 @@ static int resources_parse(const char *text, size_t len, struct lb_cgroup_update
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (refuse_nonempty(res, refused[i], err) < 0)
 			return -1;
-	/* devices: the engine's own fence (only its standard devices) stays as it is */
-	if ((lb_oci_get_typed(res, "devices", JSON_ARRAY, err), *err))
+	/* devices: checked, and the fence made at create stays as it is (docs/oci-runtime.md) */
+	_cleanup_free_ struct lb_oci_dev_rule *rules = NULL;
+	size_t n_rules;
+	if (lb_oci_parse_device_rules(res, &rules, &n_rules, err) < 0)
 		return -1;
 	json_t *p = lb_oci_get_typed(res, "pids", JSON_OBJECT, err);
 	if (*err || (p && get_i64(p, "limit", &pids, err) < 0))

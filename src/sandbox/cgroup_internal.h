@@ -112,10 +112,11 @@ int cg_dir_remove(struct cg_dir *d, struct lb_err **err);
 /* Deadline-bounded wait step: sleeps a little longer each round (1, 2, 4 .. 16 ms). */
 void cg_backoff(unsigned *round);
 
-/* cgroup_devices.c: only the devices lbbox's /dev offers may be opened (root only: the kernel
+/* cgroup_devices.c: only the devices lbbox's /dev offers, and lim->devices with their access, may
+ * be opened (root only: the kernel
  * refuses both to anyone else, whose sandboxes are nodev by their user namespace anyway). */
-int cg_devices_v1(const struct cg_dir *d, struct lb_err **err);
-int cg_devices_v2(const struct cg_dir *d, struct lb_err **err);
+int cg_devices_v1(const struct cg_dir *d, const struct lb_cgroup_limits *lim, struct lb_err **err);
+int cg_devices_v2(const struct cg_dir *d, const struct lb_cgroup_limits *lim, struct lb_err **err);
 
 /* cgroup_cpuset.c: pinning to cpus and memory nodes. */
 /* True when lim asks for a cpuset (values, or a v1 cpuset cgroup to update later). */

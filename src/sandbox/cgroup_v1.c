@@ -80,7 +80,7 @@ int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 			return -1;
 	}
 	struct cg_dir *dev = cg_find_dir(cg, CG_DEVICES);
-	if (dev && geteuid() == 0 && cg_devices_v1(dev, err) < 0)
+	if (dev && geteuid() == 0 && cg_devices_v1(dev, lim, err) < 0)
 		return -1;
 	return 0;
 }

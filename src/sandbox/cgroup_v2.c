@@ -185,7 +185,7 @@ int cg_v2_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 	if (cg_dir_make(d, err) < 0 || cg_v2_apply(d, lim, err) < 0 ||
 	    cg_cpuset_v2_apply(d, lim, err) < 0)
 		return -1;
-	return geteuid() == 0 ? cg_devices_v2(d, err) : 0;
+	return geteuid() == 0 ? cg_devices_v2(d, lim, err) : 0;
 }
 
 int cg_v2_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err)

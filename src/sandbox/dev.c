@@ -1,7 +1,8 @@
 /*
  * A minimal /dev: a tiny tmpfs with the host's harmless character devices bind-mounted in (bind
  * rather than mknod, so the same code works in a user namespace), a private devpts instance,
- * /dev/shm, and the usual symlinks. Nothing else of the host's /dev is reachable.
+ * /dev/shm, and the usual symlinks; then the spec's extra devices (dev_nodes.c). Nothing else of
+ * the host's /dev is reachable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,7 @@ static int mount_sub(int devfd, const char *name, const char *fstype, unsigned l
 	return lb_mount_fd(fstype, fd, fstype, flags, opts, err);
 }
 
-int lb_mount_dev(int rootfd, struct lb_err **err)
+int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err)
 {
 	_cleanup_close_ int fd = -1;
 	if (lb_open_in_root(rootfd, "/dev", true, true, &fd, err) < 0)
@@ -67,6 +68,8 @@ int lb_mount_dev(int rootfd, struct lb_err **err)
 		      "newinstance,ptmxmode=0666,mode=0620", err) < 0 ||
 	    mount_sub(devfd, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		      "mode=1777,size=65536k", err) < 0)
+		return -1;
+	if (lb_make_devices(devfd, ctx->spec, ctx->fds->devices, err) < 0)
 		return -1;
 	return 0;
 }

@@ -28,13 +28,17 @@ struct lb_host_fds {
 	int statedir;		   /* O_PATH */
 	int rootfs;		   /* O_PATH: spec->rootfs or its copy; -1 for layers or the host */
 	int mounts[LB_MAX_MOUNTS]; /* O_PATH of each bind's source; -1 for a tmpfs */
-	int gate;		   /* the start gate's read side, non-blocking */
-	int console;		   /* connected to spec->console_socket */
+	/* O_PATH of the host's node of each spec->devices entry, checked to be that device; in a
+	 * user namespace only (bound there, as mknod is refused), -1 otherwise and for a fifo */
+	int devices[LB_MAX_DEVICES];
+	int gate;    /* the start gate's read side, non-blocking */
+	int console; /* connected to spec->console_socket */
 };
-/* host_fds.c: init (all -1), then open; close is idempotent. */
+/* host_fds.c: init (all -1), then open (userns: the devices' host nodes too); close is
+ * idempotent. */
 void lb_host_fds_init(struct lb_host_fds *h);
-int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, struct lb_host_fds *h,
-		     struct lb_err **err);
+int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, bool userns,
+		     struct lb_host_fds *h, struct lb_err **err);
 void lb_host_fds_close(struct lb_host_fds *h);
 /* "/proc/self/fd/N": a path through which a descriptor's object is reached without a lookup of
  * its host path (mount sources and targets, overlay directories). */
@@ -103,7 +107,11 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		      struct lb_err **err);
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
-int lb_mount_dev(int rootfd, struct lb_err **err);
+int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err);
+/* dev_nodes.c: fds[i] = the host's node of spec->devices[i] (c and b), refused unless it is that
+ * device; then, in pid 1, the nodes made below devfd (/dev) from hostfds (-1: mknod). */
+int lb_devices_open_host(const struct lb_spec *spec, int *fds, struct lb_err **err);
+int lb_make_devices(int devfd, const struct lb_spec *spec, const int *hostfds, struct lb_err **err);
 int lb_seal_dev(int rootfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 

@@ -79,10 +79,12 @@ void lb_host_fds_init(struct lb_host_fds *h)
 	h->statedir = h->rootfs = h->gate = h->console = -1;
 	for (size_t i = 0; i < LB_MAX_MOUNTS; i++)
 		h->mounts[i] = -1;
+	for (size_t i = 0; i < LB_MAX_DEVICES; i++)
+		h->devices[i] = -1;
 }
 
-int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, struct lb_host_fds *h,
-		     struct lb_err **err)
+int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, bool userns,
+		     struct lb_host_fds *h, struct lb_err **err)
 {
 	if (open_dir(statedir, "state directory", &h->statedir, err) < 0 ||
 	    open_rootfs(spec, statedir, &h->rootfs, err) < 0)
@@ -91,6 +93,8 @@ int lb_host_fds_open(const struct lb_spec *spec, const char *statedir, struct lb
 		if (!spec->mounts[i].tmpfs_size &&
 		    open_volume(&spec->mounts[i], &h->mounts[i], err) < 0)
 			return -1;
+	if (userns && lb_devices_open_host(spec, h->devices, err) < 0)
+		return -1;
 	if (spec->start_gate && open_gate(spec->start_gate, &h->gate, err) < 0)
 		return -1;
 	/* connected here, where the path resolves; pid 1 makes the pty on its own devpts */
@@ -115,4 +119,6 @@ void lb_host_fds_close(struct lb_host_fds *h)
 	close_fd(&h->console);
 	for (size_t i = 0; i < LB_MAX_MOUNTS; i++)
 		close_fd(&h->mounts[i]);
+	for (size_t i = 0; i < LB_MAX_DEVICES; i++)
+		close_fd(&h->devices[i]);
 }

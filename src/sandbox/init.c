@@ -288,7 +288,7 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 		_exit(LB_EXIT_SETUP);
 	/* the maps are written by now: the host's objects are opened while pid 1 is still the
 	 * host's root (host_fds.c), then it becomes its namespace's */
-	if (lb_host_fds_open(ctx->spec, ctx->statedir, &fds, &err) < 0)
+	if (lb_host_fds_open(ctx->spec, ctx->statedir, ctx->userns, &fds, &err) < 0)
 		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	/* the start report is the host's too (beside the gate, in the state directory) */
 	int report = lb_hooks_open_report(ctx->spec, &err);

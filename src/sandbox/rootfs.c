@@ -207,7 +207,7 @@ int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t
 		return -1;
 	if (lb_mount_proc_sys(rootfd, ctx->cg, err) < 0)
 		return -1;
-	if (lb_mount_dev(rootfd, err) < 0)
+	if (lb_mount_dev(rootfd, ctx, err) < 0)
 		return -1;
 	if (mount_tmp(rootfd, spec->tmp_size, err) < 0)
 		return -1;

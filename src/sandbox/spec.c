@@ -73,6 +73,7 @@ void lb_spec_free(struct lb_spec *spec)
 	lb_strvfreep(&spec->readonly_paths);
 	free(spec->uid_map);
 	free(spec->gid_map);
+	lb_devices_free(spec->devices, spec->n_devices);
 	memset(spec, 0, sizeof(*spec));
 }
 
@@ -192,7 +193,7 @@ int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_
 	if (spec->cwd && spec->cwd[0] != '/')
 		return lb_err_set(err, 0, "working directory %s must be absolute", spec->cwd);
 	if (check_limits(spec, err) < 0 || check_process(spec, err) < 0 ||
-	    lb_spec_check_userns(spec, err) < 0)
+	    lb_spec_check_userns(spec, err) < 0 || lb_spec_check_devices(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (check_mount(&spec->mounts[i], paths, err) < 0)

@@ -150,10 +150,26 @@ static int copy_rootfs(struct run *r, const struct lb_spec *spec, struct lb_err 
 static int create_cgroup(struct run *r, const char *name, struct lb_err **err)
 {
 	const struct lb_spec *spec = r->spec;
-	if (lb_cgroup_plan(name, spec->cgroup_parent, &spec->limits, &r->cg, err) < 0)
+	/* the device fence: lbbox's standard devices, and the spec's with their access. mknod
+	 * always: pid 1 makes the nodes from inside the cgroup; it opens nothing (r and w do), and
+	 * the command can make no node where one could be opened (/dev read-only, the rest nodev)
+	 */
+	struct lb_cgroup_device fence[LB_MAX_DEVICES];
+	struct lb_cgroup_limits lim = spec->limits;
+	lim.devices = fence;
+	for (size_t i = 0; i < spec->n_devices && i < LB_MAX_DEVICES; i++) {
+		const struct lb_device *d = &spec->devices[i];
+		if (d->type != 'p')
+			fence[lim.n_devices++] =
+			    (struct lb_cgroup_device){.type = d->type,
+						      .major = d->major,
+						      .minor = d->minor,
+						      .access = d->access | LB_DEV_MKNOD};
+	}
+	if (lb_cgroup_plan(name, spec->cgroup_parent, &lim, &r->cg, err) < 0)
 		return -1;
 	if (lb_state_write_cgroups(r->statedir, r->cg, err) < 0 ||
-	    lb_cgroup_make(r->cg, &spec->limits, err) < 0) {
+	    lb_cgroup_make(r->cg, &lim, err) < 0) {
 		lb_cgroup_forget(r->cg);
 		r->cg = NULL;
 		return -1;

@@ -718,3 +718,17 @@ RL_TEST(image_with_root_owned_files_and_whiteouts)
 	lbt_out_free(&o);
 	free(layout);
 }
+
+// --device without root: mknod is refused in the user namespace, so the host's node is bound
+// (the wrapper's 0666 tun, which pid 1 checked is 10:200, at another path inside); it opens
+// there.
+RL_TEST(device_is_the_hosts_node_bound)
+{
+	struct lb_run_out o;
+
+	lbt_run_net(&o, "off", "stat -c '%t:%T %a' /dev/tun2; (exec 3<>/dev/tun2) && echo opened",
+		    "--device", "/dev/net/tun:/dev/tun2");
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "a:c8 666\nopened\n");
+	lbt_out_free(&o);
+}

@@ -255,3 +255,42 @@ LBT_TEST(run_cli, first_unpack_says_so_on_a_terminal)
 	free(out), free(cmd);
 	assert_output("x\n", (const char *[]){"run", IMG, "echo", "x", NULL});
 }
+
+/* --device HOST[:CONTAINER][:PERMS] as podman: the node in /dev with the host's numbers, opened
+ * as PERMS allow (the device fence: EPERM beyond them); bad forms refused with one line. */
+LBT_TEST(run_cli, device_as_podman_takes_it)
+{
+	const char *rfs = lbt_rootfs();
+	assert_output(
+	    "a:e5\nrw\n",
+	    (const char *[]){"run", "--rootfs", rfs, "--device", "/dev/fuse", "--", "sh", "-c",
+			     "stat -c %t:%T /dev/fuse; (exec 3<>/dev/fuse) && echo rw", NULL});
+	assert_output(
+	    "a:e5\nr\nOperation not permitted\n",
+	    (const char *[]){"run", "--rootfs", rfs, "--device", "/dev/fuse:/dev/f/x:r", "--", "sh",
+			     "-c",
+			     "stat -c %t:%T /dev/f/x; (exec 3</dev/f/x) && echo r; "
+			     "(exec 3<>/dev/f/x) 2>&1 | grep -o 'Operation not permitted'",
+			     NULL});
+	/* a device not given is not there */
+	assert_output("absent\n", (const char *[]){"run", "--rootfs", rfs, "--", "sh", "-c",
+						   "[ -e /dev/fuse ] || echo absent", NULL});
+	static const struct {
+		const char *arg, *want;
+	} bad[] = {
+	    {"/etc/passwd", "is not a device node"},
+	    {"/dev/lbbox-no-such-device", "No such file"},
+	    {"/dev/fuse:/etc/fuse", "below /dev/"},
+	    {"/dev/fuse:/dev/../fuse", "below /dev/"},
+	    {"/dev/fuse:/dev/null", "another node is there"},
+	    {"/dev/fuse:/dev/x:rwx", "PERMS is made of r, w, m"},
+	    {"/dev/fuse:/dev/x:rw:m", "HOST[:CONTAINER][:PERMS]"},
+	    {"dev/fuse", "paths must be absolute"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_refused(bad[i].want, (const char *[]){"run", "--rootfs", rfs, "--device",
+							     bad[i].arg, "--", "true", NULL});
+	assert_refused("--device does not apply",
+		       (const char *[]){"run", "-d", "--rootfs", rfs, "--device", "/dev/fuse", "--",
+					"true", NULL});
+}

@@ -4,8 +4,10 @@
 Part 1 drives lbbox-runc itself on a bundle (the runtime-spec life cycle: created -> running ->
 stopped, state JSON, kill, delete, exec, ps, list, refusals), then its hooks (all six kinds in
 order, createContainer in the container's namespaces before pivot_root, startContainer inside it,
-failures) and the bundle's masked and read-only paths (a hostile symlink kept inside). Part 2 runs podman (Debian 12's
-4.3, cgroupfs) with --runtime = lbbox-runc: run --rm, exit codes, -e, -v, --memory,
+failures) and the bundle's masked and read-only paths (a hostile symlink kept inside), and its
+linux.devices with the resources.devices rules (the device fence read back). Part 2 runs podman
+(Debian 12's 4.3, cgroupfs) with --runtime = lbbox-runc: run --rm, exit codes, -e, -v, --device,
+--memory,
 --pids-limit, --cpus (read back inside), --network none, a network of the test's own (CNI
 bridge, joined by netns path), run -d + exec + stop / kill / rm -f, ps. Everything lives under a
 temporary directory and the host is checked clean afterwards: no container, process, mount,
@@ -663,6 +665,100 @@ def part_masks(tmp):
           f"a relative masked path is refused with one line ({r.stderr.strip()})")
 
 
+def devices_bundle(tmp, name, args, devices, rules, rootfs=None):
+    b = bundle(tmp, name, args)
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["devices"] = devices
+    cfg["linux"]["resources"] = {"devices": rules}
+    if rootfs:
+        cfg["root"] = {"path": rootfs, "readonly": True}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    return b
+
+
+def part_devices(tmp):
+    """linux.devices made in /dev (mode, owner), opened as resources.devices allows: the last
+    matching rule wins, per access bit; a wildcard allow reaches only the listed devices (the
+    device fence of the container's cgroup read from the host); hostile entries refused."""
+    root = os.path.join(tmp, "runc-root")
+    R = [RUNC, "--root", root]
+    fuse = {"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229, "fileMode": 0o666,
+            "uid": 5, "gid": 6}
+    tun = {"path": "/dev/net/tun", "type": "c", "major": 10, "minor": 200, "fileMode": 0o640}
+    deny = {"allow": False, "access": "rwm"}
+    podman = [deny, {"allow": True, "type": "c", "access": "m"},
+              {"allow": True, "type": "b", "access": "m"}]
+    fuse_rw = {"allow": True, "type": "c", "major": 10, "minor": 229, "access": "rw"}
+    probe = ("stat -c '%n %t:%T %a %u:%g' /dev/fuse /dev/net/tun; "
+             "(exec 3<>/dev/fuse) 2>&1 && echo fuse-rw; (exec 3</dev/net/tun) && echo tun-r; "
+             "(exec 3<>/dev/net/tun) 2>&1")
+    b = devices_bundle(tmp, "bdev", ["sh", "-c", probe], [fuse, tun],
+                       podman + [fuse_rw, {"allow": True, "type": "c", "major": 10,
+                                           "access": "r"}])
+    r = sh(R + ["run", "-b", b, "dv1"], stdin=subprocess.DEVNULL)
+    lines = r.stdout.splitlines()
+    check(r.returncode != 0 and lines[:4] == ["/dev/fuse a:e5 666 5:6", "/dev/net/tun a:c8 640 0:0",
+                                              "fuse-rw", "tun-r"]
+          and len(lines) == 5 and "Operation not permitted" in lines[4],
+          f"linux.devices made with their mode and owner; /dev/fuse opened read-write, "
+          f"/dev/net/tun read-only as its rules allow, EPERM for writing ({lines})")
+    b = devices_bundle(tmp, "bdev2", ["sh", "-c", "ls /dev/fuse && exec 3<>/dev/fuse"], [fuse],
+                       [deny])
+    r = sh(R + ["run", "-b", b, "dv2"], stdin=subprocess.DEVNULL)
+    check(r.returncode != 0 and r.stdout == "/dev/fuse\n"
+          and "Operation not permitted" in r.stderr,
+          f"without an allow rule the node exists but the fence refuses it ({r.stdout!r} "
+          f"{r.stderr.strip()})")
+
+    # a privileged container's rules: the fence gains the listed device, not every device
+    b = devices_bundle(tmp, "bdev3", ["sleep", "30"], [fuse],
+                       [{"allow": True, "access": "rwm"}])
+    rc, err = create(R, tmp, ["-b", b, "dv3"])
+    pid = json.loads(sh(R + ["state", "dv3"]).stdout or "{}").get("pid") if rc == 0 else None
+    dirs = [d for d in cgroup_dirs(pid) if "/devices/" in d] if pid else []
+    listed = open(os.path.join(dirs[0], "devices.list")).read().split("\n") if dirs else []
+    check(rc == 0 and "c 10:229 rwm" in listed and "a *:* rwm" not in listed
+          and not any(l.endswith(" *:* m") or l.startswith("b ") for l in listed),
+          f"'a *:* rwm' widens the fence only to the listed device ({listed} {err.strip()})")
+    sh(R + ["delete", "--force", "dv3"])
+
+    # the image's own /dev is never looked at: its links to host files change nothing
+    rfs = os.path.join(tmp, "dev-rootfs")
+    subprocess.run(["cp", "-a", ROOTFS, rfs], check=True)
+    os.makedirs(os.path.join(rfs, "dev"), exist_ok=True)
+    victim = os.path.join(tmp, "dev-victim")
+    open(victim, "w").write("host\n")
+    os.symlink(victim, os.path.join(rfs, "dev", "fuse"))
+    os.symlink(tmp, os.path.join(rfs, "dev", "net"))
+    b = devices_bundle(tmp, "bdev4", ["stat", "-c", "%n %F", "/dev/fuse", "/dev/net/tun"],
+                       [fuse, tun], podman, rootfs=rfs)
+    r = sh(R + ["run", "-b", b, "dv4"], stdin=subprocess.DEVNULL)
+    check(r.returncode == 0 and r.stdout.count("character special file") == 2
+          and open(victim).read() == "host\n" and not os.path.exists(os.path.join(tmp, "tun")),
+          f"the image's /dev symlinks to host paths are not followed ({r.stdout!r} "
+          f"{r.stderr.strip()})")
+
+    # hostile entries: one line each, nothing left
+    bad = [({**fuse, "path": "/etc/passwd"}, "below /dev/"),
+           ({**fuse, "path": "/dev/../etc/x"}, "below /dev/"),
+           ({**fuse, "path": "/dev/fd/x"}, "Not a directory"),
+           ({**fuse, "path": "/dev/shm/fuse"}, "not part of /dev itself"),
+           ({**fuse, "path": "/dev/null"}, "another node is there"),
+           ({**fuse, "major": -1}, "out of range"),
+           ({**fuse, "minor": 1 << 20}, "out of range"),
+           ({**fuse, "type": "x"}, "type must be"),
+           ([fuse] * 65, "more than 64")]
+    for dev, what in bad:
+        b = devices_bundle(tmp, "bdevbad", ["true"], dev if isinstance(dev, list) else [dev],
+                           podman)
+        rc, err = create(R, tmp, ["-b", b, "dv5"])
+        check(rc == 1 and err.count("\n") == 1 and what in err,
+              f"hostile linux.devices entry refused, one line ({err.strip()})")
+        shutil.rmtree(b)
+    left = [n for n in os.listdir(root) if not n.startswith(".")]
+    check(left == [], f"nothing left in the root after the device cases ({left})")
+
+
 USERNS_MAP = [{"containerID": 0, "hostID": 100000, "size": 65536}]
 
 
@@ -799,11 +895,36 @@ def part_userns(tmp, R, root):
     rc, err = create(R, tmp, ["-b", bv, "u4"])
     check(rc == 1 and err.count("\n") == 1 and "Permission denied" in err,
           f"a volume in another user's 0700 directory: refused, one line ({err.strip()})")
+    userns_devices(tmp, R)
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"nothing left in the root after the user namespace cases ({left})")
     hooks_userns_checks(types.SimpleNamespace(R=R, tmp=tmp, check=check, hook_log=hook_log,
                                               userns_bundle=userns_bundle))
+
+
+def userns_devices(tmp, R):
+    """linux.devices in a user namespace, where mknod is refused: the host's node is bound (its
+    host owner, unmapped, shows as nobody), and only when it is the very device listed."""
+    fuse = {"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229, "fileMode": 0o666}
+    rules = [{"allow": False, "access": "rwm"},
+             {"allow": True, "type": "c", "major": 10, "minor": 229, "access": "rwm"}]
+    b = userns_bundle(tmp, "udev", ["stat", "-c", "%t:%T %U", "/dev/fuse"])
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["devices"] = [fuse]
+    cfg["linux"]["resources"] = {"devices": rules}
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    r = sh(R + ["run", "-b", b, "ud1"], stdin=subprocess.DEVNULL)
+    check(r.returncode == 0 and r.stdout == "a:e5 nobody\n",
+          f"user namespace: /dev/fuse is the host's node, bound ({r.stdout!r} {r.stderr.strip()})")
+    for dev, what in (({**fuse, "major": 1, "minor": 3}, "host's node is not c 1:3"),
+                      ({**fuse, "path": "/dev/lbbox-no-such-node"}, "No such file")):
+        cfg["linux"]["devices"] = [dev]
+        json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+        rc, err = create(R, tmp, ["-b", b, "ud2"])
+        check(rc == 1 and err.count("\n") == 1 and what in err,
+              f"user namespace: a bind source that is not the device listed is refused, one "
+              f"line ({err.strip()})")
 
 
 def part_podman(tmp):
@@ -842,6 +963,12 @@ def podman_checks(P, U, img, run, tmp, root):
                   "echo $FOO; cat /data/in; echo from-box > /data/out"])
     check(r.returncode == 0 and r.stdout == "bar\nfrom-host\n"
           and open(os.path.join(vol, "out")).read() == "from-box\n", "-e and -v")
+    r = sh(run + ["--network", "none", "--device", "/dev/fuse", img, "sh", "-c",
+                  "exec 3<>/dev/fuse && echo opened; "
+                  "(exec 4<>/dev/net/tun) 2>/dev/null || echo no-tun"])
+    check(r.returncode == 0 and r.stdout == "opened\nno-tun\n",
+          f"--device /dev/fuse: opened inside; a device not given stays out "
+          f"({r.stdout!r} {r.stderr.strip()[-200:]})")
     r = sh(run + ["--network", "none", "--memory", "64m", "--pids-limit", "33", "--cpus",
                   "0.5", "--cpu-shares", "512", "--memory-reservation", "40m", img, "sh", "-c",
                   "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
@@ -1043,6 +1170,7 @@ def main():
         part_runtime(tmp)
         part_hooks(tmp)
         part_masks(tmp)
+        part_devices(tmp)
         if shutil.which("podman") and shutil.which("conmon"):
             bridge = part_podman(tmp)
         else:

@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1068,4 +1069,58 @@ Test(cgroup_cpuset, create_refuses_outside, .init = setup, .fini = teardown)
 		snprintf(path, sizeof(path), "/sys/fs/cgroup/cpuset/%s", name);
 		cr_expect(stat(path, &st) < 0, "%s left behind", path);
 	}
+}
+
+/* Exit code: bit 0 = /dev/kmsg opened for reading, bit 1 = for writing, bit 2 = /dev/null
+ * (lbbox's standard table) for both; 100 + errno when a refusal was not the fence's EPERM. */
+static int child_open_devices(void *arg)
+{
+	(void)arg;
+	int r = 0;
+	static const struct {
+		const char *path;
+		int flags, bit;
+	} tries[] = {{"/dev/kmsg", O_RDONLY | O_NONBLOCK, 1},
+		     {"/dev/kmsg", O_WRONLY, 2},
+		     {"/dev/null", O_RDWR, 4}};
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		int fd = open(tries[i].path, tries[i].flags | O_CLOEXEC);
+		if (fd >= 0) {
+			r |= tries[i].bit;
+			close(fd);
+		} else if (errno != EPERM) {
+			return 100 + errno;
+		}
+	}
+	return r;
+}
+
+static int open_in(struct lb_cgroup *cg)
+{
+	int status = wait_for(spawn(cg, child_open_devices, NULL), 10000);
+	cr_assert(WIFEXITED(status), "status 0x%x", status);
+	return WEXITSTATUS(status);
+}
+
+/* The device fence: lbbox's standard devices, plus the extra ones with the access granted
+ * (v1: devices.allow lines; v2: the BPF program's entries, run in the qemu guest). */
+Test(cgroup, device_fence_extra_devices)
+{
+	struct stat st;
+	if (geteuid() != 0)
+		cr_skip_test("the device fence is root's only");
+	cr_assert(stat("/dev/kmsg", &st) == 0 && S_ISCHR(st.st_mode), "/dev/kmsg is needed");
+	const struct lb_cgroup_device kmsg_r = {.type = 'c',
+						.major = major(st.st_rdev),
+						.minor = minor(st.st_rdev),
+						.access = LB_DEV_READ};
+	const struct lb_cgroup_device kmsg_block = {.type = 'b',
+						    .major = major(st.st_rdev),
+						    .minor = minor(st.st_rdev),
+						    .access = LB_DEV_RWM};
+	struct lb_cgroup_limits none = {0}, read_only = {.devices = &kmsg_r, .n_devices = 1},
+				block = {.devices = &kmsg_block, .n_devices = 1};
+	cr_expect_eq(open_in(mk("dev-none", NULL, &none)), 4, "only the standard devices");
+	cr_expect_eq(open_in(mk("dev-r", NULL, &read_only)), 4 | 1, "kmsg read, not write");
+	cr_expect_eq(open_in(mk("dev-b", NULL, &block)), 4, "a block entry is not the char device");
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lbbox/oci/oci.h"
+#include "oci/oci_internal.h"
 
 #define BUNDLE "/bundle"
 
@@ -206,7 +207,30 @@ Test(oci_config, hostile)
 	    {",\"resources\":{\"cpu\":{\"quota\":10}}", "", "", "cpu quota"},
 	    {",\"resources\":{\"unified\":{\"memory.max\":\"1\"}}", "", "", "unified"},
 	    {",\"sysctl\":{\"kernel.core_pattern\":\"|/x\"}", "", "", "sysctl kernel.core_pattern"},
-	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "linux.devices"},
+	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "without major"},
+	    {",\"devices\":[{\"path\":\"/etc/x\",\"type\":\"c\",\"major\":1,\"minor\":3}]", "", "",
+	     "plain path below /dev/"},
+	    {",\"devices\":[{\"path\":\"/dev/../etc/x\",\"type\":\"c\",\"major\":1,\"minor\":3}]",
+	     "", "", "plain path below /dev/"},
+	    {",\"devices\":[{\"path\":\"/dev/a\\nb\",\"type\":\"c\",\"major\":1,\"minor\":3}]", "",
+	     "", "plain path below /dev/"},
+	    {",\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\",\"major\":-1,\"minor\":3}]", "", "",
+	     "out of range"},
+	    {",\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\",\"major\":1,\"minor\":1048576}]",
+	     "", "", "out of range"},
+	    {",\"devices\":[{\"path\":\"/dev/x\",\"type\":\"s\",\"major\":1,\"minor\":3}]", "", "",
+	     "type must be c, b, u or p"},
+	    {",\"devices\":[{\"path\":\"/dev/x\",\"type\":\"c\",\"major\":1,\"minor\":3,"
+	     "\"fileMode\":-1}]",
+	     "", "", "out of range"},
+	    {",\"devices\":{}", "", "", "must be an array"},
+	    {",\"resources\":{\"devices\":[{\"allow\":true,\"access\":\"rwx\"}]}", "", "",
+	     "made of r, w, m"},
+	    {",\"resources\":{\"devices\":[{\"allow\":true,\"type\":\"u\"}]}", "", "",
+	     "rule type must be a, c or b"},
+	    {",\"resources\":{\"devices\":[{\"type\":\"c\"}]}", "", "", "without allow"},
+	    {",\"resources\":{\"devices\":[{\"allow\":true,\"major\":-2}]}", "", "",
+	     "out of range"},
 	    {",\"maskedPaths\":[\"proc/kcore\"]", "", "", "not absolute"},
 	    {",\"seccomp\":{\"listenerPath\":\"/x\"}", "", "", "listenerPath"},
 	    {",\"cgroupsPath\":\"system.slice:lbbox\"", "", "", "not slice:prefix:name"},
@@ -557,6 +581,7 @@ Test(oci_config, update_resources)
 	    "{\"blockIO\":{\"weight\":10}}",
 	    "{\"rdma\":{\"x\":{}}}",
 	    "{\"devices\":{}}",
+	    "{\"devices\":[{\"allow\":true,\"access\":\"x\"}]}",
 	    "{\"pids\":{\"limit\":1},\"pids\":{\"limit\":2}}",
 	    "{\"memory\":{\"kernel\":1},\"x\":\"\\n\"}",
 	};
@@ -649,4 +674,87 @@ Test(oci_config, process_fields)
 		     err ? err->msg : "");
 	cr_assert(p.set_umask && p.umask == 022);
 	lb_oci_process_free(&p);
+}
+
+/* resources.devices as the runtime-spec reads it: in order, the last matching rule decides each
+ * access bit; type a and major/minor -1 (or absent) match anything. */
+Test(oci_config, device_rules_last_match_wins)
+{
+	const struct lb_oci_dev_rule podman[] = {
+	    {false, 'a', -1, -1, LB_DEV_RWM}, /* deny everything */
+	    {true, 'c', -1, -1, LB_DEV_MKNOD},
+	    {true, 'b', -1, -1, LB_DEV_MKNOD},
+	    {true, 'c', 10, 229, LB_DEV_RWM}, /* --device /dev/fuse */
+	};
+	cr_expect_eq(lb_oci_device_access(podman, 4, 'c', 10, 229), LB_DEV_RWM);
+	cr_expect_eq(lb_oci_device_access(podman, 4, 'c', 10, 200), LB_DEV_MKNOD);
+	cr_expect_eq(lb_oci_device_access(podman, 4, 'b', 10, 229), LB_DEV_MKNOD);
+	const struct lb_oci_dev_rule later_deny[] = {
+	    {true, 'a', -1, -1, LB_DEV_RWM},
+	    {false, 'c', 10, -1, LB_DEV_WRITE},
+	    {true, 'c', 10, 200, LB_DEV_WRITE},
+	};
+	cr_expect_eq(lb_oci_device_access(later_deny, 3, 'c', 10, 229), LB_DEV_READ | LB_DEV_MKNOD);
+	cr_expect_eq(lb_oci_device_access(later_deny, 3, 'c', 10, 200), LB_DEV_RWM);
+	cr_expect_eq(lb_oci_device_access(later_deny, 3, 'b', 10, 229), LB_DEV_RWM);
+	const struct lb_oci_dev_rule deny_last[] = {
+	    {true, 'c', 10, 229, LB_DEV_RWM},
+	    {false, 'a', -1, -1, LB_DEV_RWM},
+	};
+	cr_expect_eq(lb_oci_device_access(deny_last, 2, 'c', 10, 229), 0);
+	cr_expect_eq(lb_oci_device_access(NULL, 0, 'c', 10, 229), 0, "no rule grants nothing");
+}
+
+/* linux.devices through the parser: each entry with what the rules grant it; a wildcard allow
+ * reaches only listed devices (the spec lists no other). */
+Test(oci_config, devices)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	const char *lx =
+	    ",\"devices\":[{\"path\":\"/dev/fuse\",\"type\":\"c\",\"major\":10,\"minor\":229,"
+	    "\"fileMode\":8630,\"uid\":5,\"gid\":6},"
+	    "{\"path\":\"/dev/net/tun\",\"type\":\"u\",\"major\":10,\"minor\":200},"
+	    "{\"path\":\"/dev/sdz\",\"type\":\"b\",\"major\":8,\"minor\":0},"
+	    "{\"path\":\"/dev/pipe\",\"type\":\"p\"}],"
+	    "\"resources\":{\"devices\":[{\"allow\":false,\"access\":\"rwm\"},"
+	    "{\"allow\":true,\"type\":\"c\",\"major\":10,\"minor\":229,\"access\":\"rw\"},"
+	    "{\"allow\":true,\"type\":\"c\",\"access\":\"m\"},"
+	    "{\"allow\":true,\"type\":\"c\",\"major\":10,\"minor\":200}]}";
+	char *text = config(lx, "", "");
+	cr_assert_eq(parse(text, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_eq(cfg.spec.n_devices, 4);
+	const struct lb_device *d = cfg.spec.devices;
+	cr_expect_str_eq(d[0].path, "/dev/fuse");
+	cr_expect(d[0].type == 'c' && d[0].major == 10 && d[0].minor == 229);
+	cr_expect_eq(d[0].mode, 0666, "fileMode's type bits dropped: %o", d[0].mode);
+	cr_expect(d[0].uid == 5 && d[0].gid == 6);
+	cr_expect_eq(d[0].access, LB_DEV_READ | LB_DEV_WRITE | LB_DEV_MKNOD);
+	cr_expect(d[1].type == 'c' && d[1].access == LB_DEV_RWM, "u is c; an absent access is rwm");
+	cr_expect_eq(d[1].mode, 0666, "default mode");
+	cr_expect_eq(d[2].access, 0, "the block device: no rule grants it");
+	cr_expect(d[3].type == 'p' && d[3].access == 0);
+	lb_oci_config_free(&cfg);
+	free(text);
+}
+
+/* More than LB_MAX_DEVICES entries: refused before anything is made. */
+Test(oci_config, devices_capped)
+{
+	struct lb_oci_config cfg;
+	struct lb_err *err = NULL;
+	size_t cap = 64 * 80 + 64;
+	char *lx = malloc(cap);
+	size_t n = (size_t)snprintf(lx, cap, ",\"devices\":[");
+	for (int i = 0; i < LB_MAX_DEVICES + 1; i++)
+		n += (size_t)snprintf(lx + n, cap - n, "%s{\"path\":\"/dev/d%d\",\"type\":\"p\"}",
+				      i ? "," : "", i);
+	snprintf(lx + n, cap - n, "]");
+	char *text = config(lx, "", "");
+	cr_assert_lt(parse(text, &cfg, &err), 0);
+	cr_expect_not_null(strstr(err->msg, "more than 64"), "%s", err->msg);
+	lb_err_free(&err);
+	lb_oci_config_free(&cfg);
+	free(text);
+	free(lx);
 }

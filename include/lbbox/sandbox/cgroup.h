@@ -3,6 +3,7 @@
 #define LBBOX_CGROUP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -10,6 +11,19 @@
 
 /* Longest cpuset list lbbox takes ("0-3,8-11"), terminating NUL included. */
 #define LB_CPUSET_LEN 256
+
+/* Access to a device, as the device fence grants it (OCI's "rwm"). */
+enum { LB_DEV_READ = 1u << 0, LB_DEV_WRITE = 1u << 1, LB_DEV_MKNOD = 1u << 2 };
+#define LB_DEV_RWM (LB_DEV_READ | LB_DEV_WRITE | LB_DEV_MKNOD)
+
+/* One device the fence allows on top of lbbox's standard ones (an OCI bundle's linux.devices
+ * entry its resources.devices rules grant). */
+struct lb_cgroup_device {
+	char type;	 /* 'c' or 'b' */
+	uint32_t major;	 /* below 4096 */
+	uint32_t minor;	 /* below 2^20 */
+	unsigned access; /* LB_DEV_* bits, not 0 */
+};
 
 struct lb_cgroup_limits {
 	uint64_t memory_bytes;	/* 0 = no limit; hard limit, swap not allowed */
@@ -23,6 +37,9 @@ struct lb_cgroup_limits {
 	/* v1: a cpuset cgroup even with no cpus/mems (the parent's values), so that an update can
 	 * pin the sandbox later; skipped quietly where no cpuset hierarchy is writable. */
 	bool cpuset_cgroup;
+	/* Created cgroups only (root): the extra devices of the fence; not owned. */
+	const struct lb_cgroup_device *devices;
+	size_t n_devices;
 };
 
 /* A kernel cpu/node list ("0-2,4"): digits, ',' and '-', ascending ranges, below

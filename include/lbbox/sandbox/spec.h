@@ -50,6 +50,25 @@ struct lb_rlimit {
 const char *lb_rlimit_name(int resource);
 int lb_rlimit_by_name(const char *name);
 
+/* The most extra devices a spec may ask for. */
+#define LB_MAX_DEVICES 64
+
+/* An extra device node pid 1 makes in the sandbox's /dev (an OCI bundle's linux.devices entry):
+ * mknod as the host's root, else (a user namespace) a bind of the host's node at the same path,
+ * which must be that very device. */
+struct lb_device {
+	char *path;	 /* absolute, below /dev, no "." or ".." component */
+	char *host_path; /* the host's node a user namespace binds; NULL: path (runc's rule) */
+	char type;	 /* 'c', 'b' or 'p' (a fifo: no major, minor or access) */
+	uint32_t major;	 /* below 4096 */
+	uint32_t minor;	 /* below 2^20 */
+	uint32_t mode;	 /* permission bits (07777 at most) */
+	uid_t uid;
+	gid_t gid;
+	/* what the device fence grants (LB_DEV_* bits); 0: the node exists but cannot be opened */
+	unsigned access;
+};
+
 enum lb_net_mode { LB_NET_OFF = 0, LB_NET_HOST, LB_NET_ON };
 
 #define LB_MAX_ALLOW_HOSTS 16
@@ -196,6 +215,10 @@ struct lb_spec {
 	 * without leaving the root, skipped when absent. NULL-terminated, or NULL. */
 	char **masked_paths;
 	char **readonly_paths;
+	/* Extra device nodes in /dev, and the fence's access to them. Owned; at most
+	 * LB_MAX_DEVICES. */
+	struct lb_device *devices;
+	size_t n_devices;
 	/* An OCI runtime's --preserve-fds: the creator's descriptors 3 .. 3 + N - 1 are the
 	 * command's too, at the same numbers (pid 1 keeps none of them once it forked it). */
 	unsigned preserve_fds;
@@ -234,6 +257,10 @@ bool lb_id_map_has(const struct lb_id_map *map, size_t n, uint32_t id);
 /* A spec's maps (none, or both): each checked, uid and gid 0 mapped and so the command's uid
  * and gid; a directory rootfs (an image's layers are not reachable from inside). */
 int lb_spec_check_userns(const struct lb_spec *spec, struct lb_err **err);
+
+/* The devices alone (dev_nodes.c): paths below /dev, types, numbers, modes, the count. */
+int lb_spec_check_devices(const struct lb_spec *spec, struct lb_err **err);
+void lb_devices_free(struct lb_device *d, size_t n);
 
 struct lb_paths;
 /*
