@@ -54,6 +54,8 @@ static bool tmp_still_linked(struct lb_store *s, int fd, const char *name)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* 0 with *out locked, 1 when a concurrent cleanup removed the new directory before we could
+ * open it (it could take the lock in between: try another name), -1 on error. */
 static int tmp_create_once(struct lb_store *s, const char *name, bool dir, int *out,
 			   struct lb_err **err)
 {
@@ -63,6 +65,8 @@ static int tmp_create_once(struct lb_store *s, const char *name, bool dir, int *
 		if (mkdirat(s->tmp_fd, name, 0700) < 0)
 			return lb_err_set(err, errno, "mkdir %s/tmp/%s", s->root, name);
 		fd = openat(s->tmp_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			return 1;
 	} else {
 		fd = openat(s->tmp_fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    0644);
@@ -85,13 +89,15 @@ int store_tmp_create(struct lb_store *s, const char *prefix, bool dir, int *fd,
 		if (lb_random_hex(rnd, 16, err) < 0)
 			return -1;
 		snprintf(name, STORE_TMP_NAME, "%s%s", prefix, rnd);
-		if (tmp_create_once(s, name, dir, &tfd, err) < 0)
+		int r = tmp_create_once(s, name, dir, &tfd, err);
+		if (r < 0)
 			return -1;
-		if (tmp_still_linked(s, tfd, name)) {
+		if (r == 0 && tmp_still_linked(s, tfd, name)) {
 			*fd = tfd;
 			return 0;
 		}
-		close(tfd);
+		if (tfd >= 0)
+			close(tfd);
 	}
 	return lb_err_set(err, EAGAIN, "create a temp file in %s/tmp", s->root);
 }

@@ -507,8 +507,11 @@ Test(store, concurrent_commits_lose_nothing)
 				    lb_store_txn_put_buf(t, data, strlen(data), d, &err) < 0 ||
 				    lb_store_txn_tag(t, name, LB_MT_OCI_MANIFEST, d, strlen(data),
 						     &err) < 0 ||
-				    lb_store_txn_commit(t, &err) < 0)
+				    lb_store_txn_commit(t, &err) < 0) {
+					fprintf(stderr, "child %d, image %d: %s\n", k, i,
+						err ? err->msg : "?");
 					_exit(1);
+				}
 				lb_store_txn_free(t);
 			}
 			lb_store_close(cs);
