@@ -343,7 +343,7 @@ static int cg_try_base_cpuset(const struct cg_mount *m, const char *parent, char
 {
 	struct lb_err *e = NULL;
 	int r = cg_try_base(m, parent, base, &e);
-	if (r >= 0 || !parent || e->errnum != ENOENT) {
+	if (r >= 0 || !parent || !e || e->errnum != ENOENT) {
 		if (err && !*err)
 			*err = e;
 		else
