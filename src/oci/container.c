@@ -110,24 +110,17 @@ static void unplace_cgroup(struct lb_spec *spec)
 	spec->cgroup_name = spec->cgroup_parent = NULL;
 }
 
-/* At cgroupsPath first; where its parent does not exist (ctr's "/default/ID"), where lbbox
- * puts a sandbox's cgroup: below the caller's, named lbbox-ID. */
+/* At cgroupsPath; where its parent exists in no cgroup hierarchy (ctr's "/default/ID"), where
+ * lbbox puts a sandbox's cgroup: below the caller's, named lbbox-ID. A parent that exists in some
+ * hierarchies only is not missing: the create then fails naming the one that lacks it, rather
+ * than leave the container outside its pod's limits. */
 static int create_sandbox(const struct lb_oci_root *r, struct lb_oci_config *cfg,
 			  struct lb_oci_state *st, struct lb_err **err)
 {
 	struct lb_spec *spec = &cfg->spec;
-	if (cfg->cgroups_path && place_cgroup(cfg->cgroups_path, spec)) {
-		struct lb_err *first = NULL;
-		if (lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, &first) == 0)
-			return 0;
-		bool parent_missing = spec->cgroup_parent && first && first->errnum == ENOENT;
-		if (!parent_missing) {
-			*err = first;
-			return -1;
-		}
-		lb_err_free(&first);
-	}
-	unplace_cgroup(spec);
+	bool placed = cfg->cgroups_path && place_cgroup(cfg->cgroups_path, spec);
+	if (!placed || (spec->cgroup_parent && lb_cgroup_parent_missing(spec->cgroup_parent)))
+		unplace_cgroup(spec);
 	return lb_sandbox_create(spec, &r->paths, st->sandbox, &st->pid, err);
 }
 

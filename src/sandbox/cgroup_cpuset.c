@@ -181,6 +181,8 @@ static int cpuset_v1_fill(const struct cg_dir *d, const struct cg_dir *parent, c
 	if (cg_read(parent, file, &inherited, err) < 0)
 		return -1;
 	inherited[strcspn(inherited, "\n")] = '\0';
+	if (!inherited[0])
+		return lb_err_set(err, 0, "cgroup %s has no cpus or mems to give", parent->path);
 	return cg_write(d, file, inherited, err);
 }
 
@@ -196,7 +198,9 @@ static bool cpuset_v1_empty(const struct cg_dir *d, const char *file)
 /*
  * An ancestor someone else made (a slice made for systemd-style cgroupsPaths, a manager that
  * never set it) may hold empty cpus or mems, and then nothing below it takes a task: filled from
- * its own parent, top-down, as runc and crun do. Only an empty value is written.
+ * its own parent, top-down, as runc and crun do. Only an empty value is written, and only for a
+ * sandbox that asked for cpus or mems: these are cgroups lbbox does not own, and the values
+ * written there are never taken back.
  */
 static int cpuset_v1_fill_empty(const struct cg_dir *d, int depth, struct lb_err **err)
 {
@@ -220,7 +224,8 @@ int cg_cpuset_v1_make(struct cg_dir *d, const struct lb_cgroup_limits *lim, stru
 	_cleanup_(cpuset_dir_close) struct cg_dir parent = {.fd = -1};
 	if (!cpuset_parent(d->path, &parent))
 		return lb_err_set(err, errno, "open the cgroup above %s", d->path);
-	if (cpuset_v1_fill_empty(&parent, 0, err) < 0)
+	bool asked = lim->cpus[0] || lim->mems[0];
+	if (asked && cpuset_v1_fill_empty(&parent, 0, err) < 0)
 		return -1;
 	if ((lim->cpus[0] && cg_cpuset_within_parent(d, false, false, lim->cpus, err) < 0) ||
 	    (lim->mems[0] && cg_cpuset_within_parent(d, false, true, lim->mems, err) < 0))
@@ -232,6 +237,22 @@ int cg_cpuset_v1_make(struct cg_dir *d, const struct lb_cgroup_limits *lim, stru
 	    cpuset_v1_fill(d, &parent, "cpuset.cpus", lim->cpus, err) < 0)
 		return -1;
 	return 0;
+}
+
+static bool cpuset_v1_has(const struct cg_dir *d, const char *file)
+{
+	_cleanup_free_ char *v = NULL;
+	return cg_read(d, file, &v, NULL) == 0 && v[strspn(v, " \n")] != '\0';
+}
+
+bool cg_cpuset_v1_can_give(const char *dir)
+{
+	struct cg_dir d = {.path = (char *)dir};
+	d.fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool ok = d.fd >= 0 && cpuset_v1_has(&d, "cpuset.cpus") && cpuset_v1_has(&d, "cpuset.mems");
+	if (d.fd >= 0)
+		close(d.fd);
+	return ok;
 }
 
 int cg_cpuset_v2_apply(const struct cg_dir *d, const struct lb_cgroup_limits *lim,

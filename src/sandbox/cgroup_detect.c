@@ -333,9 +333,35 @@ static int cg_plan_v2(struct lb_cgroup *cg, const struct cg_mounts *ms, const ch
 }
 
 /*
+ * Cpus or mems asked below an explicit parent that has no cpuset directory (a slice systemd made
+ * in every v1 hierarchy but cpuset): refused, naming the parent. lbbox does not make the missing
+ * ancestors (runc does): they would outlive the container, since nothing records them for
+ * delete to remove.
+ */
+static int cg_try_base_cpuset(const struct cg_mount *m, const char *parent, char **base,
+			      struct lb_err **err)
+{
+	struct lb_err *e = NULL;
+	int r = cg_try_base(m, parent, base, &e);
+	if (r >= 0 || !parent || !e || e->errnum != ENOENT) {
+		if (err && !*err)
+			*err = e;
+		else
+			lb_err_free(&e);
+		return r;
+	}
+	lb_err_free(&e);
+	return lb_err_set(err, 0,
+			  "cgroup parent %s has no cpuset cgroup (%s): cpus and mems cannot be "
+			  "set below it",
+			  parent, m->mountpoint);
+}
+
+/*
  * The cpuset hierarchy alone is used only when lim asks for a cpuset: a sandbox without one
  * costs no directory there (lbbox run's hot path). Asked without values (a cgroup to pin later),
- * an unusable one is skipped quietly like lbbox's own unusable cgroup.
+ * it is skipped quietly where unusable like lbbox's own unusable cgroup, and where the parent
+ * has no cpus or mems to give: filling them would write into cgroups lbbox does not own.
  */
 static int cg_try_base_v1(const struct cg_mount *m, const char *parent,
 			  const struct lb_cgroup_limits *lim, char **base, struct lb_err **err)
@@ -347,8 +373,14 @@ static int cg_try_base_v1(const struct cg_mount *m, const char *parent,
 	if (!cg_cpuset_wanted(lim))
 		return 0;
 	if (lim->cpus[0] || lim->mems[0])
-		return cg_try_base(m, parent, base, err);
-	return cg_try_base(m, parent, base, &quiet) < 0 ? 0 : 1;
+		return cg_try_base_cpuset(m, parent, base, err);
+	if (cg_try_base(m, parent, base, &quiet) <= 0)
+		return 0;
+	if (cg_cpuset_v1_can_give(*base))
+		return 1;
+	free(*base);
+	*base = NULL;
+	return 0;
 }
 
 /* Adds one directory per usable v1 hierarchy that carries a controller lbbox uses. */
@@ -409,6 +441,35 @@ int cg_plan(struct lb_cgroup *cg, const char *name, const char *parent,
 		return 0;
 	}
 	return cg_plan_none(cg, lim, err);
+}
+
+/* Does the cgroup parent exist as a directory in m's hierarchy? */
+static bool cg_parent_in(const struct cg_mount *m, const char *parent)
+{
+	_cleanup_free_ char *dir = NULL;
+	struct stat st;
+	return cg_resolve(m, parent, &dir, NULL) == 0 && stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool lb_cgroup_parent_missing(const char *parent)
+{
+	_cleanup_(cg_mounts_free) struct cg_mounts ms = {0};
+	bool any = false;
+
+	if (!parent || cg_has_dotdot(parent) || cg_mounts_read(&ms, NULL) < 0)
+		return false;
+	/* the plan uses the first cgroup2 hierarchy with the controllers, and then no other */
+	for (size_t i = 0; i < ms.n; i++)
+		if (cg_v2_candidate(&ms.v[i]))
+			return !cg_parent_in(&ms.v[i], parent);
+	for (size_t i = 0; i < ms.n; i++) {
+		if (ms.v[i].v2 || !ms.v[i].roles)
+			continue;
+		if (cg_parent_in(&ms.v[i], parent))
+			return false;
+		any = true;
+	}
+	return any;
 }
 
 int cg_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err)

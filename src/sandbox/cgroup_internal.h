@@ -121,9 +121,13 @@ int cg_devices_v2(const struct cg_dir *d, const struct lb_cgroup_limits *lim, st
 /* cgroup_cpuset.c: pinning to cpus and memory nodes. */
 /* True when lim asks for a cpuset (values, or a v1 cpuset cgroup to update later). */
 bool cg_cpuset_wanted(const struct lb_cgroup_limits *lim);
-/* v1: makes d->path and any missing directory above it, each given its parent's cpus and mems
- * (a new v1 cpuset starts empty and takes no task), then writes lim's values. */
+/* v1: makes d->path given its parent's cpus and mems (a new v1 cpuset starts empty and takes no
+ * task), then writes lim's values. When lim asks for cpus or mems, empty ancestors are filled
+ * first; otherwise an empty parent is refused (the plan skips such a cpuset-only hierarchy). */
 int cg_cpuset_v1_make(struct cg_dir *d, const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* v1: true when the cgroup directory dir holds both cpus and mems, so a child can be given them
+ * without writing into dir or above it. */
+bool cg_cpuset_v1_can_give(const char *dir);
 /* v2: writes lim's values on the new d (the parent enabled +cpuset for it). */
 int cg_cpuset_v2_apply(const struct cg_dir *d, const struct lb_cgroup_limits *lim,
 		       struct lb_err **err);

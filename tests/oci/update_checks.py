@@ -168,6 +168,84 @@ def cpuset_checks(c):
     sh(R + ["delete", "--force", "ccs"])
     left = [d for d in dirs if os.path.exists(d)]
     check(not left, f"delete leaves no cpuset cgroup ({left})")
+    if not V2:
+        pod_checks(c)
+
+
+def v1_hierarchies():
+    top = "/sys/fs/cgroup"
+    return [os.path.join(top, h) for h in sorted(os.listdir(top))
+            if h not in ("unified", "systemd") and not os.path.islink(os.path.join(top, h))]
+
+
+def memory_cgroup(pid):
+    for line in open(f"/proc/{pid}/cgroup"):
+        _, ctrls, path = line.rstrip("\n").split(":", 2)
+        if "memory" in ctrls.split(","):
+            return path
+    return None
+
+
+def pod_create(c, b, cid, resources):
+    cfg = json.load(open(os.path.join(b, "config.json")))
+    cfg["linux"]["resources"] = resources
+    json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+    pidfile = os.path.join(c.tmp, f"{cid}.pid")
+    rc, err = c.create(c.R, c.tmp, ["-b", b, "--pid-file", pidfile, cid])
+    return (int(open(pidfile).read()) if rc == 0 else 0), err
+
+
+def pod_checks(c):
+    """v1, a pod cgroup in every hierarchy but cpuset (a slice systemd made): cpu.cpus below it
+    is refused with one line naming it, never placed outside the pod; without cpus the container
+    is in the pod with no cpuset cgroup, and update --cpuset-cpus says so. A pod whose cpuset
+    cgroup has no cpus (nobody set them) is left so by a container that asks for none."""
+    R, check, sh = c.R, c.check, c.sh
+    pod = f"/lbboxtest-pod-{os.getpid()}"
+    made = []
+    try:
+        for base in v1_hierarchies():
+            if not base.endswith("/cpuset"):
+                os.mkdir(base + pod)
+                made.append(base + pod)
+        b = c.bundle(c.tmp, "bpod", ["sleep", "300"])
+        cfg = json.load(open(os.path.join(b, "config.json")))
+        cfg["linux"]["cgroupsPath"] = pod + "/cpod"
+        json.dump(cfg, open(os.path.join(b, "config.json"), "w"))
+        pid, err = pod_create(c, b, "cpod", {"cpu": {"cpus": "0"}})
+        inside = [d for d in made if any(e.is_dir() for e in os.scandir(d))]
+        check(pid == 0 and err.count("\n") == 1 and pod in err and "cpuset" in err and not inside
+              and sh(R + ["state", "cpod"]).returncode != 0,
+              f"cpu.cpus below a pod with no cpuset cgroup: refused with one line ({err.strip()})")
+        if pid:
+            sh(R + ["delete", "--force", "cpod"])
+
+        pid, err = pod_create(c, b, "cpod", {"memory": {"limit": 64 << 20}})
+        mem = memory_cgroup(pid) if pid else None
+        check(mem == pod + "/cpod", f"no cpus asked: the container is in the pod ({mem} {err.strip()})")
+        r = sh(R + ["update", "--cpuset-cpus", "0", "cpod"])
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and "no cpuset cgroup" in r.stderr,
+              f"update --cpuset-cpus with no cpuset cgroup: one line ({r.stderr.strip()})")
+        sh(R + ["delete", "--force", "cpod"])
+
+        cpuset = "/sys/fs/cgroup/cpuset" + pod
+        os.mkdir(cpuset)
+        made.append(cpuset)
+        files = [os.path.join(cpuset, f) for f in ("cpuset.cpus", "cpuset.mems")]
+        before = [open(f).read().strip() for f in files]
+        pid, err = pod_create(c, b, "cpod", {})
+        mem = memory_cgroup(pid) if pid else None
+        sh(R + ["delete", "--force", "cpod"])
+        after = [open(f).read().strip() for f in files]
+        check(before == ["", ""] and mem == pod + "/cpod" and after == before,
+              f"a pod's empty cpuset left empty by create + delete ({before} {after} {mem} "
+              f"{err.strip()})")
+    finally:
+        for d in reversed(made):
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                check(False, f"rmdir {d}: {e}")
 
 
 def preserve_fds_checks(c):

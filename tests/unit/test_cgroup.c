@@ -1071,6 +1071,134 @@ Test(cgroup_cpuset, create_refuses_outside, .init = setup, .fini = teardown)
 	}
 }
 
+/* ---- a pod cgroup lbbox does not own: /<prefix>pod in the v1 hierarchies ------------------ */
+
+#define MAX_PODS 16
+static char pods[MAX_PODS][PATH_MAX]; /* made by the test, removed by teardown_pods */
+static size_t npods;
+
+static void teardown_pods(void)
+{
+	teardown();
+	while (npods > 0) {
+		const char *d = pods[--npods];
+		cr_expect(rmdir(d) == 0, "rmdir %s: %s", d, strerror(errno));
+	}
+}
+
+/* Makes the pod in every v1 hierarchy (links and the systemd one aside), cpuset only when
+ * with_cpuset; *parent is its path inside the hierarchy. */
+static void make_pod(bool with_cpuset, char *parent, size_t len)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	cr_assert_not_null(d);
+	snprintf(parent, len, "/%spod", prefix);
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", e->d_name);
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, "unified") ||
+		    !strcmp(e->d_name, "systemd") || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) ||
+		    (!with_cpuset && !strcmp(e->d_name, "cpuset")))
+			continue;
+		cr_assert_lt(npods, MAX_PODS);
+		snprintf(pods[npods], PATH_MAX, "%s%s", path, parent);
+		cr_assert(mkdir(pods[npods], 0755) == 0, "mkdir %s", pods[npods]);
+		npods++;
+	}
+	closedir(d);
+}
+
+static char *read_path(const char *path)
+{
+	char *buf = NULL;
+	cr_assert(lb_read_file(path, 4096, &buf, NULL, NULL) == 0, "read %s", path);
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+/* The only fallback an OCI create has (a cgroup of its own below lbbox's) is for a parent that
+ * exists nowhere; one that exists in some hierarchies is not missing. */
+Test(cgroup_cpuset, parent_missing_only_when_missing_everywhere, .init = setup,
+     .fini = teardown_pods)
+{
+	char parent[128];
+	cr_expect(lb_cgroup_parent_missing("/lbbox-no-such-parent-dir"));
+	cr_expect_not(lb_cgroup_parent_missing(explicit_parent()), "%s", explicit_parent());
+	if (expected_version() == LB_CGROUP_V2)
+		return;
+	make_pod(false, parent, sizeof(parent));
+	cr_expect_not(lb_cgroup_parent_missing(parent), "%s has no cpuset directory only", parent);
+}
+
+/* A pod present in every v1 hierarchy but cpuset (a slice systemd made): cpus asked below it are
+ * refused with one line naming it, nothing made; nothing asked, the sandbox sits in the pod
+ * with no cpuset directory, and an update of its cpus says so. */
+Test(cgroup_cpuset, parent_without_cpuset, .init = setup, .fini = teardown_pods)
+{
+	if (expected_version() == LB_CGROUP_V2)
+		cr_skip_test("v1 only: one hierarchy on v2");
+	char parent[128], name[128];
+	struct lb_cgroup *cg = NULL;
+	struct lb_err *err = NULL;
+	make_pod(false, parent, sizeof(parent));
+	snprintf(name, sizeof(name), "%sctr", prefix);
+	struct lb_cgroup_limits lim = {.memory_bytes = 48 * MiB, .cpus = "0"};
+	cr_expect_lt(lb_cgroup_create(name, parent, &lim, &cg, &err), 0);
+	cr_assert_not_null(err);
+	cr_expect(strstr(err->msg, parent) && strstr(err->msg, "cpuset") &&
+		      !strchr(err->msg, '\n') && err->errnum != ENOENT,
+		  "%s", msg(err));
+	lb_err_free(&err);
+	for (size_t i = 0; i < npods; i++) {
+		char inside[PATH_MAX + 4];
+		snprintf(inside, sizeof(inside), "%s/x", pods[i]);
+		expect_no_leftover_in_parent(inside);
+	}
+
+	struct lb_cgroup_limits none = {.memory_bytes = 48 * MiB, .cpuset_cgroup = true};
+	cg = mk("ctr", parent, &none);
+	bool in_memory = false;
+	for (const char *const *p = lb_cgroup_paths(cg); *p; p++) {
+		cr_expect_null(strstr(*p, "/cpuset/"), "%s made", *p);
+		in_memory |= !strncmp(*p, "/sys/fs/cgroup/memory/", 22) && strstr(*p, parent);
+	}
+	cr_expect(in_memory, "the memory cgroup is below %s", parent);
+	struct lb_cgroup_update u = {.cpus = "0"};
+	cr_expect_lt(lb_cgroup_update(cg, &u, &err), 0);
+	cr_expect(err && strstr(err->msg, "no cpuset cgroup"), "%s", msg(err));
+	lb_err_free(&err);
+}
+
+/* A pod whose cpuset cgroup has no cpus and mems (nobody set them) is written only for a sandbox
+ * that asks for cpus: without, the sandbox gets no cpuset directory and the pod stays empty. */
+Test(cgroup_cpuset, empty_ancestor_left_alone, .init = setup, .fini = teardown_pods)
+{
+	if (expected_version() == LB_CGROUP_V2)
+		cr_skip_test("v1 only: a v2 cpuset is never empty");
+	char parent[128], cpus[PATH_MAX], mems[PATH_MAX];
+	make_pod(true, parent, sizeof(parent));
+	snprintf(cpus, sizeof(cpus), "/sys/fs/cgroup/cpuset%s/cpuset.cpus", parent);
+	snprintf(mems, sizeof(mems), "/sys/fs/cgroup/cpuset%s/cpuset.mems", parent);
+	_cleanup_free_ char *before = read_path(cpus);
+	if (*before)
+		cr_skip_test("cgroup.clone_children filled the new pod (%s)", before);
+
+	struct lb_cgroup_limits none = {.cpuset_cgroup = true};
+	struct lb_cgroup *cg = mk("ctr", parent, &none);
+	for (const char *const *p = lb_cgroup_paths(cg); *p; p++)
+		cr_expect_null(strstr(*p, "/cpuset/"), "%s made", *p);
+	destroy_now(cg);
+	_cleanup_free_ char *c1 = read_path(cpus);
+	_cleanup_free_ char *m1 = read_path(mems);
+	cr_expect(!*c1 && !*m1, "the pod was written: cpus '%s' mems '%s'", c1, m1);
+
+	/* asked, the pod is filled (as runc does) and the sandbox pinned */
+	struct lb_cgroup_limits pin = {.cpus = "0"};
+	cg = mk("ctr2", parent, &pin);
+	expect_file(cg, effective_file(), "0");
+}
+
 /* Exit code: bit 0 = /dev/kmsg opened for reading, bit 1 = for writing, bit 2 = /dev/null
  * (lbbox's standard table) for both; 100 + errno when a refusal was not the fence's EPERM. */
 static int child_open_devices(void *arg)

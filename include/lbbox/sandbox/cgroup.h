@@ -76,6 +76,10 @@ int lb_cgroup_create(const char *name, const char *parent, const struct lb_cgrou
 int lb_cgroup_plan(const char *name, const char *parent, const struct lb_cgroup_limits *lim,
 		   struct lb_cgroup **out, struct lb_err **err);
 int lb_cgroup_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_err **err);
+/* True when PARENT (a path inside the hierarchy) exists in none of the hierarchies a create
+ * would use: the caller may then choose another place. False when it exists in at least one
+ * (a create below it then reports any hierarchy that lacks it), or when there is no hierarchy. */
+bool lb_cgroup_parent_missing(const char *parent);
 enum lb_cgroup_version lb_cgroup_version(const struct lb_cgroup *cg);
 /* v2: an O_DIRECTORY fd of the cgroup for clone3(CLONE_INTO_CGROUP); -1 otherwise. */
 int lb_cgroup_dirfd(const struct lb_cgroup *cg);
