@@ -124,6 +124,18 @@ int lb_cgroup_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)
 	}
 }
 
+int lb_cgroup_join(const struct lb_cgroup *cg, struct lb_err **err)
+{
+	switch (cg->version) {
+	case LB_CGROUP_V2:
+		return cg_write(&cg->dirs[0], "cgroup.procs", "0", err);
+	case LB_CGROUP_V1:
+		return cg_v1_join(cg, err);
+	default:
+		return 0;
+	}
+}
+
 int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err)
 {
 	switch (cg->version) {
