@@ -124,6 +124,18 @@ int lb_cgroup_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)
 	}
 }
 
+int lb_cgroup_join(const struct lb_cgroup *cg, struct lb_err **err)
+{
+	switch (cg->version) {
+	case LB_CGROUP_V2:
+		return cg_write(&cg->dirs[0], "cgroup.procs", "0", err);
+	case LB_CGROUP_V1:
+		return cg_v1_join(cg, err);
+	default:
+		return 0;
+	}
+}
+
 int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err)
 {
 	switch (cg->version) {
@@ -185,12 +197,36 @@ int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_
 	}
 }
 
+/*
+ * The common end: every task gone and no child cgroup, so each directory goes with one rmdir,
+ * without reading a task list first. Stops at the first that will not (tasks, children, a memory
+ * cgroup still busy), leaving it and the rest to the careful path. On v1 every task of the
+ * sandbox is in every hierarchy, so an empty first one means none is left to kill in the others.
+ */
+static bool cg_remove_empty(struct lb_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->ndirs; i++) {
+		struct cg_dir *d = &cg->dirs[i];
+		if (d->created && rmdir(d->path) < 0 && errno != ENOENT)
+			return false;
+		if (d->fd >= 0)
+			close(d->fd);
+		d->fd = -1;
+		d->created = false;
+	}
+	return true;
+}
+
 int lb_cgroup_destroy(struct lb_cgroup *cg, struct lb_err **err)
 {
 	int r = 0;
 
 	if (!cg)
 		return 0;
+	if (cg_remove_empty(cg)) {
+		cg_release(cg);
+		return 0;
+	}
 	if (!lb_cgroup_is_empty(cg) && lb_cgroup_kill(cg, err) < 0)
 		r = -1;
 	for (size_t i = 0; i < cg->ndirs; i++)

@@ -154,6 +154,7 @@ int cg_v1_create(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struc
 /* A child's own memory limit, on its memory hierarchy's directory d. */
 int cg_v1_limit_child(const struct cg_dir *d, uint64_t memory_bytes, struct lb_err **err);
 int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err);
+int cg_v1_join(const struct lb_cgroup *cg, struct lb_err **err);
 int cg_v1_kill(struct lb_cgroup *cg, struct lb_err **err);
 int cg_v1_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err);
 bool cg_v1_frozen(struct lb_cgroup *cg);

@@ -101,6 +101,21 @@ int cg_v1_attach(struct lb_cgroup *cg, pid_t pid, struct lb_err **err)
 	return 0;
 }
 
+/*
+ * A process writing its own pid to cgroup.procs (or another's pid anywhere) makes the kernel
+ * take cgroup_threadgroup_rwsem for writing, and the first such take after a quiet moment waits
+ * for an RCU grace period: 2-15 ms on these hosts, the largest single cost of a run. A thread
+ * moving itself ("0" to tasks) is exempt (cgroup_procs_write_start): for a single-threaded
+ * process that moves the whole process.
+ */
+int cg_v1_join(const struct lb_cgroup *cg, struct lb_err **err)
+{
+	for (size_t i = 0; i < cg->ndirs; i++)
+		if (cg_write(&cg->dirs[i], "tasks", "0", err) < 0)
+			return -1;
+	return 0;
+}
+
 /* Number of tasks in every hierarchy's subtree, each SIGKILLed first when sig is SIGKILL. A
  * cpuset-only directory is skipped: an exec's child shares its sandbox's (cgroup_child.c), and
  * the other hierarchies hold the same tasks anyway. */

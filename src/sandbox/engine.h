@@ -69,15 +69,16 @@ struct lb_child_ctx {
 	const struct lb_host_fds *fds;
 	const struct lb_seccomp_prog *seccomp; /* NULL = unconfined */
 	const struct lb_cgroup *cg;
-	int sync_fd;		    /* parent -> child: one byte once the child is in its cgroup */
+	int sync_fd;		    /* parent -> child: one byte once the child may go on */
 	int err_fd;		    /* child -> parent, CLOEXEC: a struct lb_child_msg on failure */
 	int status_fd;		    /* init -> parent: the command's raw wait status */
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
-	int alive_fd;	/* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
-	bool userns;	/* pid 1 is root of its own user namespace only (rootless, or mapped ids) */
-	bool rootless;	/* that namespace maps the caller alone */
-	int console_fd; /* lb_run_io.console_fd (-1: spec->console_socket, if any) */
+	int alive_fd;  /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
+	bool userns;   /* pid 1 is root of its own user namespace only (rootless, or mapped ids) */
+	bool rootless; /* that namespace maps the caller alone */
+	bool join_cgroup; /* pid 1 moves itself into cg (v1, no user namespace: cgroup.c) */
+	int console_fd;	  /* lb_run_io.console_fd (-1: spec->console_socket, if any) */
 	const struct winsize *console_size;
 };
 

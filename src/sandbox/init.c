@@ -283,9 +283,12 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 	hide_lbbox(ctx->rootless);
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-	/* EOF instead of the byte: lbbox died before placing us in the cgroup. */
+	/* EOF instead of the byte: lbbox died before the sandbox's state was recorded. */
 	if (read(ctx->sync_fd, &go, 1) != 1)
 		_exit(LB_EXIT_SETUP);
+	/* before anything of the sandbox runs, as lbbox's own attach would have been */
+	if (ctx->join_cgroup && lb_cgroup_join(ctx->cg, &err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	/* the maps are written by now: the host's objects are opened while pid 1 is still the
 	 * host's root (host_fds.c), then it becomes its namespace's */
 	if (lb_host_fds_open(ctx->spec, ctx->statedir, ctx->userns, &fds, &err) < 0)

@@ -1,10 +1,11 @@
 /*
  * exec into a live sandbox, as `crun exec` / `nsenter` do it: a short-lived intermediate process
- * is cloned straight into the command's own child cgroup (CLONE_INTO_CGROUP on v2, attached
- * before it runs anything on v1), joins pid 1's namespaces with one setns(pidfd), and clones the
- * command with CLONE_PARENT — so the command is inside the sandbox's pid namespace yet a direct
- * child of the caller, which waits for it and reads its pipes itself. The command then applies
- * the sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid 1's.
+ * is cloned straight into the command's own child cgroup (CLONE_INTO_CGROUP on v2; on v1 it
+ * moves itself there first, cgroup_v1.c), joins pid 1's namespaces with one setns(pidfd), and
+ * clones the command with CLONE_PARENT — so the command is inside the sandbox's pid namespace yet a
+ * direct child of the caller, which waits for it and reads its pipes itself. The command then
+ * applies the sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid
+ * 1's.
  */
 #include <errno.h>
 #include <grp.h>
@@ -35,7 +36,8 @@ struct spawn {
 	const struct lb_exec_opts *o;
 	const struct lb_seccomp_prog *seccomp;
 	char **env;
-	int sync_r, err_w, pid_w; /* child ends */
+	const struct lb_cgroup *join; /* v1: the cgroup the intermediate moves itself into */
+	int err_w, pid_w;	      /* child ends */
 };
 
 static void lb_seccomp_prog_freep(struct lb_seccomp_prog **p)
@@ -202,10 +204,9 @@ static void close_others(unsigned from, int *keep, size_t n)
 __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 {
 	struct lb_err *err = NULL;
-	char go;
 	prctl(PR_SET_DUMPABLE, 0);
-	if (s->sync_r >= 0 && read(s->sync_r, &go, 1) != 1)
-		_exit(LB_EXIT_SETUP);
+	if (s->join && lb_cgroup_join(s->join, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
 	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET) |
@@ -246,22 +247,13 @@ static pid_t clone_intermediate(int cgroup_fd)
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
-/* Parent side after the clone: place the intermediate (v1), collect the command's pid, and
- * wait until it has exec'd (EOF on the error pipe) or reported why not. */
-static int finish_spawn(struct spawn *s, pid_t mid, int sync_w, int err_r, int pid_r,
-			struct lb_proc *p, int *setup_exit, struct lb_err **err)
+/* Parent side after the clone: collect the command's pid, and wait until it has exec'd (EOF on
+ * the error pipe) or reported why not. */
+static int finish_spawn(pid_t mid, int err_r, int pid_r, struct lb_proc *p, int *setup_exit,
+			struct lb_err **err)
 {
 	struct lb_child_msg msg;
 	int status;
-	if (sync_w >= 0) {
-		int r = lb_cgroup_attach(p->cg, mid, err) < 0 || lb_write_all(sync_w, "1", 1) < 0;
-		close(sync_w);
-		if (r) {
-			kill(mid, SIGKILL);
-			waitpid(mid, NULL, 0);
-			return lb_err_wrap(err, "exec in sandbox %s", s->sb->id);
-		}
-	}
 	pid_t pid = 0;
 	bool have = lb_read_all(pid_r, &pid, sizeof(pid)) == sizeof(pid) && pid > 0;
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
@@ -283,7 +275,7 @@ static int finish_spawn(struct spawn *s, pid_t mid, int sync_w, int err_r, int p
 int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct lb_proc *p,
 		     int *setup_exit, struct lb_err **err)
 {
-	int syncp[2] = {-1, -1}, errp[2] = {-1, -1}, pidp[2] = {-1, -1};
+	int errp[2] = {-1, -1}, pidp[2] = {-1, -1};
 	*setup_exit = LB_EXIT_SETUP;
 	*p = (struct lb_proc){.pidfd = -1};
 	if (!o->argv || !o->argv[0])
@@ -302,11 +294,10 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 	if (lb_cgroup_create_child(sb->cg, o->cgroup, o->memory_bytes, &p->cg, err) < 0)
 		return -1;
 	int cgfd = lb_cgroup_dirfd(p->cg);
-	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(pidp, O_CLOEXEC) < 0 ||
-	    (cgfd < 0 && pipe2(syncp, O_CLOEXEC) < 0)) {
+	if (pipe2(errp, O_CLOEXEC) < 0 || pipe2(pidp, O_CLOEXEC) < 0) {
 		lb_err_set(err, errno, "pipe");
-		int *all[] = {errp, pidp, syncp};
-		for (size_t i = 0; i < 3; i++)
+		int *all[] = {errp, pidp};
+		for (size_t i = 0; i < 2; i++)
 			for (int k = 0; k < 2; k++)
 				if (all[i][k] >= 0)
 					close(all[i][k]);
@@ -317,7 +308,7 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 			  .o = o,
 			  .seccomp = o->add_caps ? own : sb->seccomp,
 			  .env = env,
-			  .sync_r = syncp[0],
+			  .join = cgfd < 0 ? p->cg : NULL,
 			  .err_w = errp[1],
 			  .pid_w = pidp[1]};
 	pid_t mid = clone_intermediate(cgfd);
@@ -325,12 +316,8 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 		intermediate_main(&s);
 	int e = errno;
 	close(errp[1]), close(pidp[1]);
-	if (syncp[0] >= 0)
-		close(syncp[0]);
 	int r = mid < 0 ? lb_err_set(err, e, "clone")
-			: finish_spawn(&s, mid, syncp[1], errp[0], pidp[0], p, setup_exit, err);
-	if (mid < 0 && syncp[1] >= 0)
-		close(syncp[1]);
+			: finish_spawn(mid, errp[0], pidp[0], p, setup_exit, err);
 	close(errp[0]), close(pidp[0]);
 	if (r < 0) {
 		/* the command may be running already (only its pidfd failed): kill before waiting

@@ -308,6 +308,9 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	r->sync_w = sync[1], r->err_r = errp[0], r->status_r = status[0];
 
 	int cgfd = lb_cgroup_dirfd(r->cg);
+	/* v1: pid 1 moves itself, cheaper than lbbox's attach (cgroup_v1.c); not from a user
+	 * namespace of its own, whose root may not write to the host's cgroup files */
+	bool join = lb_cgroup_version(r->cg) == LB_CGROUP_V1 && !r->userns;
 	pid_t pid = clone_joined(r, spec, cgfd, err);
 	if (pid == 0) {
 		struct lb_child_ctx ctx = {
@@ -325,6 +328,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .console_fd = r->io ? r->io->console_fd : -1,
 		    .console_size = r->io ? r->io->console_size : NULL,
 		    .rootless = r->rootless,
+		    .join_cgroup = join,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
 		lb_child_main(&ctx);
@@ -337,8 +341,9 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		return -1;
 	if (spec->oom_score_adj_set && set_oom_score_adj(pid, spec->oom_score_adj, err) < 0)
 		return -1;
-	/* With CLONE_INTO_CGROUP the child is already inside; otherwise place it before it runs. */
-	if (cgfd < 0 && lb_cgroup_attach(r->cg, pid, err) < 0)
+	/* With CLONE_INTO_CGROUP the child is already inside, joining it is the child's own job;
+	 * otherwise place it before it runs. */
+	if (cgfd < 0 && !join && lb_cgroup_attach(r->cg, pid, err) < 0)
 		return -1;
 	if (spec->net == LB_NET_ON)
 		return start_networked(r, spec, err);

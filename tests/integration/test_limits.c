@@ -443,3 +443,84 @@ LBT_TEST(limits, cgroup_fences_devices)
 	LBT_ASSERT_OUT(o, geteuid() == 0 ? "null-ok\nvcs-refused\n" : "vcs-refused\n");
 	lbt_out_free(&o);
 }
+
+// pid of the process whose command line is "sleep ARG", 0 if none.
+static pid_t pid_of_sleep(const char *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t found = 0;
+	char want[64];
+	size_t len = (size_t)snprintf(want, sizeof(want), "sleep%c%s", '\0', arg) + 1;
+
+	while (d && !found && (de = readdir(d))) {
+		char *path = lbt_strdupf("/proc/%s/cmdline", de->d_name);
+		FILE *f = atoi(de->d_name) > 0 ? fopen(path, "r") : NULL;
+		char buf[64];
+		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+		if (n == len && memcmp(buf, want, len) == 0)
+			found = atoi(de->d_name);
+		if (f)
+			fclose(f);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+// Lines of /proc/PID/cgroup for the hierarchies lbbox makes a directory in (or v2's) that are
+// not in a cgroup named lbbox-*: "" when there is none.
+static char *outside_lbbox_cgroup(pid_t pid)
+{
+	static const char *const ours[] = {"cpu",     "cpuacct", "cpu,cpuacct", "memory",
+					   "devices", "freezer", "pids",	""};
+	/* "" is v2's line: ours only on a v2-only host (on a hybrid one it holds hugetlb at most)
+	 */
+	bool v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+	size_t n = sizeof(ours) / sizeof(ours[0]) - (v2 ? 0 : 1);
+	char *path = lbt_strdupf("/proc/%d/cgroup", (int)pid);
+	char *text = lbt_read_file(path);
+	char *bad = calloc(1, strlen(text ? text : "") + 1);
+
+	cr_assert_not_null(text, "cannot read %s", path);
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *c = strchr(l, ':'), *p = c ? strchr(c + 1, ':') : NULL;
+		if (!p)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if ((size_t)(p - c - 1) == strlen(ours[i]) &&
+			    !strncmp(c + 1, ours[i], strlen(ours[i])) && !strstr(p, "/lbbox-"))
+				strcat(strcat(bad, l), "\n");
+	}
+	free(text), free(path);
+	return bad;
+}
+
+// pid 1 moves itself into the run's cgroup on v1 (cgroup_v1.c): it and the command are in the
+// run's own directory in every hierarchy, seen from the host, as an attach by lbbox put them.
+LBT_TEST(limits, sandbox_is_in_its_cgroup_in_every_hierarchy)
+{
+	struct lbt_proc p;
+	struct lb_run_out o;
+
+	lbt_add_marker("987658");
+	lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--memory", "64m", "--pids", "64",
+		  "--timeout", "5", "--", "sleep", "987658", NULL);
+	cr_assert_eq(lbt_wait_procs_with_arg("987658", 1, 10.0), 1, "sandbox did not start");
+	pid_t cmd = pid_of_sleep("987658");
+	cr_assert_gt(cmd, 0);
+	char *status_path = lbt_strdupf("/proc/%d/status", (int)cmd);
+	char *status = lbt_read_file(status_path);
+	const char *pp = status ? strstr(status, "\nPPid:") : NULL;
+	pid_t init = pp ? atoi(pp + 6) : 0;
+	char *bad_cmd = outside_lbbox_cgroup(cmd);
+	char *bad_init = init > 0 ? outside_lbbox_cgroup(init) : strdup("no pid 1");
+	lbt_kill_marked("987658");
+	lbt_wait(&p, &o, LBT_WATCHDOG_SEC);
+	cr_assert_str_empty(bad_cmd, "the command is outside the run's cgroup:\n%s", bad_cmd);
+	cr_assert_str_empty(bad_init, "pid 1 is outside the run's cgroup:\n%s", bad_init);
+	free(bad_cmd), free(bad_init), free(status), free(status_path);
+	lbt_out_free(&o);
+}

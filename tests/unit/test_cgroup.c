@@ -639,6 +639,33 @@ Test(cgroup, nested_killed_with_outer)
 	destroy_now(inner);
 }
 
+/* destroy tries one rmdir per directory first (cgroup.c): a task left only in a child cgroup, or
+ * an empty child, must send it down the careful path, which kills and removes everything. */
+Test(cgroup, destroy_with_children_kills_and_removes_them)
+{
+	struct lb_cgroup *outer = mk("dchild", NULL, NULL);
+	struct lb_cgroup *busy = mk("dchild/busy", NULL, NULL);
+	struct lb_cgroup *idle = mk("dchild/idle", NULL, NULL);
+	char *keep[24] = {0};
+	size_t n = 0;
+
+	pid_t pid = spawn(busy, child_pause, NULL);
+	struct lb_cgroup *all[] = {outer, busy, idle};
+	for (size_t k = 0; k < 3; k++)
+		for (const char *const *p = lb_cgroup_paths(all[k]); *p && n < 24; p++)
+			keep[n++] = strdup(*p);
+	destroy_now(outer);
+	int status = wait_for(pid, 5000);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		cr_expect(stat(keep[i], &st) < 0 && errno == ENOENT, "%s still exists", keep[i]);
+		free(keep[i]);
+	}
+	destroy_now(busy);
+	destroy_now(idle);
+}
+
 /* The limit sits on the session cgroup, the victim in a per-exec child: the session counts it. */
 Test(cgroup, nested_oom_counted_at_outer)
 {
