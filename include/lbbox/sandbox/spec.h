@@ -162,8 +162,8 @@ struct lb_spec {
 	bool umask_set;
 	/* Written to pid 1's oom_score_adj (so the command's, inherited) by lbbox before the
 	 * sandbox runs: -1000..1000, a value below the current minimum needs CAP_SYS_RESOURCE and
-	 * fails the create; an exec's too (lb_sandbox_spawn, failing the same way). oom_score_adj_set
-	 * false = left as lbbox's (an exec's caller's). */
+	 * fails the create; an exec's too (lb_sandbox_spawn, failing the same way).
+	 * oom_score_adj_set false = left as lbbox's (an exec's caller's). */
 	int oom_score_adj;
 	bool oom_score_adj_set;
 	char *hostname;
