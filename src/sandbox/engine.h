@@ -166,6 +166,9 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err);
 
 /* rlimit.c */
 int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
+/* Writes v to pid's oom_score_adj (0 = the caller's own); a value below the kernel's floor
+ * fails with one line naming CAP_SYS_RESOURCE. */
+int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err);
 
 /* net_inside.c: inside the sandbox's netns. */
 int lb_net_loopback_up(struct lb_err **err);

@@ -1,9 +1,14 @@
 /* Resource limits of the command: sane defaults (nofile 1024, no core dumps), then the user's.
- * No RLIMIT_AS by default: it breaks runtimes that reserve address space (node, uv, Go). */
+ * No RLIMIT_AS by default: it breaks runtimes that reserve address space (node, uv, Go).
+ * Also its oom_score_adj. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include "lbbox/base/cleanup.h"
 #include "engine.h"
 
 /* Docker's --ulimit names; the OCI config's are these upper-cased after "RLIMIT_". */
@@ -78,4 +83,24 @@ int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err)
 			return -1;
 	}
 	return 0;
+}
+
+int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
+{
+	char path[64], val[16];
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/oom_score_adj");
+	int len = snprintf(val, sizeof(val), "%d", v);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lb_err_set(err, errno, "open %s", path);
+	if (write(fd, val, (size_t)len) == len)
+		return 0;
+	/* the kernel's floor is the lowest value a CAP_SYS_RESOURCE holder last set (inherited) */
+	if (errno == EACCES)
+		return lb_err_set(
+		    err, 0, "oomScoreAdj %d: lowering oom_score_adj needs CAP_SYS_RESOURCE", v);
+	return lb_err_set(err, errno, "oomScoreAdj %d", v);
 }

@@ -52,6 +52,28 @@ static int parse_cgroup(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	return lb_cgroup_open((enum lb_cgroup_version)version, dirs, n, false, &sb->cg, err);
 }
 
+/* v absent, or an integer within lo..hi */
+static bool absent_or_within(json_t *v, json_int_t lo, json_int_t hi)
+{
+	return !v ||
+	       (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi);
+}
+
+/* The umask and oom_score_adj the sandbox's command was given, for every exec too (as runc's
+ * exec). Absent (a sandbox that sets neither, or a state written before they were recorded):
+ * an exec keeps its caller's. */
+static int parse_proc_fields(json_t *ex, struct lb_sandbox *sb, struct lb_err **err)
+{
+	json_t *umask = json_object_get(ex, "umask"), *oom = json_object_get(ex, "oom_score_adj");
+	if (!absent_or_within(umask, 0, 0777) || !absent_or_within(oom, -1000, 1000))
+		return lb_err_set(err, 0, "sandbox %s: bad exec state", sb->id);
+	sb->spec.umask_set = umask != NULL;
+	sb->spec.umask = (mode_t)json_integer_value(umask);
+	sb->spec.oom_score_adj_set = oom != NULL;
+	sb->spec.oom_score_adj = (int)json_integer_value(oom);
+	return 0;
+}
+
 static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 {
 	json_t *ex = json_object_get(st, "exec"), *r;
@@ -85,7 +107,7 @@ static int parse_exec(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 	    json_string_value(json_object_get(json_object_get(st, "spec"), "network"));
 	s->net = net && !strcmp(net, "host") ? LB_NET_HOST : LB_NET_OFF;
 	sb->userns = json_is_true(json_object_get(st, "userns"));
-	return 0;
+	return parse_proc_fields(ex, sb, err);
 }
 
 /* pidfd of pid 1, only if it is still the process the state describes. */

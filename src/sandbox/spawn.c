@@ -197,16 +197,26 @@ static void close_others(unsigned from, int *keep, size_t n)
 /*
  * The intermediate: already in the command's cgroup; joins the namespaces, clones the command.
  * Until the command's execve, host objects are within reach (the caller's fds: cgroup
- * directories, locks, pid 1's pidfd; /proc/PID/exe = lbbox): non-dumpable first, so no process
- * of the sandbox can open them through /proc, and every fd but the pipes closed (not just
- * close-on-exec) once the namespaces are joined.
+ * directories, locks, pid 1's pidfd; /proc/PID/exe = lbbox): non-dumpable before it joins
+ * them, so no process of the sandbox can open them through /proc, and every fd but the pipes
+ * closed (not just close-on-exec) once the namespaces are joined.
  */
 __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 {
 	struct lb_err *err = NULL;
-	prctl(PR_SET_DUMPABLE, 0);
 	if (s->join && lb_cgroup_join(s->join, &err) < 0)
 		fail(s->err_w, LB_EXIT_SETUP, err);
+	/*
+	 * The sandbox's oom_score_adj, inherited by the command, as runc's exec does (nsexec):
+	 * else it keeps its caller's, and under containerd the shim's -998 would nearly exempt an
+	 * exec or a probe from the OOM killer. Like runc, a value below the caller's floor fails
+	 * the exec rather than run it with another score. Before non-dumpable, which would hand
+	 * /proc/self to root and lock a rootless caller out.
+	 */
+	if (s->sb->spec.oom_score_adj_set &&
+	    lb_set_oom_score_adj(0, s->sb->spec.oom_score_adj, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	prctl(PR_SET_DUMPABLE, 0);
 	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET) |

@@ -273,25 +273,6 @@ static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, s
 	return pid;
 }
 
-/* spec->oom_score_adj on pid 1 before it runs anything, so the command and everything the
- * sandbox forks inherit it. Written from here, lbbox's rights: pid 1 may be in a user namespace
- * with its /proc files owned by the host's root. */
-static int set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
-{
-	char path[64], val[16];
-	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
-	int len = snprintf(val, sizeof(val), "%d", v);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return lb_err_set(err, errno, "open %s", path);
-	if (write(fd, val, (size_t)len) == len)
-		return 0;
-	if (errno == EACCES)
-		return lb_err_set(
-		    err, 0, "oomScoreAdj %d: lowering oom_score_adj needs CAP_SYS_RESOURCE", v);
-	return lb_err_set(err, errno, "oomScoreAdj %d", v);
-}
-
 static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err **err)
 {
 	int sync[2], errp[2], status[2];
@@ -339,7 +320,10 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	r->pid = pid;
 	if (r->userns && lb_userns_map(pid, spec, r->rootless, err) < 0)
 		return -1;
-	if (spec->oom_score_adj_set && set_oom_score_adj(pid, spec->oom_score_adj, err) < 0)
+	/* before pid 1 runs anything: the command and all the sandbox forks inherit it. Written
+	 * from here, with lbbox's rights: pid 1 may be in a user namespace with its /proc files
+	 * owned by the host's root. */
+	if (spec->oom_score_adj_set && lb_set_oom_score_adj(pid, spec->oom_score_adj, err) < 0)
 		return -1;
 	/* With CLONE_INTO_CGROUP the child is already inside, joining it is the child's own job;
 	 * otherwise place it before it runs. */

@@ -77,10 +77,16 @@ static json_t *exec_json(const struct lb_spec *spec)
 	json_t *groups = json_array();
 	for (size_t i = 0; i < spec->n_groups; i++)
 		json_array_append_new(groups, json_integer((json_int_t)spec->groups[i]));
-	return json_pack("{s:i, s:i, s:o, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
-			 (int)spec->gid, "groups", groups, "caps", (json_int_t)spec->caps,
-			 "rlimits", rl, "seccomp", spec->seccomp_profile, "env",
-			 lb_json_from_strv(spec->env));
+	json_t *j =
+	    json_pack("{s:i, s:i, s:o, s:I, s:o, s:s?, s:o}", "uid", (int)spec->uid, "gid",
+		      (int)spec->gid, "groups", groups, "caps", (json_int_t)spec->caps, "rlimits",
+		      rl, "seccomp", spec->seccomp_profile, "env", lb_json_from_strv(spec->env));
+	/* only when the spec sets them (an OCI container): otherwise an exec keeps its caller's */
+	if (j && spec->umask_set)
+		json_object_set_new(j, "umask", json_integer(spec->umask));
+	if (j && spec->oom_score_adj_set)
+		json_object_set_new(j, "oom_score_adj", json_integer(spec->oom_score_adj));
+	return j;
 }
 
 static json_t *lease_json(const struct lb_net_lease *lease)

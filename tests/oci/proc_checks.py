@@ -1,9 +1,10 @@
 """lbbox-runc's process fields and hooks in a user namespace, end to end (called by runtimes.py
 with its helpers).
 
-process.user.umask (runc's 0022 when absent, whatever lbbox-runc's own umask is; an exec's
-process.json may give its own), process.oomScoreAdj (raised here; lowering needs
-CAP_SYS_RESOURCE, and without it create fails with one line instead of skipping it), security
+process.user.umask (runc's 0022 when absent, whatever lbbox-runc's own umask is; an exec gets
+the container's, or its process.json's), process.oomScoreAdj (raised here; lowering needs
+CAP_SYS_RESOURCE, and without it create fails with one line instead of skipping it; an exec gets
+it too, not its caller's, and fails with one line below the caller's floor), security
 labels lbbox cannot apply (refused with one line, in config.json and as exec flags; accepted
 empty, AppArmor's "unconfined" too). Then all six hook kinds with a
 user namespace: the runtime-spec's order, host hooks as the host's root, in-container hooks as
@@ -31,10 +32,30 @@ def edit(b, fn):
     json.dump(cfg, open(path, "w"))
 
 
-def run_umask(c, args, mask):
-    """c.R + args with lbbox-runc's own umask set to mask."""
+def run_umask(c, args, mask, oom=None):
+    """c.R + args with lbbox-runc's own umask set to mask (and its oom_score_adj to oom)."""
+    def setup():
+        os.umask(mask)
+        if oom is not None:
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write(str(oom))
     return subprocess.run(c.R + args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=60, preexec_fn=lambda: os.umask(mask))
+                          timeout=60, preexec_fn=setup)
+
+
+def edit_exec_state(root, cid, fn):
+    """fn(the "exec" record of container cid's sandbox state.json), written back."""
+    sbid = json.load(open(os.path.join(root, cid, "state.json")))["sandbox"]
+    path = os.path.join(root, ".sandboxes", sbid, "state.json")
+    st = json.load(open(path))
+    fn(st["exec"])
+    json.dump(st, open(path, "w"))
+
+
+def exec_cgroups(c, cid):
+    """The exec child cgroups left below container cid's."""
+    pid = json.loads(c.sh(c.R + ["state", cid]).stdout)["pid"]
+    return [n for d in c.cgroup_dirs(pid) for n in os.listdir(d) if n.startswith("oci-exec-")]
 
 
 def proc_field_checks(c):
@@ -64,20 +85,49 @@ def proc_field_checks(c):
           f"no umask: runc's 0022, not lbbox-runc's 0077; no oomScoreAdj: the caller's "
           f"({r.stdout.split()} {r.stderr.strip()})")
 
-    # an exec's process.json umask is its own; without one the caller's is kept
+    # an exec gets the container's umask and oomScoreAdj (runc's), not its caller's; a
+    # process.json umask is its own
     bs = c.bundle(c.tmp, "bproc-exec", ["sleep", "300"])
-    edit(bs, lambda cfg: cfg["process"]["user"].update(umask=0o027))
+    edit(bs, lambda cfg: (cfg["process"]["user"].update(umask=0o077),
+                          cfg["process"].update(oomScoreAdj=500)))
     rc, err = c.create(R, c.tmp, ["-b", bs, "pf3"])
     check(rc == 0 and sh(R + ["start", "pf3"]).returncode == 0, f"create + start ({err.strip()})")
     pj = os.path.join(c.tmp, "pf3-process.json")
     json.dump({"args": ["sh", "-c", "umask"], "cwd": "/", "env": ["PATH=/bin:/usr/bin"],
-               "user": {"uid": 0, "gid": 0, "umask": 0o077}}, open(pj, "w"))
+               "user": {"uid": 0, "gid": 0, "umask": 0o007}}, open(pj, "w"))
     r = run_umask(c, ["exec", "--process", pj, "pf3"], 0o022)
-    check(r.returncode == 0 and r.stdout.split() == ["0077"],
-          f"exec --process with user.umask 0077 ({r.stdout.split()} {r.stderr.strip()})")
-    r = run_umask(c, ["exec", "pf3", "sh", "-c", "umask"], 0o002)
-    check(r.returncode == 0 and r.stdout.split() == ["0002"],
-          f"exec without a umask keeps the caller's ({r.stdout.split()} {r.stderr.strip()})")
+    check(r.returncode == 0 and r.stdout.split() == ["0007"],
+          f"exec --process with user.umask 0007 over the container's 0077 "
+          f"({r.stdout.split()} {r.stderr.strip()})")
+    r = run_umask(c, ["exec", "pf3"] + probe, 0o000, oom=200)
+    check(r.returncode == 0 and r.stdout.split() == ["0077", "500"],
+          f"exec from a caller with umask 0000 and oom_score_adj 200: the container's umask "
+          f"0077 and oomScoreAdj 500 ({r.stdout.split()} {r.stderr.strip()})")
+    # a state recorded before lbbox kept them (or a container without them): the caller's
+    edit_exec_state(c.root, "pf3", lambda ex: (ex.pop("umask"), ex.pop("oom_score_adj")))
+    r = run_umask(c, ["exec", "pf3"] + probe, 0o002, oom=200)
+    check(r.returncode == 0 and r.stdout.split() == ["0002", "200"],
+          f"exec into a sandbox whose state has no umask or oom_score_adj keeps the caller's "
+          f"({r.stdout.split()} {r.stderr.strip()})")
+    # a container's value below the caller's floor (set by a CAP_SYS_RESOURCE holder, as a
+    # shim's -998): the exec fails, as runc's, rather than run with another score
+    edit_exec_state(c.root, "pf3", lambda ex: ex.update(oom_score_adj=-1000))
+    r = sh(R + ["exec", "pf3", "true"])
+    if has_sys_resource():
+        check(r.returncode == 0, f"exec with oomScoreAdj -1000 and CAP_SYS_RESOURCE "
+                                 f"({r.stderr.strip()})")
+    else:
+        check(r.returncode != 0 and r.stderr.count("\n") == 1
+              and "oomScoreAdj -1000" in r.stderr and "CAP_SYS_RESOURCE" in r.stderr
+              and exec_cgroups(c, "pf3") == [],
+              f"exec below the caller's oom_score_adj floor without CAP_SYS_RESOURCE: fails with "
+              f"one line, no exec cgroup left ({r.stderr.strip()})")
+    for bad in ({"umask": 0o1000}, {"umask": "077"}, {"oom_score_adj": 1001}):
+        edit_exec_state(c.root, "pf3", lambda ex: ex.update(bad))
+        r = sh(R + ["exec", "pf3", "true"])
+        check(r.returncode != 0 and r.stderr.count("\n") == 1 and "bad exec state" in r.stderr,
+              f"a damaged exec state {bad}: refused with one line ({r.stderr.strip()})")
+        edit_exec_state(c.root, "pf3", lambda ex: [ex.pop(k) for k in bad])
     for flag, value, what in (("--apparmor", "lbbox-test", "AppArmor"),
                               ("--process-label", "system_u:system_r:container_t:s0", "SELinux")):
         r = sh(R + ["exec", flag, value, "pf3", "true"])

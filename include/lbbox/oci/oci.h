@@ -47,7 +47,7 @@ struct lb_oci_process {
 	bool set_user; /* process.user given (process.json) */
 	uid_t uid;
 	gid_t gid;
-	bool set_umask; /* process.user.umask given; else the caller's umask is kept */
+	bool set_umask; /* process.user.umask given; else the container's */
 	mode_t umask;
 	uint64_t add_caps; /* exec --cap: added to the container's, within its bounding set */
 };

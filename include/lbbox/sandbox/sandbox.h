@@ -160,7 +160,8 @@ struct lb_exec_opts {
 	bool set_user;
 	uid_t uid;
 	gid_t gid;
-	/* its umask (an OCI exec's process.user.umask); unset: the caller's is kept */
+	/* its umask (an OCI exec's process.user.umask); unset: the sandbox's command's when its
+	 * spec set one (recorded in state.json, as its oom_score_adj), else the caller's */
 	bool set_umask;
 	mode_t umask;
 	/* a connected console socket (OCI exec --tty): the command opens a pty on the sandbox's

@@ -156,12 +156,14 @@ struct lb_spec {
 	 * default. Owned (lb_spec_free frees it). */
 	gid_t *groups;
 	size_t n_groups;
-	/* The command's umask (an OCI process.user.umask); umask_set false = the caller's. */
+	/* The command's umask (an OCI process.user.umask), an exec's too; umask_set false = the
+	 * caller's. */
 	mode_t umask;
 	bool umask_set;
 	/* Written to pid 1's oom_score_adj (so the command's, inherited) by lbbox before the
 	 * sandbox runs: -1000..1000, a value below the current minimum needs CAP_SYS_RESOURCE and
-	 * fails the create. oom_score_adj_set false = left as lbbox's. */
+	 * fails the create; an exec's too (lb_sandbox_spawn, failing the same way).
+	 * oom_score_adj_set false = left as lbbox's (an exec's caller's). */
 	int oom_score_adj;
 	bool oom_score_adj_set;
 	char *hostname;
