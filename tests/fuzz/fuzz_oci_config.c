@@ -5,18 +5,30 @@
  *
  * Properties checked besides the sanitizers: a config that parses has a command, an absolute
  * cwd and root under the bundle or absolute, every mount target absolute and at most the
- * engine's mount count; a refusal always carries one line of error.
+ * engine's mount count; cpu and node lists are the kernel's list format; extra devices pass the
+ * engine's own check; a refusal always carries one line of error.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "lbbox/oci/oci.h"
+#include "lbbox/sandbox/cgroup.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
 	return 0;
+}
+
+/* An accepted cpu or node list ("" = none) passes the engine's own check. */
+static bool list_ok(const char *list)
+{
+	struct lb_err *err = NULL;
+	if (!list[0] || lb_cpuset_check(list, "cpus", &err) == 0)
+		return true;
+	lb_err_free(&err);
+	return false;
 }
 
 static void check_config(const struct lb_oci_config *cfg)
@@ -32,6 +44,11 @@ static void check_config(const struct lb_oci_config *cfg)
 	FUZZ_CHECK(!s->netns_path || s->netns_path[0] == '/', "a relative netns path");
 	FUZZ_CHECK(!s->limits.memory_bytes || s->limits.memory_bytes >= LB_MIN_MEMORY,
 		   "a memory limit under the floor");
+	FUZZ_CHECK(list_ok(s->limits.cpus) && list_ok(s->limits.mems), "a bad cpu or node list");
+	struct lb_err *err = NULL;
+	FUZZ_CHECK(s->n_devices <= LB_MAX_DEVICES && lb_spec_check_devices(s, &err) == 0,
+		   "an extra device the engine refuses");
+	lb_err_free(&err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -57,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (lb_oci_resources_parse((const char *)data, size, &u, &err) == 0) {
 		FUZZ_CHECK(!u.memory || u.memory == -1 || (uint64_t)u.memory >= LB_MIN_MEMORY,
 			   "an update's memory under the floor");
-		FUZZ_CHECK(!u.cpuset, "a cpuset update accepted");
+		FUZZ_CHECK(list_ok(u.cpus) && list_ok(u.mems), "an update's bad cpu or node list");
 	} else {
 		FUZZ_CHECK(err && err->msg && !strchr(err->msg, '\n'),
 			   "an update refusal without one line");
