@@ -242,3 +242,25 @@ LBT_TEST(volumes, blocked_directories_by_identity)
 	cr_assert_eq(umount2(deep, MNT_DETACH), 0);
 	free(alias), free(holder), free(deep);
 }
+
+// A volume over /dev hides lbbox's /dev and stays as asked (read-write here): lbbox seals its
+// own tmpfs below through that mount's handle, never by looking "/dev" up again, which would now
+// reach the volume. The command sees the tmpfs read-only, the volume writable, on the host too.
+LBT_TEST(volumes, volume_over_dev_stays_as_asked)
+{
+	char *vol = lbt_mkdir_work("devvol");
+	char *v = lbt_strdupf("%s:/dev", vol), *made = lbt_strdupf("%s/made", vol);
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "-v", v, "--", "sh", "-c",
+		"awk '$5 == \"/dev\" { split($6, o, \",\"); print o[1], $(NF - 2) }' "
+		"/proc/self/mountinfo; echo hi >/dev/made && echo written",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_eq(lbt_count_lines(o.out), 3, "%s", o.out);
+	cr_assert(!strncmp(o.out, "ro tmpfs\nrw ", 12), "/dev's mounts: %s", o.out);
+	cr_assert(strstr(o.out, "\nwritten\n"), "%s", o.out);
+	char *text = lbt_read_file(made);
+	cr_assert_str_eq(text, "hi\n");
+	lbt_out_free(&o);
+	free(text), free(vol), free(v), free(made);
+}
