@@ -289,7 +289,8 @@ LBT_TEST(hostile_images, fifo_in_a_layout_is_refused)
 // A root whose /dev is a chain of links through a directory a volume covers later: lbbox's /dev
 // tmpfs (the one mount without nodev) went where the chain led first, and the seal, looked up by
 // name after the volumes, landed on /proc and left that tmpfs writable to a command with
-// CAP_MKNOD. The root's /dev is never followed now: such a root is refused, in one line.
+// CAP_MKNOD. The root's /dev is never followed now: such a root (or image) is refused, in one
+// line.
 LBT_TEST(hostile_images, dev_symlink_is_refused)
 {
 	char *rfs = lbt_strdupf("%s/rfs", lbt_workdir());
@@ -319,6 +320,12 @@ LBT_TEST(hostile_images, dev_symlink_is_refused)
 	lbt_write_file(dev, "not a directory\n");
 	lbt_run(&o, "run", "--rootfs", rfs, "--", "true", NULL);
 	lbt_assert_error_line(&o, 125, "/dev: Not a directory");
+	lbt_out_free(&o);
+	// an image whose layer makes /dev a symlink: the same, on its overlay root
+	const char *const members[] = {"symlink:dev:/tmp", NULL};
+	load_image(NULL, members);
+	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "/dev is a symlink");
 	lbt_out_free(&o);
 	free(rfs), free(dev), free(m), free(qproc), free(mz), free(vol), free(vz), free(v);
 }
