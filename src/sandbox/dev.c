@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
@@ -48,15 +49,58 @@ static int mount_sub(int devfd, const char *name, const char *fstype, unsigned l
 	return lb_mount_fd(fstype, fd, fstype, flags, opts, err);
 }
 
-int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err)
+/*
+ * The root's own /dev entry, never followed: a symlink there would send lbbox's tmpfs to
+ * wherever the link led at this moment, while the command (and anything looking "/dev" up
+ * later) would follow the link again once a volume covered a directory of its chain, and reach
+ * another place. Following it "inside the root" is not enough, so it is refused, as runc
+ * refuses a /proc or /sys that is not a plain directory (CVE-2019-19921); images have a
+ * directory there, or nothing (then it is made).
+ */
+static int open_dev_dir(int rootfd, int *out, struct lb_err **err)
 {
-	_cleanup_close_ int fd = -1;
-	if (lb_open_in_root(rootfd, "/dev", true, true, &fd, err) < 0)
-		return -1;
-	if (lb_mount_fd("tmpfs", fd, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k", err) < 0)
-		return lb_err_wrap(err, "/dev");
-	_cleanup_close_ int devfd = -1;
-	if (lb_open_in_root(rootfd, "/dev", false, true, &devfd, err) < 0)
+	_cleanup_close_ int fd = openat(rootfd, "dev", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST)
+			return lb_err_set(err, errno, "mkdir /dev");
+		fd = openat(rootfd, "dev", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return lb_err_set(err, errno, "open /dev");
+	if (S_ISLNK(st.st_mode))
+		return lb_err_set(err, 0, "the root's /dev is a symlink (lbbox mounts /dev there)");
+	if (!S_ISDIR(st.st_mode))
+		return lb_err_set(err, ENOTDIR, "the root's /dev");
+	*out = LB_TAKE_FD(fd);
+	return 0;
+}
+
+/* Made with the new mount API, so *out is the handle of this tmpfs's own mount: whatever is
+ * mounted over /dev later (a volume), the seal reaches this tmpfs and nothing else. */
+static int mount_dev_tmpfs(int dirfd, int *out, struct lb_err **err)
+{
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "64k", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return lb_err_set(err, errno, "/dev tmpfs");
+	_cleanup_close_ int mfd =
+	    (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	if (mfd < 0)
+		return lb_err_set(err, errno, "/dev tmpfs");
+	if (syscall(SYS_move_mount, mfd, "", dirfd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lb_err_set(err, errno, "mount the /dev tmpfs");
+	*out = LB_TAKE_FD(mfd);
+	return 0;
+}
+
+int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, int *out, struct lb_err **err)
+{
+	_cleanup_close_ int dirfd = -1, devfd = -1;
+	if (open_dev_dir(rootfd, &dirfd, err) < 0 || mount_dev_tmpfs(dirfd, &devfd, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++)
 		if (bind_device(devfd, devices[i], err) < 0)
@@ -71,16 +115,17 @@ int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err
 		return -1;
 	if (lb_make_devices(devfd, ctx->spec, ctx->fds->devices, err) < 0)
 		return -1;
+	*out = LB_TAKE_FD(devfd);
 	return 0;
 }
 
 /* /dev is the one place without nodev: read-only, so even a command given CAP_MKNOD cannot add
  * a node to it (pts, shm and the volumes below stay as they are). Only once the volumes are
- * mounted: one may need its mount point made there (kubelet's /dev/termination-log). */
-int lb_seal_dev(int rootfd, struct lb_err **err)
+ * mounted: one may need its mount point made there (kubelet's /dev/termination-log). Through
+ * lb_mount_dev's handle, never by path: by then "/dev" may name a volume over it. */
+int lb_seal_dev(int devfd, struct lb_err **err)
 {
-	_cleanup_close_ int devfd = -1;
-	if (lb_open_in_root(rootfd, "/dev", false, true, &devfd, err) < 0)
-		return -1;
-	return lb_mount_setattr(devfd, false, MOUNT_ATTR_RDONLY, 0, err);
+	return lb_mount_setattr(devfd, false, MOUNT_ATTR_RDONLY, 0, err) < 0
+		   ? lb_err_wrap(err, "make /dev read-only")
+		   : 0;
 }

@@ -108,12 +108,13 @@ int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		      struct lb_err **err);
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
-int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, struct lb_err **err);
+/* dev.c: *out = the handle of /dev's tmpfs mount, for lb_seal_dev once the volumes are mounted. */
+int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, int *out, struct lb_err **err);
 /* dev_nodes.c: fds[i] = the host's node of spec->devices[i] (c and b), refused unless it is that
  * device; then, in pid 1, the nodes made below devfd (/dev) from hostfds (-1: mknod). */
 int lb_devices_open_host(const struct lb_spec *spec, int *fds, struct lb_err **err);
 int lb_make_devices(int devfd, const struct lb_spec *spec, const int *hostfds, struct lb_err **err);
-int lb_seal_dev(int rootfd, struct lb_err **err);
+int lb_seal_dev(int devfd, struct lb_err **err);
 int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
 
 /* hooks.c: spec->hooks' points, in pid 1. */

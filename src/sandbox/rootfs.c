@@ -207,13 +207,17 @@ int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t
 		return -1;
 	if (lb_mount_proc_sys(rootfd, ctx->cg, err) < 0)
 		return -1;
-	if (lb_mount_dev(rootfd, ctx, err) < 0)
+	_cleanup_close_ int devfd = -1;
+	if (lb_mount_dev(rootfd, ctx, &devfd, err) < 0)
 		return -1;
 	if (mount_tmp(rootfd, spec->tmp_size, err) < 0)
 		return -1;
 	if (bind_etc(rootfd, ctx, err) < 0)
 		return -1;
-	if (user_mounts(rootfd, ctx, err) < 0 || lb_seal_dev(rootfd, err) < 0)
+	/* The volumes' targets are looked up by path, as the command sees them: a volume over /dev
+	 * gets the next ones below /dev in it, not in the tmpfs it hides; lbbox's own /dev is then
+	 * sealed through its handle. */
+	if (user_mounts(rootfd, ctx, err) < 0 || lb_seal_dev(devfd, err) < 0)
 		return -1;
 	/* Like podman, a missing working directory is created (before the root turns read-only). */
 	_cleanup_close_ int cwdfd = -1;

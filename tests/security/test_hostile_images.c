@@ -285,3 +285,47 @@ LBT_TEST(hostile_images, fifo_in_a_layout_is_refused)
 	lbt_out_free(&o);
 	free(dest), free(index);
 }
+
+// A root whose /dev is a chain of links through a directory a volume covers later: lbbox's /dev
+// tmpfs (the one mount without nodev) went where the chain led first, and the seal, looked up by
+// name after the volumes, landed on /proc and left that tmpfs writable to a command with
+// CAP_MKNOD. The root's /dev is never followed now: such a root (or image) is refused, in one
+// line.
+LBT_TEST(hostile_images, dev_symlink_is_refused)
+{
+	char *rfs = lbt_strdupf("%s/rfs", lbt_workdir());
+	const char *cp[] = {"cp", "-a", lbt_rootfs(), rfs, NULL};
+	cr_assert_eq(lbt_system(cp), 0);
+	char *dev = lbt_strdupf("%s/dev", rfs), *m = lbt_strdupf("%s/m", rfs);
+	char *qproc = lbt_strdupf("%s/q/proc", rfs), *mz = lbt_strdupf("%s/m/z", rfs);
+	const char *rm[] = {"rm", "-rf", dev, NULL};
+	const char *mk[] = {"mkdir", "-p", m, qproc, NULL};
+	cr_assert_eq(lbt_system(rm), 0);
+	cr_assert_eq(lbt_system(mk), 0);
+	// the image: /dev -> /m/z/proc -> /q/proc; the volume's content: z -> /
+	cr_assert_eq(symlink("/m/z/proc", dev), 0);
+	cr_assert_eq(symlink("/q", mz), 0);
+	char *vol = lbt_mkdir_work("vol"), *vz = lbt_strdupf("%s/z", vol);
+	cr_assert_eq(symlink("/", vz), 0);
+	char *v = lbt_strdupf("%s:/m", vol);
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--rootfs", rfs, "--cap-add", "MKNOD", "-v", v, "--", "sh", "-c",
+		"grep ' /q/proc ' /proc/self/mountinfo; "
+		"mknod /q/proc/n c 1 3 && echo hi >/q/proc/n && echo USABLE",
+		NULL);
+	lbt_assert_error_line(&o, 125, "/dev is a symlink");
+	lbt_out_free(&o);
+	// a /dev that is a file is no mount point for it either
+	cr_assert_eq(unlink(dev), 0);
+	lbt_write_file(dev, "not a directory\n");
+	lbt_run(&o, "run", "--rootfs", rfs, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "/dev: Not a directory");
+	lbt_out_free(&o);
+	// an image whose layer makes /dev a symlink: the same, on its overlay root
+	const char *const members[] = {"symlink:dev:/tmp", NULL};
+	load_image(NULL, members);
+	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "/dev is a symlink");
+	lbt_out_free(&o);
+	free(rfs), free(dev), free(m), free(qproc), free(mz), free(vol), free(vz), free(v);
+}

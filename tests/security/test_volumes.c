@@ -109,11 +109,12 @@ LBT_TEST(volumes, read_only_volume_stays_read_only_under_shared_mounts)
 	sh(&o, "s1", "grep -c lbt-later /proc/self/mountinfo; $P write /vol/later/x");
 	cr_assert_str_eq(o.out, "0\nEROFS\n", "a host mount appeared inside: %s", o.out);
 	lbt_out_free(&o);
-	cr_assert_not(exists(lbt_strdupf("%s/x", later)), "the sandbox wrote into the host mount");
+	char *x = lbt_strdupf("%s/x", later);
+	cr_assert_not(exists(x), "the sandbox wrote into the host mount");
 	lbt_session_rm("s1");
 	cr_assert_eq(umount2(later, MNT_DETACH), 0);
 	cr_assert_eq(umount2(shared, MNT_DETACH), 0);
-	free(shared), free(vol), free(later), free(spec);
+	free(shared), free(vol), free(later), free(spec), free(x);
 }
 
 // With CAP_SYS_ADMIN and no seccomp filter (lbbox's profile refuses mount), the most a user can
@@ -178,8 +179,9 @@ LBT_TEST(volumes, swapped_link_never_mounts_outside_the_roots, .timeout = 200)
 	char *ws = lbt_mkdir_work("allowed/ws");
 	free(lbt_mkdir_work("allowed/ws/d"));
 	char *inside = lbt_mkdir_work("allowed/ws/d/x");
-	lbt_write_file(lbt_strdupf("%s/WHO", inside), "inside\n");
-	lbt_write_file(lbt_strdupf("%s/WHO", secret), "SECRET\n");
+	char *who_in = lbt_strdupf("%s/WHO", inside), *who_secret = lbt_strdupf("%s/WHO", secret);
+	lbt_write_file(who_in, "inside\n");
+	lbt_write_file(who_secret, "SECRET\n");
 	char *link = lbt_strdupf("%s/dl", ws), *target = lbt_strdupf("%s/secret", lbt_workdir());
 	cr_assert_eq(symlink(target, link), 0);
 	setenv("LBBOX_BOX_ALLOWED_ROOTS", allowed, 1);
@@ -218,7 +220,7 @@ LBT_TEST(volumes, swapped_link_never_mounts_outside_the_roots, .timeout = 200)
 	unsetenv("LBBOX_BOX_ALLOWED_ROOTS");
 	cr_log_info("%d of 100 creates went through (the others saw the swap)", mounted);
 	free(allowed), free(secret), free(ws), free(inside), free(link), free(target), free(vol);
-	free(probe), free(victim), free(cp);
+	free(probe), free(victim), free(cp), free(who_in), free(who_secret);
 }
 
 // The blocked directories are refused by what they are: /etc bound elsewhere, or a directory
@@ -241,4 +243,26 @@ LBT_TEST(volumes, blocked_directories_by_identity)
 	cr_assert_eq(umount2(alias, MNT_DETACH), 0);
 	cr_assert_eq(umount2(deep, MNT_DETACH), 0);
 	free(alias), free(holder), free(deep);
+}
+
+// A volume over /dev hides lbbox's /dev and stays as asked (read-write here): lbbox seals its
+// own tmpfs below through that mount's handle, never by looking "/dev" up again, which would now
+// reach the volume. The command sees the tmpfs read-only, the volume writable, on the host too.
+LBT_TEST(volumes, volume_over_dev_stays_as_asked)
+{
+	char *vol = lbt_mkdir_work("devvol");
+	char *v = lbt_strdupf("%s:/dev", vol), *made = lbt_strdupf("%s/made", vol);
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--rootfs", lbt_rootfs(), "-v", v, "--", "sh", "-c",
+		"awk '$5 == \"/dev\" { split($6, o, \",\"); print o[1], $(NF - 2) }' "
+		"/proc/self/mountinfo; echo hi >/dev/made && echo written",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_assert_eq(lbt_count_lines(o.out), 3, "%s", o.out);
+	cr_assert(!strncmp(o.out, "ro tmpfs\nrw ", 12), "/dev's mounts: %s", o.out);
+	cr_assert(strstr(o.out, "\nwritten\n"), "%s", o.out);
+	char *text = lbt_read_file(made);
+	cr_assert(text && !strcmp(text, "hi\n"), "the volume holds: %s", text ? text : "(nothing)");
+	lbt_out_free(&o);
+	free(text), free(vol), free(v), free(made);
 }
