@@ -392,6 +392,38 @@ if [ -n "${med[lbbox-rootless-net-on]:-}" ] && [ -n "${med[lbbox-rootless]:-}" ]
 			'BEGIN { printf "%.2f", a - b }')"
 fi
 
+# 20 at once: wall time of 20 lbbox runs started together against 20 bwrap runs, rounds
+# alternating which goes first (BENCH_BURST rounds, default 15; 0 skips it).
+burst_ms() {
+	local t0=$EPOCHREALTIME i rc=0
+	for ((i = 0; i < 20; i++)); do "$@" >/dev/null 2>&1 & done
+	for ((i = 0; i < 20; i++)); do wait -n || rc=1; done
+	[ "$rc" = 0 ] || return 1
+	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f\n", (b - a) * 1000000 }'
+}
+burst_bench() {
+	local r lb=("$lbbox" --runroot "$tmp/run" --root "$tmp/root" run --rootfs "$rootfs" -- /bin/true)
+	local bw=(bwrap --unshare-all --ro-bind "$rootfs" / --proc /proc --dev /dev /bin/true)
+	mkdir -p "$tmp/run" "$tmp/root"
+	: >"$tmp/burst-lbbox.times" && : >"$tmp/burst-bwrap.times"
+	for ((r = 0; r < ${BENCH_BURST:-15}; r++)); do
+		if [ $((r % 2)) = 0 ]; then
+			burst_ms "${lb[@]}" >>"$tmp/burst-lbbox.times" || return 1
+			burst_ms "${bw[@]}" >>"$tmp/burst-bwrap.times" || return 1
+		else
+			burst_ms "${bw[@]}" >>"$tmp/burst-bwrap.times" || return 1
+			burst_ms "${lb[@]}" >>"$tmp/burst-lbbox.times" || return 1
+		fi
+	done
+	read -r "med[lbbox-20-at-once]" "p90[lbbox-20-at-once]" < <(stats "$tmp/burst-lbbox.times")
+	read -r "med[bwrap-20-at-once]" "p90[bwrap-20-at-once]" < <(stats "$tmp/burst-bwrap.times")
+	printf '\n20 runs at once (wall, median of %s rounds): lbbox %s ms, bwrap %s ms\n' \
+		"${BENCH_BURST:-15}" "${med[lbbox-20-at-once]}" "${med[bwrap-20-at-once]}"
+}
+if [ "$lbbox_ok" = 1 ] && have bwrap && [ "${BENCH_BURST:-15}" != 0 ]; then
+	burst_bench || warn "20-at-once benchmark failed"
+fi
+
 # time_ms CMD...: wall time of CMD in ms (its output discarded); fails with it.
 time_ms() {
 	local t0=$EPOCHREALTIME
@@ -444,6 +476,12 @@ session_bench() {
 	run_child "$self" --time-loop "$N" "$WARM" "$tmp/sexec.times" "$tmp/sexec.err" "" \
 		"${lb[@]}" session exec bench -- true || { cat "$tmp/sexec.err" >&2; return 1; }
 	read -r med[session-exec] p90[session-exec] < <(stats "$tmp/sexec.times")
+	# the same on a writable-root session (an exec there runs from a sealed copy of lbbox)
+	"${lb[@]}" session create benchw --read-only=false --rootfs "$rootfs" >/dev/null || return 1
+	run_child "$self" --time-loop "$N" "$WARM" "$tmp/sexecw.times" "$tmp/sexecw.err" "" \
+		"${lb[@]}" session exec benchw -- true || { cat "$tmp/sexecw.err" >&2; return 1; }
+	read -r "med[session-exec-rw]" "p90[session-exec-rw]" < <(stats "$tmp/sexecw.times")
+	"${lb[@]}" session rm benchw >/dev/null || return 1
 	if have crun; then
 		mkdir -p "$tmp/bundle-exec" "$tmp/crun-state"
 		(cd "$tmp/bundle-exec" && crun spec) >/dev/null &&
@@ -478,6 +516,8 @@ session_bench() {
 	printf '\nsessions (%s execs of `true`, 20 creates):\n\n' "$N"
 	printf '| case | median ms | p90 ms |\n| --- | ---: | ---: |\n'
 	printf '| lbbox session exec S -- true | %s | %s |\n' "${med[session-exec]}" "${p90[session-exec]}"
+	printf '| the same, writable-root session | %s | %s |\n' "${med[session-exec-rw]}" \
+		"${p90[session-exec-rw]}"
 	if [ -n "${med[crun-exec]:-}" ]; then
 		printf '| crun exec C /bin/true | %s | %s |\n' "${med[crun-exec]}" "${p90[crun-exec]}"
 	fi
