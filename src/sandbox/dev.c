@@ -49,33 +49,6 @@ static int mount_sub(int devfd, const char *name, const char *fstype, unsigned l
 	return lb_mount_fd(fstype, fd, fstype, flags, opts, err);
 }
 
-/*
- * The root's own /dev entry, never followed: a symlink there would send lbbox's tmpfs to
- * wherever the link led at this moment, while the command (and anything looking "/dev" up
- * later) would follow the link again once a volume covered a directory of its chain, and reach
- * another place. Following it "inside the root" is not enough, so it is refused, as runc
- * refuses a /proc or /sys that is not a plain directory (CVE-2019-19921); images have a
- * directory there, or nothing (then it is made).
- */
-static int open_dev_dir(int rootfd, int *out, struct lb_err **err)
-{
-	_cleanup_close_ int fd = openat(rootfd, "dev", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		if (mkdirat(rootfd, "dev", 0755) < 0 && errno != EEXIST)
-			return lb_err_set(err, errno, "mkdir /dev");
-		fd = openat(rootfd, "dev", O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	}
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return lb_err_set(err, errno, "open /dev");
-	if (S_ISLNK(st.st_mode))
-		return lb_err_set(err, 0, "the root's /dev is a symlink (lbbox mounts /dev there)");
-	if (!S_ISDIR(st.st_mode))
-		return lb_err_set(err, ENOTDIR, "the root's /dev");
-	*out = LB_TAKE_FD(fd);
-	return 0;
-}
-
 /* Made with the new mount API, so *out is the handle of this tmpfs's own mount: whatever is
  * mounted over /dev later (a volume), the seal reaches this tmpfs and nothing else. */
 static int mount_dev_tmpfs(int dirfd, int *out, struct lb_err **err)
@@ -100,7 +73,8 @@ static int mount_dev_tmpfs(int dirfd, int *out, struct lb_err **err)
 int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, int *out, struct lb_err **err)
 {
 	_cleanup_close_ int dirfd = -1, devfd = -1;
-	if (open_dev_dir(rootfd, &dirfd, err) < 0 || mount_dev_tmpfs(dirfd, &devfd, err) < 0)
+	if (lb_open_root_dir(rootfd, "dev", &dirfd, err) < 0 ||
+	    mount_dev_tmpfs(dirfd, &devfd, err) < 0)
 		return -1;
 	for (size_t i = 0; i < sizeof(devices) / sizeof(devices[0]); i++)
 		if (bind_device(devfd, devices[i], err) < 0)

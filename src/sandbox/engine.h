@@ -88,6 +88,7 @@ struct lb_child_ctx {
 /* mount_util.c: paths created and opened without ever leaving the new root. */
 int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, int *out,
 		    struct lb_err **err);
+int lb_open_root_dir(int rootfd, const char *name, int *out, struct lb_err **err);
 int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned long flags,
 		const char *data, struct lb_err **err);
 /* Adds attrs (MOUNT_ATTR_*) to the mount fd refers to (and every mount below it when rec),
@@ -170,6 +171,9 @@ int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err);
 /* Writes v to pid's oom_score_adj (0 = the caller's own); a value below the kernel's floor
  * fails with one line naming CAP_SYS_RESOURCE. */
 int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err);
+/* The same in two steps: the file opened first (while dumpable), written later. */
+int lb_open_oom_score_adj(pid_t pid, int *out, struct lb_err **err);
+int lb_write_oom_score_adj(int fd, int v, struct lb_err **err);
 
 /* net_inside.c: inside the sandbox's netns. */
 int lb_net_loopback_up(struct lb_err **err);

@@ -81,6 +81,30 @@ int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, in
 	return 0;
 }
 
+/* A directory at the top of the root lbbox mounts over (dev, proc, sys): opened without following
+ * links, made when missing. A symlink there would send the mount, and any later lookup of the
+ * name, wherever it points at that moment (an image's "proc -> /" made the whole root a procfs),
+ * so it is refused, as runc refuses a /proc or /sys that is not a directory (CVE-2019-19921). */
+int lb_open_root_dir(int rootfd, const char *name, int *out, struct lb_err **err)
+{
+	_cleanup_close_ int fd = openat(rootfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(rootfd, name, 0755) < 0 && errno != EEXIST)
+			return lb_err_set(err, errno, "mkdir /%s", name);
+		fd = openat(rootfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return lb_err_set(err, errno, "open /%s", name);
+	if (S_ISLNK(st.st_mode))
+		return lb_err_set(err, 0, "the root's /%s is a symlink (lbbox mounts /%s there)",
+				  name, name);
+	if (!S_ISDIR(st.st_mode))
+		return lb_err_set(err, ENOTDIR, "the root's /%s", name);
+	*out = LB_TAKE_FD(fd);
+	return 0;
+}
+
 int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned long flags,
 		const char *data, struct lb_err **err)
 {

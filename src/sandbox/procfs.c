@@ -113,7 +113,7 @@ static int mount_cgroup(int sysfd, const struct lb_cgroup *cg, struct lb_err **e
 static int mount_sysfs(int rootfd, struct lb_err **err)
 {
 	_cleanup_close_ int fd = -1, bound = -1;
-	if (lb_open_in_root(rootfd, "/sys", true, true, &fd, err) < 0)
+	if (lb_open_root_dir(rootfd, "sys", &fd, err) < 0)
 		return -1;
 	if (mount("sysfs", lb_fd_path(fd, (char[LB_FD_PATH_BUF]){0}), "sysfs",
 		  MS_RDONLY | NOSUID_NODEV_NOEXEC, NULL) == 0)
@@ -147,7 +147,7 @@ static int mount_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err)
 {
 	_cleanup_close_ int fd = -1;
-	if (lb_open_in_root(rootfd, "/proc", true, true, &fd, err) < 0)
+	if (lb_open_root_dir(rootfd, "proc", &fd, err) < 0)
 		return -1;
 	if (lb_mount_fd("proc", fd, "proc", NOSUID_NODEV_NOEXEC, NULL, err) < 0)
 		return -1;

@@ -85,17 +85,21 @@ int lb_apply_rlimits(const struct lb_spec *spec, struct lb_err **err)
 	return 0;
 }
 
-int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
+int lb_open_oom_score_adj(pid_t pid, int *out, struct lb_err **err)
 {
-	char path[64], val[16];
+	char path[64];
 	if (pid)
 		snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
 	else
 		snprintf(path, sizeof(path), "/proc/self/oom_score_adj");
+	*out = open(path, O_WRONLY | O_CLOEXEC);
+	return *out < 0 ? lb_err_set(err, errno, "open %s", path) : 0;
+}
+
+int lb_write_oom_score_adj(int fd, int v, struct lb_err **err)
+{
+	char val[16];
 	int len = snprintf(val, sizeof(val), "%d", v);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return lb_err_set(err, errno, "open %s", path);
 	if (write(fd, val, (size_t)len) == len)
 		return 0;
 	/* the kernel's floor is the lowest value a CAP_SYS_RESOURCE holder last set (inherited) */
@@ -103,4 +107,12 @@ int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
 		return lb_err_set(
 		    err, 0, "oomScoreAdj %d: lowering oom_score_adj needs CAP_SYS_RESOURCE", v);
 	return lb_err_set(err, errno, "oomScoreAdj %d", v);
+}
+
+int lb_set_oom_score_adj(pid_t pid, int v, struct lb_err **err)
+{
+	_cleanup_close_ int fd = -1;
+	if (lb_open_oom_score_adj(pid, &fd, err) < 0)
+		return -1;
+	return lb_write_oom_score_adj(fd, v, err);
 }

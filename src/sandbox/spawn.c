@@ -204,19 +204,23 @@ static void close_others(unsigned from, int *keep, size_t n)
 __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 {
 	struct lb_err *err = NULL;
-	if (s->join && lb_cgroup_join(s->join, &err) < 0)
-		fail(s->err_w, LB_EXIT_SETUP, err);
 	/*
 	 * The sandbox's oom_score_adj, inherited by the command, as runc's exec does (nsexec):
 	 * else it keeps its caller's, and under containerd the shim's -998 would nearly exempt an
 	 * exec or a probe from the OOM killer. Like runc, a value below the caller's floor fails
-	 * the exec rather than run it with another score. Before non-dumpable, which would hand
-	 * /proc/self to root and lock a rootless caller out.
+	 * the exec rather than run it with another score. The file is opened while still
+	 * dumpable (non-dumpable hands /proc/self to root and would lock a rootless caller out);
+	 * the write is checked by capability, so it can come after.
 	 */
-	if (s->sb->spec.oom_score_adj_set &&
-	    lb_set_oom_score_adj(0, s->sb->spec.oom_score_adj, &err) < 0)
+	_cleanup_close_ int oomfd = -1;
+	if (s->sb->spec.oom_score_adj_set && lb_open_oom_score_adj(0, &oomfd, &err) < 0)
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	prctl(PR_SET_DUMPABLE, 0);
+	if (s->join && lb_cgroup_join(s->join, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	if (oomfd >= 0 && lb_write_oom_score_adj(oomfd, s->sb->spec.oom_score_adj, &err) < 0)
+		fail(s->err_w, LB_EXIT_SETUP, err);
+	lb_closep(&oomfd);
 	if (redirect(s->o->fds, &err) < 0 || (s->o->fd3 > 0 && move_to_fd3(s, &err) < 0))
 		fail(s->err_w, LB_EXIT_SETUP, err);
 	int flags = JOIN_NS | (s->sb->spec.net == LB_NET_HOST ? 0 : CLONE_NEWNET) |

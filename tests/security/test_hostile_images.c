@@ -329,3 +329,38 @@ LBT_TEST(hostile_images, dev_symlink_is_refused)
 	lbt_out_free(&o);
 	free(rfs), free(dev), free(m), free(qproc), free(mz), free(vol), free(vz), free(v);
 }
+
+// A root whose /proc (or /sys) is a link to "/": proc went over the root itself, the masks went
+// to the image's own files by a second lookup, and pivot_root made that unmasked procfs the
+// sandbox's root (a writable sys/kernel/core_pattern in a writable session). Such a root, or an
+// image whose layer makes the link, is refused in one line.
+LBT_TEST(hostile_images, proc_and_sys_symlinks_are_refused)
+{
+	static const char *const names[] = {"proc", "sys"};
+	for (size_t i = 0; i < 2; i++) {
+		char *rfs = lbt_strdupf("%s/rfs-%s", lbt_workdir(), names[i]);
+		const char *cp[] = {"cp", "-a", lbt_rootfs(), rfs, NULL};
+		cr_assert_eq(lbt_system(cp), 0);
+		char *dir = lbt_strdupf("%s/%s", rfs, names[i]);
+		char *want = lbt_strdupf("/%s is a symlink", names[i]);
+		const char *rm[] = {"rm", "-rf", dir, NULL};
+		cr_assert_eq(lbt_system(rm), 0);
+		cr_assert_eq(symlink("/", dir), 0);
+		struct lb_run_out o;
+		lbt_run(&o, "run", "--rootfs", rfs, "--", "sh", "-c", "ls /; cat /version", NULL);
+		lbt_assert_error_line(&o, 125, want);
+		lbt_out_free(&o);
+		// a session with a writable root, where the procfs root was writable
+		lbt_run(&o, "session", "create", "hostile-proc", "--rootfs", rfs,
+			"--read-only=false", NULL);
+		lbt_assert_error_line(&o, 125, want);
+		lbt_out_free(&o);
+		free(rfs), free(dir), free(want);
+	}
+	const char *const members[] = {"symlink:proc:/", NULL};
+	load_image(NULL, members);
+	struct lb_run_out o;
+	lbt_run(&o, "run", "--image", IMG, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "/proc is a symlink");
+	lbt_out_free(&o);
+}
