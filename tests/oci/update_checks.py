@@ -314,7 +314,8 @@ def preserve_fds_checks(c):
           f"--preserve-fds past the open descriptors refused ({r.stderr.strip()})")
     r = sh(R + ["exec", "--preserve-fds", "many", "cfd2", "true"])
     check(r.returncode == 1 and "not a count" in r.stderr, "--preserve-fds of no count refused")
-    sh(R + ["delete", "--force", "cfd2"])
+    r = sh(R + ["delete", "--force", "cfd2"])
+    check(r.returncode == 0, f"delete --force of the running one ({r.stderr.strip()})")
 
 
 def systemd_path_checks(c):
