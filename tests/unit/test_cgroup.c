@@ -273,6 +273,18 @@ static int wait_for(pid_t pid, uint64_t timeout_ms)
 	}
 }
 
+/* After a destroy: pid was SIGKILLed and every directory in keep (freed here) is gone. */
+static void expect_killed_and_removed(pid_t pid, char **keep, size_t n)
+{
+	int status = wait_for(pid, 5000);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+		cr_expect(stat(keep[i], &st) < 0 && errno == ENOENT, "%s still exists", keep[i]);
+		free(keep[i]);
+	}
+}
+
 static void get_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st)
 {
 	struct lb_err *err = NULL;
@@ -557,13 +569,7 @@ Test(cgroup, destroy_kills_and_removes)
 	for (const char *const *p = lb_cgroup_paths(cg); *p && n < 8; p++)
 		keep[n++] = strdup(*p);
 	destroy_now(cg);
-	int status = wait_for(pid, 5000);
-	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		cr_expect(stat(keep[i], &st) < 0 && errno == ENOENT, "%s still exists", keep[i]);
-		free(keep[i]);
-	}
+	expect_killed_and_removed(pid, keep, n);
 }
 
 Test(cgroup, no_limits)
@@ -655,13 +661,7 @@ Test(cgroup, destroy_with_children_kills_and_removes_them)
 		for (const char *const *p = lb_cgroup_paths(all[k]); *p && n < 24; p++)
 			keep[n++] = strdup(*p);
 	destroy_now(outer);
-	int status = wait_for(pid, 5000);
-	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-		cr_expect(stat(keep[i], &st) < 0 && errno == ENOENT, "%s still exists", keep[i]);
-		free(keep[i]);
-	}
+	expect_killed_and_removed(pid, keep, n);
 	destroy_now(busy);
 	destroy_now(idle);
 }
