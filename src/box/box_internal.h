@@ -18,6 +18,8 @@
  *     exec.lock           flock: execs of the session run one at a time; mtime = last used
  *     workspace/          the writable workspace of a session without a host_path
  *     procs/              managed processes (managed.c)
+ *   live/<key>            -> the session's id: it has its record (index.c)
+ *   running/<key>@<proc>  -> "<keeper pid> <start>": a running managed process (index.c)
  */
 #define BOX_KEY_MAX 128
 
@@ -46,6 +48,24 @@ void box_touch(const char *sdir);
 typedef void (*box_session_fn)(struct lb_box *box, const char *key, const char *sdir, void *ctx);
 void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx);
 size_t box_count_sessions(struct lb_box *box);
+
+/* index.c: the runtime-wide indexes of live sessions and running managed processes. */
+#define BOX_LIVE_ID_MAX 1024 /* the bytes of a session id its live entry keeps */
+/* The session key of a session directory (its last component). */
+const char *box_sdir_key(const char *sdir);
+int box_live_add(const struct lb_box *box, const char *key, const char *id, struct lb_err **err);
+void box_live_remove(const struct lb_box *box, const char *key);
+/* Under the session's procs.lock and the capacity lock (a stale namesake is replaced). */
+int box_running_add(const struct lb_box *box, const char *skey, const char *process_id,
+		    pid_t keeper, uint64_t start, struct lb_err **err);
+/* keeper > 0: only while the entry is still that keeper's. */
+void box_running_remove(const struct lb_box *box, const char *skey, const char *process_id,
+			pid_t keeper, uint64_t start);
+void box_running_remove_session(const struct lb_box *box, const char *skey);
+/* Entries whose keeper lives; with heal (under the capacity lock) the others are removed. */
+size_t box_running_count(const struct lb_box *box, bool heal);
+/* box_running_count(heal) under the capacity lock. */
+void box_running_heal(const struct lb_box *box);
 
 /* box_spec_record.c: BoxSpec from a session record or a copy: LangBot's rules only, so a
  * session stored before lbbox's own rules tightened can still be read, listed and removed. */

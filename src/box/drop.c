@@ -75,7 +75,11 @@ int box_session_drop_begin(struct lb_box *box, const char *id, struct lb_err **e
 	box_session_dir(box, id, sdir, sizeof(sdir));
 	snprintf(rec, sizeof(rec), "%s/session.json", sdir);
 	snprintf(del, sizeof(del), "%s/deleting.json", sdir);
-	/* from here on, execs see "being deleted"; a crash leaves deleting.json for the reaper */
+	/* box_status stops counting it first; from here on, execs see "being deleted"; a crash
+	 * leaves deleting.json for the reaper */
+	char key[BOX_KEY_MAX];
+	box_session_key(id, key);
+	box_live_remove(box, key);
 	if (rename(rec, del) < 0 && errno != ENOENT)
 		return lb_err_set(err, errno, "delete session %s", id);
 	return mark_process(sdir, DELETER, false, err);
@@ -97,6 +101,8 @@ int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **
 	_cleanup_close_ int plock = -1; /* no managed process starts from now on */
 	box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, NULL);
 	box_procs_terminate_all(box, sdir);
+	/* keepers that had to be SIGKILLed left their entries */
+	box_running_remove_session(box, key);
 	int r = 0;
 	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
 		r = -1;

@@ -39,6 +39,7 @@
 struct keeper {
 	struct lb_box_proc_info info;
 	const char *sdir; /* the session: last_used is bumped on attach, detach, exit */
+	const struct lb_box *box;
 	char json[LB_PATH_BUF], sock[LB_PATH_BUF];
 	struct lb_proc p;
 	int in_w, out_r, err_r, lfd, cfd, sigfd;
@@ -419,6 +420,22 @@ static bool step(struct keeper *k)
 	return !pfd[KP_PID].revents;
 }
 
+/* Its entry in RUNROOT/box/running (index.c), made before the process runs, while the starter
+ * still holds the capacity lock (lb_box_proc_start): a concurrent start counts it. */
+static int index_self(struct keeper *k, const struct lb_box_proc_spec *spec, struct lb_err **err)
+{
+	return box_running_add(k->box, box_sdir_key(k->sdir), spec->process_id, k->self,
+			       k->self_start, err);
+}
+
+/* Its own entry only, never a successor's (a keeper not yet known removes nothing). */
+static void unindex_self(struct keeper *k)
+{
+	if (k->self > 0 && k->info.process_id)
+		box_running_remove(k->box, box_sdir_key(k->sdir), k->info.process_id, k->self,
+				   k->self_start);
+}
+
 /* The process exited: the rest of its output, its status, and nothing of it left behind. */
 static void finish(struct keeper *k)
 {
@@ -452,6 +469,8 @@ static void finish(struct keeper *k)
 	k->info.exited_ns = lb_realtime_ns();
 	k->info.has_exit_code = true;
 	k->info.exit_code = lb_exit_code_of(status);
+	/* no longer counted before the record says exited: never counted while it says so */
+	unindex_self(k);
 	save(k);
 	box_follower_close(&k->fol); /* its end: the exit is recorded */
 	unlink_sockets(k);
@@ -523,15 +542,18 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 		dup2(null, fd);
 	snprintf(procs, sizeof(procs), "%s/procs", sdir);
 	k.sdir = sdir;
+	k.box = box;
 	(void)!chdir("/"); /* keep no mount busy */
 	umask(077);
 	box_proc_paths(sdir, spec->process_id, k.json, k.sock, sizeof(k.json));
 	/* mkdir, not mkdir -p: a session deleted meanwhile must not be re-created by us */
 	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
 	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
+	    index_self(&k, spec, &err) < 0 ||
 	    (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
 	    listen_all(&k, spec, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
 		unlink_sockets(&k);
+		unindex_self(&k);
 		lb_child_fail(ready, 1, err);
 	}
 	save(&k);

@@ -108,6 +108,8 @@ static int stop_and_drop(struct lb_box *box, const char *session_id, const char 
 	if (!terminate(keeper, kstart))
 		kill_orphan(box, session_id, &info);
 	lb_box_proc_info_free(&info);
+	/* a keeper that ended on its own removed its entry; one killed outright did not */
+	box_running_remove(box, box_sdir_key(sdir), process_id, 0, 0);
 	box_proc_files_unlink(json);
 	return 0;
 }
@@ -146,16 +148,10 @@ size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id)
 	return box_procs_running(sdir, NULL);
 }
 
-static void add_running(struct lb_box *box, const char *key, const char *sdir, void *ctx)
-{
-	*(size_t *)ctx += box_procs_running(sdir, NULL);
-}
-
+/* From the index (index.c): O(running processes), never O(sessions). */
 size_t lb_box_proc_count_running(struct lb_box *box)
 {
-	size_t n = 0;
-	box_each_session(box, add_running, &n);
-	return n;
+	return box_running_count(box, false);
 }
 
 struct proc_counts {
@@ -224,6 +220,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		if (!terminate(keeper, kstart)) /* replace, no conflict (§3.6) */
 			kill_orphan(box, session_id, &old);
 		lb_box_proc_info_free(&old);
+		box_running_remove(box, box_sdir_key(sdir), spec->process_id, 0, 0);
 		box_proc_files_unlink(json);
 	}
 	/* the runtime-wide count and the start under one lock: concurrent starts in different
@@ -231,7 +228,8 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 	_cleanup_close_ int cap = -1;
 	if (box_flock(box->dir, "procs-capacity.lock", LOCK_EX, true, &cap, err) < 0)
 		return -1;
-	if ((int64_t)lb_box_proc_count_running(box) >= box->limits.max_managed_processes)
+	/* validated: the entries of keepers killed outright go here, so none refuses forever */
+	if ((int64_t)box_running_count(box, true) >= box->limits.max_managed_processes)
 		return lb_err_box(err, LB_BOX_ECAPACITY,
 				  "Box managed process capacity reached (%lld)",
 				  (long long)box->limits.max_managed_processes);

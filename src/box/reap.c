@@ -152,6 +152,7 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 	if (box_deleting_elsewhere(sdir))
 		return;
 	if (box_record_read_dir(box, key, &s, NULL) < 0) {
+		box_live_remove(box, key); /* none is live without its record (index.c) */
 		/* a delete that was interrupted: finish it */
 		if (box_record_read_file(box, key, "deleting.json", &s, NULL) == 0) {
 			begin_drop(box, r, s.session_id);
@@ -161,6 +162,8 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 		}
 		return;
 	}
+	/* a create that died between its record and its entry */
+	box_live_add(box, key, s.session_id, NULL);
 	_cleanup_close_ int lock = -1;
 	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock))
 		begin_drop(box, r, s.session_id);
@@ -193,6 +196,9 @@ int lb_box_session_reap(struct lb_box *box, uint64_t now_ns, size_t *removed, st
 	box_reap_locked(box, now_ns ? now_ns : lb_realtime_ns(), &d);
 	close(lock);
 	*removed = box_dropping_finish(box, &d);
+	/* the reaper's round also drops what keepers killed outright left in the index, so
+	 * box_status, which trusts its names, is right again within a round */
+	box_running_heal(box);
 	return 0;
 }
 

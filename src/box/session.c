@@ -66,6 +66,11 @@ static int finish_create(struct lb_box *box, const struct lb_box_spec *bs, struc
 		lb_sandbox_destroy(&box->paths, out->sandbox, NULL);
 		return lb_err_set(err, ENOMEM, "session record");
 	}
+	/* counted by box_status from now on; without its entry it would not be, so no session */
+	if (box_live_add(box, box_sdir_key(sdir), out->session_id, err) < 0) {
+		lb_sandbox_destroy(&box->paths, out->sandbox, NULL);
+		return -1;
+	}
 	box_unmark_creating(sdir);
 	box_reap_due_lower(box, out);
 	return 0;

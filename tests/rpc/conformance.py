@@ -1077,6 +1077,69 @@ def exit_line(box, why):
 
 
 @stdio_only
+def status_and_capacity_follow_the_running_index(h):
+    """box_status and the managed-process capacity read RUNROOT/box/live and box/running (an
+    entry per live session and per running process), not every session: the entries follow
+    start, exit, replace, stop and delete; a keeper killed outright leaves a stale entry that
+    box_status counts until the next start's capacity check removes it (none refuses forever);
+    a hashed session id matches its tenant's prefix."""
+    box = h.start("stdio", env={"LBBOX_BOX_MAX_PROCESSES": "2"})
+    other = dict(CTX, workspace_uuid="ws-2")
+    long_id = "L" * 90  # its physical id is over 100 bytes: a hashed name
+    running_dir = os.path.join(box.runroot, "box", "running")
+    live_dir = os.path.join(box.runroot, "box", "live")
+
+    def entries():
+        return sorted(os.listdir(running_dir)) if os.path.isdir(running_dir) else []
+
+    def counts(ctx=CTX):
+        st = box.ok("box_status", {}, ctx)
+        return st["active_sessions"], st["managed_processes"]
+
+    def start(sid, pid, cmd="sleep", args=("1000",), ctx=CTX):
+        return box.ok("box_start_managed_process", {"session_id": sid, "spec": {
+            "process_id": pid, "command": cmd, "args": list(args)}}, ctx)
+
+    for sid in ("s1", "s2", long_id):
+        box.ok("box_create_session", spec(sid))
+    box.ok("box_create_session", spec("o1"), other)
+    assert len(os.listdir(live_dir)) == 4, os.listdir(live_dir)
+    assert counts() == (3, 0) and counts(other) == (1, 0), (counts(), counts(other))
+    start("s1", "a")
+    assert counts() == (3, 1) and len(entries()) == 1, (counts(), entries())
+    start("s1", "quick", "sh", ["-c", "exit 0"])
+    wait_exited(box, "s1", "quick")
+    assert counts() == (3, 1) and len(entries()) == 1, (counts(), entries())
+    first = entries()
+    start("s1", "a")  # replaced: a new keeper, the same count
+    assert counts() == (3, 1) and entries() == first, (counts(), entries())
+    start(long_id, "h")
+    assert counts() == (3, 2) and counts(other) == (1, 0), (counts(), counts(other))
+    assert [e for e in entries() if e.startswith("~")], entries()
+    box.err("box_start_managed_process", {"session_id": "s2", "spec": {
+        "process_id": "x", "command": "sleep", "args": ["1000"]}},
+        "BoxCapacityExceededError: Box managed process capacity reached (2)")
+    # the hashed session's keeper is killed outright: its entry stays, counted by status
+    hashed = [e for e in entries() if e.startswith("~")][0]
+    keeper = int(os.readlink(os.path.join(running_dir, hashed)).split()[0])
+    os.kill(keeper, signal.SIGKILL)
+    assert poll(lambda: not os.path.exists("/proc/%d" % keeper), 5)
+    assert counts() == (3, 2), counts()
+    start("s2", "x")  # the capacity check validated the index: the stale entry went
+    assert hashed not in entries() and len(entries()) == 2, entries()
+    assert counts() == (3, 2), counts()
+    box.ok("box_stop_managed_process", {"session_id": "s1", "process_id": "a"})
+    assert counts() == (3, 1) and len(entries()) == 1, (counts(), entries())
+    box.ok("box_delete_session", {"session_id": "s2"})  # with its running process
+    assert counts() == (2, 0) and entries() == [], (counts(), entries())
+    box.ok("box_stop_managed_process", {"session_id": long_id, "process_id": "h"})
+    for sid in ("s1", long_id):
+        box.ok("box_delete_session", {"session_id": sid})
+    box.ok("box_delete_session", {"session_id": "o1"}, other)
+    assert counts() == (0, 0) and os.listdir(live_dir) == [], os.listdir(live_dir)
+
+
+@stdio_only
 def sigterm_exit(h):
     box = h.start("stdio")
     box.ok("box_create_session", spec("s1"))
