@@ -20,6 +20,7 @@
  *     procs/              managed processes (managed.c)
  *   live/<key>            -> the session's id: it has its record (index.c)
  *   running/<key>@<proc>  -> "<keeper pid> <start>": a running managed process (index.c)
+ *   exited/<ns>@<key>@<proc>  an exited managed process's record (index_exited.c)
  */
 #define BOX_KEY_MAX 128
 
@@ -66,6 +67,26 @@ void box_running_remove_session(const struct lb_box *box, const char *skey);
 size_t box_running_count(const struct lb_box *box, bool heal);
 /* box_running_count(heal) under the capacity lock. */
 void box_running_heal(const struct lb_box *box);
+/* The pieces index_exited.c shares: RUNROOT/box/dir/name, a symlink made there (an existing one
+ * kept), and fn on every name of the directory. */
+void box_index_path(const struct lb_box *box, const char *dir, const char *name, char *out,
+		    size_t len);
+int box_index_add(const struct lb_box *box, const char *dir, const char *name, const char *target,
+		  struct lb_err **err);
+typedef void (*box_index_fn)(const struct lb_box *box, int dfd, const char *name, void *ctx);
+void box_index_each(const struct lb_box *box, const char *dir, box_index_fn fn, void *ctx);
+
+/* index_exited.c: RUNROOT/box/exited/<exited ns>@<key>@<proc key>, one per exited record, so
+ * the retention (§3.5) reads names, not every session. */
+int box_exited_add(const struct lb_box *box, const char *skey, const char *process_id,
+		   uint64_t exited_ns, struct lb_err **err);
+/* The entries of one process (process_id), or of every process of the session (NULL). */
+void box_exited_remove(const struct lb_box *box, const char *skey, const char *process_id);
+/* Records past the retention time or beyond the runtime's maximum go, oldest first. */
+void box_exited_prune(struct lb_box *box);
+/* Entries for the session's exited records that have none (a keeper killed between its record
+ * and its entry, or records older than the index): the reaper's round. */
+void box_exited_reindex(const struct lb_box *box, const char *skey, const char *sdir);
 
 /* box_spec_record.c: BoxSpec from a session record or a copy: LangBot's rules only, so a
  * session stored before lbbox's own rules tightened can still be read, listed and removed. */
@@ -226,8 +247,5 @@ void box_procs_terminate_all(struct lb_box *box, const char *sdir);
 bool box_procs_any_running(const char *sdir);
 /* Running processes of the session (only: just that process_id, 0 or 1). */
 size_t box_procs_running(const char *sdir, const char *only);
-/* managed_retention.c: drops exited records past the retention time or beyond the per-runtime
- * maximum. */
-void box_procs_prune(struct lb_box *box);
 
 #endif

@@ -35,21 +35,21 @@ const char *box_sdir_key(const char *sdir)
 	return slash ? slash + 1 : sdir;
 }
 
-static void index_path(const struct lb_box *box, const char *dir, const char *name, char *out,
-		       size_t len)
+void box_index_path(const struct lb_box *box, const char *dir, const char *name, char *out,
+		    size_t len)
 {
 	snprintf(out, len, "%s/%s/%s", box->dir, dir, name);
 }
 
 /* target at RUNROOT/box/dir/name; an existing one is kept (it says the same). */
-static int index_add(const struct lb_box *box, const char *dir, const char *name,
-		     const char *target, struct lb_err **err)
+int box_index_add(const struct lb_box *box, const char *dir, const char *name, const char *target,
+		  struct lb_err **err)
 {
 	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/%s", box->dir, dir);
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return lb_err_set(err, errno, "create %s", path);
-	index_path(box, dir, name, path, sizeof(path));
+	box_index_path(box, dir, name, path, sizeof(path));
 	if (symlink(target, path) < 0 && errno != EEXIST)
 		return lb_err_set(err, errno, "create %s", path);
 	return 0;
@@ -59,13 +59,13 @@ int box_live_add(const struct lb_box *box, const char *key, const char *id, stru
 {
 	char target[BOX_LIVE_ID_MAX + 1];
 	snprintf(target, sizeof(target), "%s", id); /* enough of it for any tenant's prefix */
-	return index_add(box, "live", key, target, err);
+	return box_index_add(box, "live", key, target, err);
 }
 
 void box_live_remove(const struct lb_box *box, const char *key)
 {
 	char path[LB_PATH_BUF];
-	index_path(box, "live", key, path, sizeof(path));
+	box_index_path(box, "live", key, path, sizeof(path));
 	unlink(path);
 }
 
@@ -89,9 +89,9 @@ int box_running_add(const struct lb_box *box, const char *skey, const char *proc
 	keeper_text(keeper, start, target, sizeof(target));
 	/* a stale one (its keeper was killed): the caller holds the session's procs.lock and the
 	 * capacity lock, so no one else makes this name meanwhile */
-	index_path(box, "running", name, path, sizeof(path));
+	box_index_path(box, "running", name, path, sizeof(path));
 	unlink(path);
-	return index_add(box, "running", name, target, err);
+	return box_index_add(box, "running", name, target, err);
 }
 
 void box_running_remove(const struct lb_box *box, const char *skey, const char *process_id,
@@ -99,7 +99,7 @@ void box_running_remove(const struct lb_box *box, const char *skey, const char *
 {
 	char name[BOX_KEY_MAX + 40], path[LB_PATH_BUF], want[64], have[64];
 	running_name(skey, process_id, name, sizeof(name));
-	index_path(box, "running", name, path, sizeof(path));
+	box_index_path(box, "running", name, path, sizeof(path));
 	if (keeper > 0) { /* a keeper removes its own entry only, never a successor's */
 		keeper_text(keeper, start, want, sizeof(want));
 		ssize_t n = readlink(path, have, sizeof(have) - 1);
@@ -109,10 +109,7 @@ void box_running_remove(const struct lb_box *box, const char *skey, const char *
 	unlink(path);
 }
 
-/* Calls fn on every entry's name of RUNROOT/box/dir. */
-typedef void (*index_fn)(const struct lb_box *box, int dfd, const char *name, void *ctx);
-
-static void index_each(const struct lb_box *box, const char *dir, index_fn fn, void *ctx)
+void box_index_each(const struct lb_box *box, const char *dir, box_index_fn fn, void *ctx)
 {
 	char path[LB_PATH_BUF];
 	snprintf(path, sizeof(path), "%s/%s", box->dir, dir);
@@ -132,7 +129,7 @@ static void remove_if_session(const struct lb_box *box, int dfd, const char *nam
 
 void box_running_remove_session(const struct lb_box *box, const char *skey)
 {
-	index_each(box, "running", remove_if_session, (void *)skey);
+	box_index_each(box, "running", remove_if_session, (void *)skey);
 }
 
 struct validate_ctx {
@@ -159,7 +156,7 @@ static void validate_one(const struct lb_box *box, int dfd, const char *name, vo
 size_t box_running_count(const struct lb_box *box, bool heal)
 {
 	struct validate_ctx v = {.heal = heal};
-	index_each(box, "running", validate_one, &v);
+	box_index_each(box, "running", validate_one, &v);
 	return v.n;
 }
 

@@ -472,6 +472,10 @@ static void finish(struct keeper *k)
 	/* no longer counted before the record says exited: never counted while it says so */
 	unindex_self(k);
 	save(k);
+	/* for the retention (index_exited.c); a detached run's history stays until its run goes */
+	if (!k->info.history)
+		box_exited_add(k->box, box_sdir_key(k->sdir), k->info.process_id, k->info.exited_ns,
+			       NULL);
 	box_follower_close(&k->fol); /* its end: the exit is recorded */
 	unlink_sockets(k);
 	box_touch(k->sdir);

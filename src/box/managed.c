@@ -110,6 +110,7 @@ static int stop_and_drop(struct lb_box *box, const char *session_id, const char 
 	lb_box_proc_info_free(&info);
 	/* a keeper that ended on its own removed its entry; one killed outright did not */
 	box_running_remove(box, box_sdir_key(sdir), process_id, 0, 0);
+	box_exited_remove(box, box_sdir_key(sdir), process_id);
 	box_proc_files_unlink(json);
 	return 0;
 }
@@ -134,7 +135,7 @@ int lb_box_proc_get(struct lb_box *box, const char *session_id, const char *proc
 	uint64_t kstart;
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
-	box_procs_prune(box);
+	box_exited_prune(box);
 	box_proc_paths(sdir, process_id, json, NULL, sizeof(json));
 	if (box_proc_read(json, out, &keeper, &kstart, NULL) < 0)
 		return not_found(session_id, process_id, err);
@@ -221,6 +222,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 			kill_orphan(box, session_id, &old);
 		lb_box_proc_info_free(&old);
 		box_running_remove(box, box_sdir_key(sdir), spec->process_id, 0, 0);
+		box_exited_remove(box, box_sdir_key(sdir), spec->process_id);
 		box_proc_files_unlink(json);
 	}
 	/* the runtime-wide count and the start under one lock: concurrent starts in different
@@ -347,7 +349,7 @@ int lb_box_proc_list(struct lb_box *box, const char *session_id, struct lb_box_p
 	struct list_ctx l = {0};
 	if (session_dir(box, session_id, sdir, sizeof(sdir), err) < 0)
 		return -1;
-	box_procs_prune(box);
+	box_exited_prune(box);
 	box_each_proc(sdir, collect, &l);
 	if (l.oom) {
 		lb_box_proc_list_free(l.v, l.n);

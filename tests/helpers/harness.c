@@ -817,9 +817,10 @@ static void report_box(FILE *m, const char *dir, const char *name)
 		    !strcmp(e->d_name, "runs.lock") || !strcmp(e->d_name, "reap.due"))
 			continue;
 		char *sub = lbt_strdupf("%s/%s", box, e->d_name);
-		// the indexes (box/live, box/running) stay too, empty like sessions/
+		// the indexes (box/live, box/running, box/exited) stay too, empty like sessions/
 		if (!strcmp(e->d_name, "sessions") || !strcmp(e->d_name, "instances") ||
-		    !strcmp(e->d_name, "live") || !strcmp(e->d_name, "running"))
+		    !strcmp(e->d_name, "live") || !strcmp(e->d_name, "running") ||
+		    !strcmp(e->d_name, "exited"))
 			report_dir_entries(m, sub);
 		else
 			fprintf(m, "left in runroot: %s\n", sub);

@@ -484,7 +484,8 @@ def leftover_processes(tmp):
 
 def check_clean(box):
     left = [d for d in glob.glob(os.path.join(box.runroot, "*")) if not d.endswith("/box")]
-    left += glob.glob(os.path.join(box.runroot, "box", "sessions", "*"))
+    for sub in ("sessions", "live", "running", "exited"):  # the records and their indexes
+        left += glob.glob(os.path.join(box.runroot, "box", sub, "*"))
     assert not left, "left behind: %s" % left
     cgs = (glob.glob("/sys/fs/cgroup/*/lbbox-*") + glob.glob("/sys/fs/cgroup/*/*/lbbox-*") +
            glob.glob("/sys/fs/cgroup/*/*/*/lbbox-*"))
@@ -1137,6 +1138,44 @@ def status_and_capacity_follow_the_running_index(h):
         box.ok("box_delete_session", {"session_id": sid})
     box.ok("box_delete_session", {"session_id": "o1"}, other)
     assert counts() == (0, 0) and os.listdir(live_dir) == [], os.listdir(live_dir)
+
+
+@stdio_only
+def completed_retention_reads_the_exited_index(h):
+    """The retention of exited processes (§3.5: at most max_completed_processes across the
+    runtime, oldest first) reads RUNROOT/box/exited, an entry per exited record named by its exit
+    time, not every session: the entries follow exit, replace, stop and delete, and the oldest
+    exit of another session goes when a newer one would pass the maximum."""
+    box = h.start("stdio", env={"LBBOX_BOX_MAX_COMPLETED": "2"})
+    exited_dir = os.path.join(box.runroot, "box", "exited")
+
+    def entries():
+        return sorted(os.listdir(exited_dir)) if os.path.isdir(exited_dir) else []
+
+    def run(sid, pid):
+        box.ok("box_start_managed_process", {"session_id": sid, "spec": {
+            "process_id": pid, "command": "sh", "args": ["-c", "exit 3"]}})
+        wait_exited(box, sid, pid)
+
+    def exists(sid, pid):
+        r = box.call("box_get_managed_process", {"session_id": sid, "process_id": pid})
+        return r["code"] == 0
+
+    for sid in ("s1", "s2"):
+        box.ok("box_create_session", spec(sid))
+    run("s1", "first")
+    assert len(entries()) == 1 and "-s1@" in entries()[0], entries()  # key: tenant-s1
+    run("s2", "second")
+    run("s2", "third")  # the next get prunes: s1's "first" is the oldest of three
+    assert not exists("s1", "first") and exists("s2", "second") and exists("s2", "third")
+    assert len(entries()) == 2, entries()
+    run("s2", "third")  # replaced: its old exit's entry went with its record
+    assert len(entries()) == 2 and exists("s2", "second"), entries()
+    box.ok("box_stop_managed_process", {"session_id": "s2", "process_id": "second"})
+    assert len(entries()) == 1, entries()
+    box.ok("box_delete_session", {"session_id": "s2"})
+    assert entries() == [], entries()
+    box.ok("box_delete_session", {"session_id": "s1"})
 
 
 @stdio_only
