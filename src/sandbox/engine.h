@@ -259,8 +259,14 @@ struct lb_sandbox {
 	bool userns; /* rootless: its own user namespace, joined by every exec */
 };
 
-/* gc.c: removes a dead sandbox's cgroups and state directory; false while pid 1 lives. */
-bool lb_gc_collect(const char *runroot, const char *statedir);
+/* A sandbox id is 12 hex digits (the name of its state directory). */
+int lb_sandbox_check_id(const char *id, struct lb_err **err);
+/* The cgroup its state.json records (not owned), whatever else that state holds or lacks. */
+int lb_sandbox_open_cgroup(const char *statedir, const char *id, struct lb_cgroup **out,
+			   struct lb_err **err);
+/* gc.c: removes a sandbox its destroyer has killed (its alive lock free): cgroups, pasta, state
+ * directory, lease. Fails, leaving the state, while a cgroup still holds tasks. */
+int lb_gc_remove_killed(const char *runroot, const char *statedir, struct lb_err **err);
 /* The same for at most max sandboxes of the runroot, a random window (every one when fewer). */
 #define LB_GC_PER_RUN 16
 void lb_gc_some(const struct lb_paths *paths, size_t max);

@@ -38,6 +38,7 @@ from ocihost import (ULIMITS, containerd_host, cpuset_dirs, ctr_remove,  # noqa:
 from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
                            systemd_path_checks, update_checks)
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
+from delete_checks import delete_force_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
@@ -328,6 +329,7 @@ def part_runtime(tmp):
     update_checks(ctx)
     cpuset_checks(ctx)
     preserve_fds_checks(ctx)
+    delete_force_checks(ctx)  # records that do not open, an end held up
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
 
