@@ -665,6 +665,25 @@ def part_masks(tmp):
     r = sh(R + ["create", "-b", b, "mk2"])
     check(r.returncode == 1 and r.stderr.count("\n") == 1 and "not absolute" in r.stderr,
           f"a relative masked path is refused with one line ({r.stderr.strip()})")
+    # the image's link to its own root: a mount there would have become the container's root
+    os.symlink("../..", os.path.join(rfs, "up"))
+    cfg["linux"]["maskedPaths"] = []
+    for i, (kind, extra) in enumerate((
+            ("bind", {"mounts": [{"destination": "/up", "type": "bind", "source": hostside,
+                                  "options": ["rbind", "ro"]}]}),
+            ("tmpfs", {"mounts": [{"destination": "/up", "type": "tmpfs", "source": "tmpfs"}]}),
+            ("masked", {"maskedPaths": ["/up"]}),
+            ("read-only", {"readonlyPaths": ["/up"]}))):
+        c = json.loads(json.dumps(cfg))
+        c["mounts"] = cfg.get("mounts", []) + extra.get("mounts", [])
+        c["linux"]["maskedPaths"] = extra.get("maskedPaths", [])
+        c["linux"]["readonlyPaths"] = extra.get("readonlyPaths", [])
+        json.dump(c, open(os.path.join(b, "config.json"), "w"))
+        rc, err = create(R, tmp, ["-b", b, f"mr{i}"])
+        check(rc == 1 and err.count("\n") == 1 and "leads to the sandbox's root itself" in err
+              and not os.path.exists(os.path.join(root, f"mr{i}")),
+              f"a {kind} mount on a link to the root is refused with one line ({err.strip()})")
+        sh(R + ["delete", "--force", f"mr{i}"])
 
 
 def devices_bundle(tmp, name, args, devices, rules, rootfs=None):
