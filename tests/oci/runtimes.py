@@ -40,9 +40,11 @@ from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 from delete_checks import delete_force_checks  # noqa: E402
 
-# LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
+# LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own.
+# Resolved: a worktree's rootfs is a link to a shared one, and `cp -a LINK COPY` copies the link
+# (part_masks then wrote its files into the shared rootfs)
 BUILD = os.path.abspath(sys.argv[1])
-ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
+ROOTFS = os.path.realpath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
 RUNC = os.path.join(BUILD, "lbbox-runc")
 FAILS = []
 
