@@ -135,6 +135,9 @@ static int build(const struct lb_oci_root *r, const char *dir, struct lb_oci_con
 		return lb_err_set(err, ENOMEM, "console socket");
 	/* v1: a cpuset cgroup from the start, so that `update --cpuset-cpus` has one to write */
 	cfg->spec.limits.cpuset_cgroup = true;
+	/* found by it when the container's own state is unreadable (delete --force) */
+	if (!(cfg->spec.tag = strdup(st->id)))
+		return lb_err_set(err, ENOMEM, "create");
 	if (write_seccomp(dir, cfg, err) < 0 || make_gate(dir, &cfg->spec, err) < 0 ||
 	    lb_oci_plan_hooks(dir, cfg, hooks, err) < 0 ||
 	    lb_spec_check(&cfg->spec, &r->paths, err) < 0 || create_sandbox(r, cfg, st, err) < 0)
@@ -361,11 +364,16 @@ int lb_oci_delete(const struct lb_oci_root *r, const char *id, bool force, struc
 	char dir[LB_PATH_BUF];
 	if (lb_oci_state_load(r, id, &st, err) < 0) {
 		/* forced: a container already gone is no error (as runc); a directory without a
-		 * readable state is what a killed create left */
+		 * readable state is what a killed create left, or a damaged record, whose sandbox
+		 * (found by its tag, the id) must not run on unnamed */
 		if (!force || lb_oci_container_dir(r, id, dir, sizeof(dir), NULL) < 0)
 			return -1;
 		lb_err_free(err);
-		return access(dir, F_OK) == 0 ? lb_rm_rf(dir, err) : 0;
+		if (access(dir, F_OK) < 0)
+			return 0;
+		if (lb_sandbox_destroy_tagged(&r->paths, id, err) < 0)
+			return lb_oci_one_line(err);
+		return lb_rm_rf(dir, err);
 	}
 	int rc = 0;
 	if ((st.status == LB_OCI_RUNNING || st.status == LB_OCI_PAUSED) && !force) {

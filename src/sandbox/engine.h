@@ -89,6 +89,9 @@ struct lb_child_ctx {
 int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, int *out,
 		    struct lb_err **err);
 int lb_open_root_dir(int rootfd, const char *name, int *out, struct lb_err **err);
+/* lb_open_in_root for what lbbox mounts on: refused when path leads to the root itself. */
+int lb_open_mount_target(int rootfd, const char *path, bool create, bool want_dir, int *out,
+			 struct lb_err **err);
 int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned long flags,
 		const char *data, struct lb_err **err);
 /* Adds attrs (MOUNT_ATTR_*) to the mount fd refers to (and every mount below it when rec),
@@ -105,8 +108,13 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 /* Builds the whole filesystem below <statedir>/root (returned in newroot) in the child. */
 /* *scratch: the scratch tmpfs's handle, which newroot's path goes through (kept until
  * pivot_root, then closed by the caller). */
+/* *root: the root's directory as mounted, which lb_pivot_root checks newroot still leads to. */
+struct lb_root_id {
+	dev_t dev;
+	ino_t ino;
+};
 int lb_rootfs_prepare(const struct lb_child_ctx *ctx, char *newroot, size_t len, int *scratch,
-		      struct lb_err **err);
+		      struct lb_root_id *root, struct lb_err **err);
 int lb_rootfs_host_image(int rootfd, struct lb_err **err);
 int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err);
 /* dev.c: *out = the handle of /dev's tmpfs mount, for lb_seal_dev once the volumes are mounted. */
@@ -116,7 +124,8 @@ int lb_mount_dev(int rootfd, const struct lb_child_ctx *ctx, int *out, struct lb
 int lb_devices_open_host(const struct lb_spec *spec, int *fds, struct lb_err **err);
 int lb_make_devices(int devfd, const struct lb_spec *spec, const int *hostfds, struct lb_err **err);
 int lb_seal_dev(int devfd, struct lb_err **err);
-int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err);
+int lb_pivot_root(const char *newroot, const struct lb_root_id *root, bool readonly,
+		  struct lb_err **err);
 
 /* hooks.c: spec->hooks' points, in pid 1. */
 /* The exit_code of the report pid 1 sends on err_fd when it stops for lbbox's own hooks. */
@@ -259,8 +268,14 @@ struct lb_sandbox {
 	bool userns; /* rootless: its own user namespace, joined by every exec */
 };
 
-/* gc.c: removes a dead sandbox's cgroups and state directory; false while pid 1 lives. */
-bool lb_gc_collect(const char *runroot, const char *statedir);
+/* A sandbox id is 12 hex digits (the name of its state directory). */
+int lb_sandbox_check_id(const char *id, struct lb_err **err);
+/* The cgroup its state.json records (not owned), whatever else that state holds or lacks. */
+int lb_sandbox_open_cgroup(const char *statedir, const char *id, struct lb_cgroup **out,
+			   struct lb_err **err);
+/* gc.c: removes a sandbox its destroyer has killed (its alive lock free): cgroups, pasta, state
+ * directory, lease. Fails, leaving the state, while a cgroup still holds tasks. */
+int lb_gc_remove_killed(const char *runroot, const char *statedir, struct lb_err **err);
 /* The same for at most max sandboxes of the runroot, a random window (every one when fewer). */
 #define LB_GC_PER_RUN 16
 void lb_gc_some(const struct lb_paths *paths, size_t max);

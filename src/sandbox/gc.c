@@ -41,7 +41,6 @@ static bool remove_cgroups(char **cgroups)
 	return true;
 }
 
-/* Returns true when a collected sandbox had network "on" (its address lease is left to free). */
 /* Its pid 1 holds the alive lock while it lives: no need to read the state. */
 static bool lock_held(const char *statedir)
 {
@@ -51,7 +50,8 @@ static bool lock_held(const char *statedir)
 	return fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
 }
 
-static bool collect_one(const char *statedir, bool *collected)
+/* Returns true when a collected sandbox had network "on" (its address lease is left to free). */
+static bool collect_one(const char *statedir)
 {
 	bool net_on = false;
 	struct lb_state st;
@@ -75,18 +75,34 @@ static bool collect_one(const char *statedir, bool *collected)
 	if (dead && remove_cgroups(st.cgroups)) {
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
-		*collected = true;
 	}
 	lb_state_free(&st);
 	return net_on;
 }
 
-bool lb_gc_collect(const char *runroot, const char *statedir)
+/*
+ * No liveness test here: pid 1 of a killed sandbox can stay a live task after it closed its
+ * files (and so dropped the lock), held in the kernel until a parent outside reaps a process of
+ * its namespace, but it has left its cgroups by then. Empty cgroups are the proof: each must go
+ * (rmdir fails while a task is in it) before the state does.
+ */
+int lb_gc_remove_killed(const char *runroot, const char *statedir, struct lb_err **err)
 {
-	bool collected = false;
-	if (collect_one(statedir, &collected))
-		lb_net_gc(runroot);
-	return collected;
+	struct lb_state st = {0};
+	bool have = lb_state_read(statedir, &st, NULL) == 0;
+	char **early = have ? NULL : lb_state_read_cgroups(statedir);
+	lb_net_pasta_reap_record(statedir);
+	int r = 0;
+	for (char **c = have ? st.cgroups : early; c && *c && r == 0; c++)
+		r = lb_cgroup_remove_path(*c, err);
+	bool net_on = have && st.net_on;
+	lb_strvfreep(&early);
+	lb_state_free(&st);
+	if (r == 0)
+		r = lb_rm_rf(statedir, err);
+	if (r == 0 && net_on)
+		lb_net_gc(runroot); /* its lease */
+	return r;
 }
 
 /* A sandbox's state directory name: 12 hex digits; anything else is not ours to remove. */
@@ -123,9 +139,8 @@ void lb_gc_some(const struct lb_paths *paths, size_t max)
 	size_t start = n > max ? ((size_t)ts.tv_nsec ^ (size_t)getpid()) % n : 0;
 	for (size_t i = 0; i < n && i < max; i++) {
 		char path[LB_PATH_BUF];
-		bool collected = false;
 		snprintf(path, sizeof(path), "%s/%s", paths->runroot, ids[(start + i) % n]);
-		net_on |= collect_one(path, &collected);
+		net_on |= collect_one(path);
 	}
 	free(ids);
 	if (net_on)
@@ -144,8 +159,7 @@ int lb_sandbox_gc(const struct lb_paths *paths, struct lb_err **err)
 		if (!is_sandbox_id(de->d_name))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", paths->runroot, de->d_name);
-		bool collected = false;
-		net_on |= collect_one(path, &collected);
+		net_on |= collect_one(path);
 	}
 	/* Only for dead "on" sandboxes: the common path does no network work at all. */
 	if (net_on)

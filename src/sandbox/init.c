@@ -158,14 +158,15 @@ static int build_root(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 		      pid_t *host_pid, struct lb_err **err)
 {
 	const struct lb_spec *spec = ctx->spec;
-	if (lb_rootfs_prepare(ctx, newroot, len, scratch, err) < 0)
+	struct lb_root_id root;
+	if (lb_rootfs_prepare(ctx, newroot, len, scratch, &root, err) < 0)
 		return -1;
 	if (spec->hooks && lb_hooks_mounted(ctx, newroot, host_pid, err) < 0)
 		return -1;
 	/* after the hooks: whatever they mounted, the bundle's masks have the last word */
 	if (lb_apply_masks(spec, newroot, err) < 0)
 		return -1;
-	return lb_pivot_root(newroot, spec->readonly_root, err);
+	return lb_pivot_root(newroot, &root, spec->readonly_root, err);
 }
 
 /* host_pid: filled at the hook point (spec->hooks only). */

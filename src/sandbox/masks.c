@@ -22,13 +22,16 @@ static int open_entry(int rootfd, const char *path, int *fd, struct lb_err **err
 {
 	struct lb_err *e = NULL;
 	*fd = -1;
-	if (lb_open_in_root(rootfd, path, false, false, fd, &e) == 0)
+	if (lb_open_mount_target(rootfd, path, false, false, fd, &e) == 0)
 		return 0;
 	int errnum = e->errnum;
-	lb_err_free(&e);
-	if (errnum == ENOENT || errnum == ENOTDIR)
+	if (errnum == ENOENT || errnum == ENOTDIR) {
+		lb_err_free(&e);
 		return 0;
-	return lb_err_set(err, errnum, "masked or read-only path %s", path);
+	}
+	lb_err_set(err, 0, "masked or read-only path %s: %s", path, e->msg);
+	lb_err_free(&e);
+	return -1;
 }
 
 /* A directory: an empty read-only tmpfs; anything else: the host's /dev/null (a char device the

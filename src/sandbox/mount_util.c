@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -78,6 +79,34 @@ int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, in
 	if (fd < 0)
 		return lb_err_set(err, errno, "open /%s in the sandbox root", path);
 	*out = fd;
+	return 0;
+}
+
+/* Whether fd is the root itself: its directory, as the root of a mount (a directory elsewhere on
+ * an overlay may share its inode number, never that). Unknown counts as the root. */
+static bool is_root(int rootfd, int fd)
+{
+	struct stat r;
+	struct statx t;
+	if (fstat(rootfd, &r) < 0 || statx(fd, "", AT_EMPTY_PATH, 0, &t) < 0)
+		return true;
+	bool mount_root = !(t.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+			  (t.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	return makedev(t.stx_dev_major, t.stx_dev_minor) == r.st_dev && t.stx_ino == r.st_ino &&
+	       mount_root;
+}
+
+/* A mount on the root itself would be what pivot_root makes the sandbox's root (an image's
+ * "w -> /", "w -> ..", a volume on "/"): such a target is refused. */
+int lb_open_mount_target(int rootfd, const char *path, bool create, bool want_dir, int *out,
+			 struct lb_err **err)
+{
+	_cleanup_close_ int fd = -1;
+	if (lb_open_in_root(rootfd, path, create, want_dir, &fd, err) < 0)
+		return -1;
+	if (is_root(rootfd, fd))
+		return lb_err_set(err, 0, "%s leads to the sandbox's root itself", path);
+	*out = LB_TAKE_FD(fd);
 	return 0;
 }
 
@@ -173,7 +202,7 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 	if (stat(source, &st) < 0)
 		return lb_err_set(err, errno, "bind %s", source);
 	_cleanup_close_ int fd = -1;
-	if (lb_open_in_root(rootfd, target, true, S_ISDIR(st.st_mode), &fd, err) < 0)
+	if (lb_open_mount_target(rootfd, target, true, S_ISDIR(st.st_mode), &fd, err) < 0)
 		return lb_err_wrap(err, "bind %s on %s", source, target);
 	if (lb_mount_fd(source, fd, NULL, MS_BIND | MS_REC, NULL, err) < 0)
 		return lb_err_wrap(err, "bind on %s", target);

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
@@ -121,7 +122,7 @@ static int mount_tmp(int rootfd, uint64_t size, struct lb_err **err)
 	if (!size)
 		return 0;
 	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)size);
-	if (lb_open_in_root(rootfd, "/tmp", true, true, &fd, err) < 0)
+	if (lb_open_mount_target(rootfd, "/tmp", true, true, &fd, err) < 0)
 		return -1;
 	return lb_mount_fd("tmpfs", fd, "tmpfs", MS_NOSUID | MS_NODEV, opts, err);
 }
@@ -157,7 +158,7 @@ static int mount_user_tmpfs(int rootfd, const struct lb_mount *m, struct lb_err 
 	_cleanup_close_ int fd = -1;
 	snprintf(opts, sizeof(opts), "mode=%o,size=%llu", (unsigned)m->tmpfs_mode,
 		 (unsigned long long)m->tmpfs_size);
-	if (lb_open_in_root(rootfd, m->target, true, true, &fd, err) < 0)
+	if (lb_open_mount_target(rootfd, m->target, true, true, &fd, err) < 0)
 		return lb_err_wrap(err, "tmpfs on %s", m->target);
 	unsigned long flags = MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0);
 	return lb_mount_fd("tmpfs", fd, "tmpfs", flags, opts, err) < 0
@@ -178,7 +179,7 @@ static int user_mounts(int rootfd, const struct lb_child_ctx *ctx, struct lb_err
 }
 
 int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t len, int *scratch,
-		      struct lb_err **err)
+		      struct lb_root_id *root, struct lb_err **err)
 {
 	const struct lb_spec *spec = host_ctx->spec;
 	char scratch_path[LB_FD_PATH_BUF];
@@ -196,8 +197,10 @@ int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t
 	if (fill_scratch(ctx, newroot, len, err) < 0 || mount_root(ctx, newroot, err) < 0)
 		return -1;
 	_cleanup_close_ int rootfd = open(newroot, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0)
+	struct stat st;
+	if (rootfd < 0 || fstat(rootfd, &st) < 0)
 		return lb_err_set(err, errno, "open %s", newroot);
+	*root = (struct lb_root_id){.dev = st.st_dev, .ino = st.st_ino};
 	/* A device node in an image (or a rootfs directory) is never usable: the only devices a
 	 * sandbox can open are the ones lb_mount_dev binds into /dev, mounted after this. */
 	/* private: what the host mounts later below a bound rootfs does not appear inside */
@@ -226,10 +229,28 @@ int lb_rootfs_prepare(const struct lb_child_ctx *host_ctx, char *newroot, size_t
 	return 0;
 }
 
-int lb_pivot_root(const char *newroot, bool readonly, struct lb_err **err)
+/* newroot still leads to the root lbbox mounted, not to something mounted on it since (which
+ * pivot_root would make the sandbox's root): the same directory, the root of its mount. */
+static int check_root(const char *newroot, const struct lb_root_id *root, struct lb_err **err)
+{
+	struct statx t;
+	if (statx(AT_FDCWD, ".", 0, 0, &t) < 0)
+		return lb_err_set(err, errno, "stat %s", newroot);
+	bool mount_root = !(t.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+			  (t.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	if (makedev(t.stx_dev_major, t.stx_dev_minor) != root->dev || t.stx_ino != root->ino ||
+	    !mount_root)
+		return lb_err_set(err, 0, "something was mounted over the sandbox's root");
+	return 0;
+}
+
+int lb_pivot_root(const char *newroot, const struct lb_root_id *root, bool readonly,
+		  struct lb_err **err)
 {
 	if (chdir(newroot) < 0)
 		return lb_err_set(err, errno, "chdir %s", newroot);
+	if (check_root(newroot, root, err) < 0)
+		return -1;
 	/* pivot_root(".", ".") stacks the old root under the new one; no put_old directory. */
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return lb_err_set(err, errno, "pivot_root %s", newroot);

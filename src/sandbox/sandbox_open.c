@@ -1,19 +1,17 @@
 /*
  * Live sandboxes (sessions) reopened by any later lbbox process from their state.json: the
  * pidfd of pid 1 (checked against its recorded start time, so a reused pid is never joined),
- * the cgroup, and what every exec must apply to itself. Also their destruction.
+ * the cgroup, and what every exec must apply to itself. Their destruction is destroy.c.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
@@ -22,10 +20,7 @@
 #include "lbbox/base/util.h"
 #include "engine.h"
 
-/* Bound of the wait for pid 1 to go after SIGKILL: the kernel tears the namespaces down. */
-#define DESTROY_WAIT_NS (5ull * 1000 * 1000 * 1000)
-
-static int check_id(const char *id, struct lb_err **err)
+int lb_sandbox_check_id(const char *id, struct lb_err **err)
 {
 	if (!id || strlen(id) != 12 || strspn(id, "0123456789abcdef") != 12)
 		return lb_err_set(err, EINVAL, "invalid sandbox id '%s'", id ? id : "");
@@ -129,7 +124,7 @@ int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sand
 {
 	json_error_t jerr;
 	char path[LB_PATH_BUF];
-	if (check_id(id, err) < 0)
+	if (lb_sandbox_check_id(id, err) < 0)
 		return -1;
 	struct lb_sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -156,6 +151,23 @@ int lb_sandbox_open(const struct lb_paths *paths, const char *id, struct lb_sand
 	return 0;
 }
 
+int lb_sandbox_open_cgroup(const char *statedir, const char *id, struct lb_cgroup **out,
+			   struct lb_err **err)
+{
+	json_error_t jerr;
+	char path[LB_PATH_BUF];
+	struct lb_sandbox sb = {0};
+	snprintf(sb.id, sizeof(sb.id), "%s", id);
+	snprintf(path, sizeof(path), "%s/state.json", statedir);
+	_cleanup_json_ json_t *st = json_load_file(path, 0, &jerr);
+	if (!st)
+		return lb_err_set(err, errno, "read %s: %s", path, jerr.text);
+	if (parse_cgroup(st, &sb, err) < 0)
+		return -1;
+	*out = sb.cg;
+	return 0;
+}
+
 void lb_sandbox_close(struct lb_sandbox *sb)
 {
 	if (!sb)
@@ -173,7 +185,7 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 {
 	struct lb_state st;
 	char statedir[LB_PATH_BUF];
-	if (check_id(id, NULL) < 0)
+	if (lb_sandbox_check_id(id, NULL) < 0)
 		return false;
 	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
 	if (lb_state_read(statedir, &st, NULL) < 0)
@@ -185,71 +197,6 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 	    start != 0 && start == st.pid_start && (!st.pasta || lb_net_pasta_record_ok(statedir));
 	lb_state_free(&st);
 	return alive;
-}
-
-/*
- * Until pid 1 is gone, not only dead: reaped by us when it is our child, else by its parent
- * (the host's init for a session whose lbbox has exited, which may reap late: a command that
- * removed a session must leave no zombie of it behind). A pidfd turns readable when its process
- * exits and signals fail with ESRCH only once it is reaped.
- */
-static void wait_gone(int pidfd)
-{
-	uint64_t deadline = lb_now_ns() + DESTROY_WAIT_NS;
-	struct pollfd p = {.fd = pidfd, .events = POLLIN};
-	siginfo_t info;
-	while (poll(&p, 1, 100) == 0 && lb_now_ns() < deadline)
-		;
-	if (waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG) == 0)
-		return;
-	while (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) == 0 && lb_now_ns() < deadline)
-		usleep(2000);
-}
-
-int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err)
-{
-	struct lb_sandbox *sb = NULL;
-	char statedir[LB_PATH_BUF];
-	if (check_id(id, err) < 0)
-		return -1;
-	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
-	if (lb_sandbox_open(paths, id, &sb, NULL) == 0) {
-		lb_cgroup_kill(sb->cg, NULL);
-		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		wait_gone(sb->pidfd);
-		lb_sandbox_close(sb);
-	}
-	if (access(statedir, F_OK) == 0 && !lb_gc_collect(paths->runroot, statedir))
-		return lb_err_set(err, EBUSY, "sandbox %s could not be removed", id);
-	return 0;
-}
-
-/* Whether the sandbox whose state is in statedir was made with tag. */
-static bool has_tag(const char *statedir, const char *tag)
-{
-	struct lb_state st;
-	if (lb_state_read(statedir, &st, NULL) < 0)
-		return false;
-	bool match = st.tag && !strcmp(st.tag, tag);
-	lb_state_free(&st);
-	return match;
-}
-
-int lb_sandbox_destroy_tagged(const struct lb_paths *paths, const char *tag, struct lb_err **err)
-{
-	_cleanup_closedir_ DIR *d = opendir(paths->runroot);
-	int r = 0;
-	if (!d)
-		return errno == ENOENT ? 0 : lb_err_set(err, errno, "open %s", paths->runroot);
-	for (struct dirent *de; (de = readdir(d));) {
-		char statedir[LB_PATH_BUF];
-		if (check_id(de->d_name, NULL) < 0)
-			continue;
-		snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, de->d_name);
-		if (has_tag(statedir, tag) && lb_sandbox_destroy(paths, de->d_name, err) < 0)
-			r = -1;
-	}
-	return r;
 }
 
 /* The child cgroup CHILD of sb, opened as ours (destroy removes it). */

@@ -252,8 +252,16 @@ const char *lbt_rootfs(void)
 		const char *e = getenv("LBBOX_TEST_ROOTFS");
 		char *bindir = dir_of(lbt_bin());
 
-		H.rootfs = e && *e ? strdup(e) : lbt_strdupf("%s/images/busybox/rootfs", bindir);
+		char *given = e && *e ? strdup(e) : lbt_strdupf("%s/images/busybox/rootfs", bindir);
 		free(bindir);
+		/* resolved: a worktree's rootfs is a link to a shared one, and `cp -a LINK COPY`
+		 * would copy the link, so a test writing into its copy wrote into the shared rootfs
+		 */
+		H.rootfs = realpath(given, NULL);
+		if (!H.rootfs)
+			H.rootfs = given;
+		else
+			free(given);
 	}
 	char *sh = lbt_strdupf("%s/bin/sh", H.rootfs);
 	int ok = access(sh, X_OK) == 0;

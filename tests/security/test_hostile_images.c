@@ -364,3 +364,59 @@ LBT_TEST(hostile_images, proc_and_sys_symlinks_are_refused)
 	lbt_assert_error_line(&o, 125, "/proc is a symlink");
 	lbt_out_free(&o);
 }
+
+// An image's link to the root itself ("w -> /", "w -> .", "u -> ../..", "a/b -> ../") with a
+// volume or tmpfs on it, or a volume on "/": the mount went over the root, and pivot_root made
+// the volume the sandbox's root (the image's layout silently gone). Each is refused in one line;
+// so is a root whose /tmp (lbbox's tmpfs) leads there. A volume elsewhere still works.
+LBT_TEST(hostile_images, mounts_over_the_root_are_refused)
+{
+	char *rfs = lbt_strdupf("%s/rfs-links", lbt_workdir());
+	const char *cp[] = {"cp", "-a", lbt_rootfs(), rfs, NULL};
+	cr_assert_eq(lbt_system(cp), 0);
+	static const char *const links[][2] = {
+	    {"lbt-w", "/"}, {"lbt-d", "."}, {"lbt-u", "../.."}, {"lbt-a/b", "../"}};
+	char *a = lbt_strdupf("%s/lbt-a", rfs);
+	cr_assert_eq(mkdir(a, 0755), 0);
+	for (size_t i = 0; i < 4; i++) {
+		char *l = lbt_strdupf("%s/%s", rfs, links[i][0]);
+		cr_assert_eq(symlink(links[i][1], l), 0);
+		free(l);
+	}
+	char *vol = lbt_mkdir_work("vol-root"), *marker = lbt_strdupf("%s/marker", vol);
+	lbt_write_file(marker, "from-the-volume\n");
+	const char *const targets[] = {"/lbt-w", "/lbt-d", "/lbt-u", "/lbt-a/b", "/", "/lbt-w/"};
+	struct lb_run_out o;
+	for (size_t i = 0; i < 6; i++) {
+		char *v = lbt_strdupf("%s:%s", vol, targets[i]);
+		lbt_run(&o, "run", "--rootfs", rfs, "-v", v, "--", "cat", "/marker", NULL);
+		lbt_assert_error_line(&o, 125, "leads to the sandbox's root itself");
+		lbt_out_free(&o);
+		free(v);
+	}
+	lbt_run(&o, "run", "--rootfs", rfs, "--mount", "type=tmpfs,dst=/lbt-w", "--", "ls",
+		"/bin/sh", NULL);
+	lbt_assert_error_line(&o, 125, "leads to the sandbox's root itself");
+	lbt_out_free(&o);
+	// a session (writable root), as a Box session with a mount is made
+	char *v = lbt_strdupf("%s:/lbt-u", vol);
+	lbt_run(&o, "session", "create", "hostile-root", "--rootfs", rfs, "--read-only=false", "-v",
+		v, NULL);
+	lbt_assert_error_line(&o, 125, "leads to the sandbox's root itself");
+	lbt_out_free(&o);
+	free(v);
+	v = lbt_strdupf("%s:/lbt-x", vol);
+	lbt_run(&o, "run", "--rootfs", rfs, "-v", v, "--", "cat", "/lbt-x/marker", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	cr_expect_str_eq(o.out, "from-the-volume\n");
+	lbt_out_free(&o);
+	// lbbox's own /tmp tmpfs, through the image's "tmp -> /"
+	char *tmp = lbt_strdupf("%s/tmp", rfs);
+	const char *rm[] = {"rm", "-rf", tmp, NULL};
+	cr_assert_eq(lbt_system(rm), 0);
+	cr_assert_eq(symlink("/", tmp), 0);
+	lbt_run(&o, "run", "--rootfs", rfs, "--", "true", NULL);
+	lbt_assert_error_line(&o, 125, "/tmp leads to the sandbox's root itself");
+	lbt_out_free(&o);
+	free(rfs), free(a), free(vol), free(marker), free(v), free(tmp);
+}
