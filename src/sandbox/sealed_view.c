@@ -4,13 +4,16 @@
  * A view (root, or any caller allowed to make an overlayfs): a detached overlayfs whose only
  * layers are read-only lower ones, lbbox's directory on top of an empty one. Nothing is copied,
  * and the view is read-only at the superblock: an overlay without an upper layer has nowhere to
- * write, so no remount, mount_setattr or reopen of /proc/PID/exe, /proc/PID/map_files or an
- * inherited fd can make it writable. A read-only bind mount of the binary (open_tree +
- * MOUNT_ATTR_RDONLY) costs the same but only its mount flag stands between a sandbox and the
- * host's inode: a process with CAP_SYS_ADMIN that holds /proc/PID/exe is on that detached
- * mount's root and can clear the flag with mount_setattr (runc 1.2 dropped it for that reason).
- * The view is never attached to a mount tree, so no mount table shows it and it is gone with
- * the last process running from it.
+ * write, so no remount or mount_setattr of it, and no reopening of /proc/PID/exe, of
+ * /proc/PID/map_files (the overlay's file, or the layer's file on overlayfs's own read-only
+ * private mount) or of an inherited descriptor can write the host's inode. A read-only bind
+ * mount of the binary (open_tree + MOUNT_ATTR_RDONLY) is cheaper (no superblock to set up and
+ * tear down) but only its mount flag stands between a sandbox and the host's inode, and
+ * /proc/PID/exe leads to that detached mount's root: a sandbox given CAP_SYS_ADMIN and the mount
+ * syscalls (--cap-add SYS_ADMIN opens them) could clear the flag with mount_setattr and write
+ * the host binary, which the overlay does not allow whatever the sandbox may do; runc 1.2 chose
+ * the overlay for that. The view is never attached to a mount tree, so no mount table shows it,
+ * and it is gone with the last process running from it.
  *
  * A copy (everyone else: fsopen("overlay") needs CAP_SYS_ADMIN): a memfd holding the binary,
  * sealed against writes, growth and shrinking.

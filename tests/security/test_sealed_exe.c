@@ -8,6 +8,7 @@
 // is unchanged, and the view is mounted nowhere, inside or out.
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -96,6 +97,36 @@ static void add_libraries(const char *root)
 		  "lbbox's libraries not listed (status %d)", status);
 }
 
+// A copy of the busybox rootfs to write into. A user keeps no owner, and of the directories it
+// may not read (root's home) copies an empty one.
+static char *copy_rootfs(void)
+{
+	char *root = lbt_strdupf("%s/rootfs-copy", lbt_workdir());
+	if (geteuid() == 0) {
+		const char *cp[] = {"cp", "-a", lbt_rootfs(), root, NULL};
+		cr_assert_eq(lbt_system(cp), 0, "cp -a %s %s failed", lbt_rootfs(), root);
+		return root;
+	}
+	cr_assert_eq(mkdir(root, 0755), 0);
+	DIR *d = opendir(lbt_rootfs());
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *src = lbt_strdupf("%s/%s", lbt_rootfs(), e->d_name);
+		char *dst = lbt_strdupf("%s/%s", root, e->d_name);
+		if (e->d_type == DT_DIR && access(src, R_OK | X_OK) < 0) {
+			cr_assert_eq(mkdir(dst, 0700), 0);
+		} else {
+			const char *cp[] = {"cp", "-R", src, dst, NULL};
+			cr_assert_eq(lbt_system(cp), 0, "cp -R %s %s failed", src, dst);
+		}
+		free(src), free(dst);
+	}
+	closedir(d);
+	return root;
+}
+
 // The planted image helper: what the sandbox learns about the lbbox that runs it, then the
 // write to lbbox's executable once lbbox is gone (no "text file busy" then).
 static const char helper[] =
@@ -115,9 +146,7 @@ static const char helper[] =
 // A writable root (a copy of the busybox rootfs) with the attack in place.
 static char *hostile_root(void)
 {
-	char *root = lbt_strdupf("%s/rootfs-copy", lbt_workdir());
-	const char *cp[] = {"cp", "-a", lbt_rootfs(), root, NULL};
-	cr_assert_eq(lbt_system(cp), 0, "cp -a %s %s failed", lbt_rootfs(), root);
+	char *root = copy_rootfs();
 	add_libraries(root);
 	char *path = lbt_strdupf("%s/lbbox-image", root);
 	put_file(path, helper, strlen(helper), 0755);
@@ -208,9 +237,7 @@ LBT_TEST(sealed_exe, proc_self_exe_script_cannot_write_lbbox)
 LBT_TEST(sealed_exe, reexec_that_is_not_sealed_fails_once)
 {
 	struct lb_run_out o;
-	char *root = lbt_strdupf("%s/rootfs-copy", lbt_workdir());
-	const char *cp[] = {"cp", "-a", lbt_rootfs(), root, NULL};
-	cr_assert_eq(lbt_system(cp), 0);
+	char *root = copy_rootfs();
 	json_decref(lbt_runv_json((const char *[]){"session", "create", "s2", "--rootfs", root,
 						   "--read-only=false", NULL}));
 	// the wrapper's own pid is lbbox's once it execs
