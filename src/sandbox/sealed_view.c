@@ -36,11 +36,18 @@
 
 /* The view's second layer: a new empty directory of ours, removed as soon as the overlay holds
  * it (an overlay with no upper layer needs two lower ones; an empty directory cannot add or mask
- * a file, and once removed nothing can be created in it). */
-static int empty_dir(char *path, int *out, struct lb_err **err)
+ * a file, and once removed nothing can be created in it). In memory when there is /dev/shm: no
+ * journal to wait for. Only a kill in that instant leaves it behind (empty). */
+static int empty_dir(char *path, size_t len, int *out, struct lb_err **err)
 {
-	if (!mkdtemp(path))
-		return lb_err_set(err, errno, "mkdtemp %s", path);
+	static const char *const parents[] = {"/dev/shm", "/tmp"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(path, len, "%s/lbbox-seal-XXXXXX", parents[i]);
+		if (mkdtemp(path))
+			break;
+		if (i == 1)
+			return lb_err_set(err, errno, "mkdtemp %s", path);
+	}
 	struct stat st;
 	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
@@ -56,15 +63,14 @@ static int empty_dir(char *path, int *out, struct lb_err **err)
 }
 
 /* A superblock over layers given as descriptors; the empty one is removed whatever happens. */
-static int overlay_create(int top, const char *tmpdir, struct lb_err **err)
+static int overlay_create(int top, struct lb_err **err)
 {
 	char empty_path[64], lower[64];
 	_cleanup_close_ int empty = -1;
 	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return lb_err_set(err, errno, "fsopen overlay");
-	snprintf(empty_path, sizeof(empty_path), "%s/lbbox-seal-XXXXXX", tmpdir);
-	if (empty_dir(empty_path, &empty, err) < 0)
+	if (empty_dir(empty_path, sizeof(empty_path), &empty, err) < 0)
 		return -1;
 	snprintf(lower, sizeof(lower), "/proc/self/fd/%d:/proc/self/fd/%d", top, empty);
 	int r = (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0);
@@ -99,7 +105,7 @@ int lb_sealed_view(int *out, struct lb_err **err)
 	_cleanup_close_ int dir = open(exe[0] ? exe : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return lb_err_set(err, errno, "open %s", exe[0] ? exe : "/");
-	_cleanup_close_ int mnt = overlay_create(dir, "/tmp", err);
+	_cleanup_close_ int mnt = overlay_create(dir, err);
 	if (mnt < 0)
 		return -1;
 	_cleanup_close_ int fd = openat(mnt, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
