@@ -62,15 +62,35 @@ static bool detached_overlay(int fd)
 }
 
 /* By what the executable is, not by its name: a memfd with every seal, or a sealed view. */
-static bool running_sealed(void)
+static bool is_sealed(int fd)
 {
-	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
 	int seals = fcntl(fd, F_GET_SEALS);
 	if (seals >= 0)
 		return (seals & LB_SEALS) == LB_SEALS;
 	return detached_overlay(fd);
+}
+
+static bool running_sealed(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && is_sealed(fd);
+}
+
+/* The view, if this kernel lets us tell it is one once we run from it (STATX_MNT_ID: 5.8);
+ * else the copy. */
+static int sealed_fd(int *fd, struct lb_err **err)
+{
+	_cleanup_err_ struct lb_err *view_err = NULL;
+	if (lb_sealed_view(fd, &view_err) == 0) {
+		if (is_sealed(*fd))
+			return 0;
+		close(*fd);
+		*fd = -1;
+		lb_err_set(&view_err, 0, "it would not pass as sealed");
+	}
+	if (lb_sealed_copy(fd, err) < 0)
+		return lb_err_wrap(err, "no sealed view of lbbox (%s), nor a copy", view_err->msg);
+	return 0;
 }
 
 int lb_reexec_sealed(char **argv, struct lb_err **err)
@@ -84,12 +104,9 @@ int lb_reexec_sealed(char **argv, struct lb_err **err)
 	if (again) /* the form we exec'd does not pass as sealed: fail rather than loop */
 		return lb_err_set(err, 0,
 				  "lbbox re-executed itself sealed but is not running sealed");
-	_cleanup_err_ struct lb_err *view_err = NULL;
 	_cleanup_close_ int fd = -1;
-	if (lb_self_dir(dir, sizeof(dir), err) < 0)
+	if (lb_self_dir(dir, sizeof(dir), err) < 0 || sealed_fd(&fd, err) < 0)
 		return -1;
-	if (lb_sealed_view(&fd, &view_err) < 0 && lb_sealed_copy(&fd, err) < 0)
-		return lb_err_wrap(err, "no sealed view of lbbox (%s), nor a copy", view_err->msg);
 	/* where lbbox-init and lbbox-image are, now that /proc/self/exe is the view or the copy */
 	setenv("LBBOX_SELF_DIR", dir, 1);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
@@ -97,6 +114,5 @@ int lb_reexec_sealed(char **argv, struct lb_err **err)
 	fexecve(fd, argv, environ);
 	int e = errno;
 	unsetenv(REEXEC_MARK);
-	return lb_err_set(err, e, "re-execute lbbox from its sealed %s",
-			  view_err ? "copy" : "view");
+	return lb_err_set(err, e, "re-execute lbbox sealed");
 }
