@@ -43,7 +43,9 @@ from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
-ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
+# resolved: `cp -a` of a link (a worktree's build/images/busybox/rootfs) would copy the link, and
+# the bundles' writes would then land in the rootfs it names
+ROOTFS = os.path.realpath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
 RUNC = os.path.join(BUILD, "lbbox-runc")
 FAILS = []
 
