@@ -67,13 +67,14 @@ stage "cgroup-v2 guest (qemu)" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROB
 	scripts/vm-test.sh --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-init:/opt/lbbox/lbbox-init \
 	--extra build/lbbox-probe:/opt/lbbox/lbbox-probe --extra build/images/busybox/rootfs:/opt/lbbox/rootfs \
 	build/test_cgroup build/test_limits build/test_session build/test_proc build/test_detach \
-	build/test_session_cli
+	build/test_session_cli build/test_sealed_exe
 # Without root, in a cgroup-v2 subtree delegated to the user (as systemd gives a user's slice):
-# the limit, session and managed-process suites again, lbbox in its user namespace mode.
+# the limit, session and managed-process suites again, lbbox in its user namespace mode (and the
+# sealed-exe suite, where lbbox seals itself with a memfd copy: no overlay without root).
 stage "cgroup-v2 guest (qemu), rootless" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox LBBOX_PROBE=/opt/lbbox/lbbox-probe LBBOX_TEST_ROOTFS=/opt/lbbox/rootfs" \
 	scripts/vm-test.sh --uid 1000 --extra build/lbbox:/opt/lbbox/lbbox --extra build/lbbox-init:/opt/lbbox/lbbox-init \
 	--extra build/lbbox-probe:/opt/lbbox/lbbox-probe --extra build/images/busybox/rootfs:/opt/lbbox/rootfs \
-	build/test_limits build/test_session build/test_proc
+	build/test_limits build/test_session build/test_proc build/test_sealed_exe
 
 echo
 printf '%s\n' "${timings[@]}"

@@ -35,6 +35,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (cni_config, containerd_host, ctr_remove, delete_all,  # noqa: E402
                      host_clean, sh, subreaper)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from sealed_exe import sealed_form  # noqa: E402
 
 try:
     import grpc
@@ -150,13 +152,12 @@ def runc_state(runc_root, cid):
 
 
 def lbbox_init(pid):
-    """Whether pid is lbbox's init (run from its sealed copy), as a container's pid 1 is."""
+    """Whether pid is lbbox's init (run from its sealed view: root), as a container's pid 1 is."""
     try:
-        exe = os.readlink(f"/proc/{pid}/exe")
         args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        return args[0] == b"lbbox-init" and sealed_form(pid) == "view"
     except OSError:
         return False
-    return exe.startswith("/memfd:lbbox-sealed") and args[0] == b"lbbox-init"
 
 
 def host_cgroups(pid):

@@ -35,6 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ocihost import (ULIMITS, containerd_host, cpuset_dirs, ctr_remove,  # noqa: E402
                      delete_all, host_clean, podman_cmd, podman_host, podman_import, sh,
                      subreaper)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from sealed_exe import sealed_form  # noqa: E402
 from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
                            systemd_path_checks, update_checks)
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
@@ -126,9 +128,9 @@ def part_runtime(tmp):
     pid = int(open(pidfile).read())
     check(st and st["status"] == "created" and st["pid"] == pid and st["id"] == "c1"
           and st["bundle"] == b and st["ociVersion"].startswith("1."), f"state created {st}")
-    exe = os.readlink(f"/proc/{pid}/exe")
-    check(exe.startswith("/memfd:lbbox-sealed"),
-          f"pid 1 runs from a sealed copy, not the host binary an image could reach ({exe})")
+    form = sealed_form(pid)
+    check(form == "view",
+          f"pid 1 runs from a sealed view of lbbox (root), not the host binary ({form})")
     cgs = cgroup_dirs(pid)
     check(len(cgs) > 0 and all(os.path.isdir(c) and c.endswith("/" + cg_name) for c in cgs),
           f"the container's cgroups are at its cgroupsPath ({cgs[:1]})")

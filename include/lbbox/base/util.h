@@ -95,7 +95,7 @@ int lb_random_hex(char *buf, size_t n, struct lb_err **err);
 int lb_exit_code_of(int status);
 
 /* The directory of the lbbox executable (where lbbox-init and lbbox-image live): LBBOX_SELF_DIR
- * when set (lbbox runs from a sealed memfd copy then), else dirname(/proc/self/exe). */
+ * when set (lbbox runs from a sealed view or copy then), else dirname(/proc/self/exe). */
 int lb_self_dir(char *out, size_t len, struct lb_err **err);
 
 #endif

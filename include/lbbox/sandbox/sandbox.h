@@ -35,8 +35,9 @@ int lb_paths_secure(const struct lb_paths *p, struct lb_err **err);
 int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const char *original,
 			 struct lb_err **err);
 
-/* Re-executes this program from a sealed memfd copy of itself (CVE-2019-5736: a process joining
- * a sandbox must not expose a writable /proc/self/exe); returns only on failure, or at once when
+/* Re-executes this program from a sealed form of itself (CVE-2019-5736: a process joining a
+ * sandbox must not expose a writable /proc/self/exe): a read-only overlayfs view of its binary
+ * when it may make one (root), else a sealed memfd copy. Returns only on failure, or at once when
  * already running sealed. Programs that join sandboxes with writable roots call it first. */
 int lb_reexec_sealed(char **argv, struct lb_err **err);
 

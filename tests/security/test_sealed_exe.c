@@ -1,0 +1,292 @@
+// CVE-2019-5736 against lbbox: a session whose root is writable replaces its /bin/sh with
+// "#!/proc/self/exe load", so the next exec's shell is lbbox itself, started by the kernel inside
+// the sandbox (its libraries are put in the root for that). That lbbox runs `load`, which waits
+// for the image helper the sandbox also planted (LBBOX_IMAGE_TOOL); the helper takes
+// /proc/<lbbox>/exe, waits until lbbox has exited, and writes to it. lbbox re-executes itself
+// sealed first (src/sandbox/sealed.c): as root from a detached read-only overlayfs view of its
+// binary, without root from a sealed memfd copy. Either way the write fails and the host binary
+// is unchanged, and the view is mounted nowhere, inside or out.
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+LBT_SUITE(sealed_exe);
+
+// The whole file, its size in *len.
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0 && fstat(fd, &st) == 0, "open %s: %s", path, strerror(errno));
+	char *buf = malloc((size_t)st.st_size + 1);
+	size_t done = 0;
+	for (ssize_t n; done < (size_t)st.st_size; done += (size_t)n) {
+		n = read(fd, buf + done, (size_t)st.st_size - done);
+		cr_assert(n > 0, "read %s", path);
+	}
+	close(fd);
+	*len = done;
+	return buf;
+}
+
+static void mkdirs(char *path)
+{
+	for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+}
+
+static void put_file(const char *path, const char *data, size_t len, mode_t mode)
+{
+	char *tmp = strdup(path);
+	mkdirs(tmp);
+	free(tmp);
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, data, len), (ssize_t)len, "write %s", path);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+// lbbox's dynamic loader and libraries, as its loader lists them, copied into root.
+static void add_libraries(const char *root)
+{
+	int p[2];
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], STDOUT_FILENO);
+		setenv("LD_TRACE_LOADED_OBJECTS", "1", 1);
+		execl(lbt_bin(), lbt_bin(), (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *f = fdopen(p[0], "r");
+	char line[1024];
+	int copied = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *arrow = strstr(line, "=> "),
+		     *path = arrow ? arrow + 3 : line + strspn(line, " \t");
+		if (*path != '/')
+			continue; /* the vDSO */
+		path[strcspn(path, " \n")] = '\0';
+		size_t len;
+		char *data = slurp(path, &len);
+		char *dst = lbt_strdupf("%s%s", root, path);
+		put_file(dst, data, len, 0755);
+		free(dst);
+		free(data);
+		copied++;
+	}
+	fclose(f);
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(copied > 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 1),
+		  "lbbox's libraries not listed (status %d)", status);
+}
+
+// A copy of the busybox rootfs to write into. A user keeps no owner, and of the directories it
+// may not read (root's home) copies an empty one.
+static char *copy_rootfs(void)
+{
+	char *root = lbt_strdupf("%s/rootfs-copy", lbt_workdir());
+	if (geteuid() == 0) {
+		const char *cp[] = {"cp", "-a", lbt_rootfs(), root, NULL};
+		cr_assert_eq(lbt_system(cp), 0, "cp -a %s %s failed", lbt_rootfs(), root);
+		return root;
+	}
+	cr_assert_eq(mkdir(root, 0755), 0);
+	DIR *d = opendir(lbt_rootfs());
+	cr_assert_not_null(d);
+	for (struct dirent *e; (e = readdir(d));) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char *src = lbt_strdupf("%s/%s", lbt_rootfs(), e->d_name);
+		char *dst = lbt_strdupf("%s/%s", root, e->d_name);
+		if (e->d_type == DT_DIR && access(src, R_OK | X_OK) < 0) {
+			cr_assert_eq(mkdir(dst, 0700), 0);
+		} else {
+			const char *cp[] = {"cp", "-R", src, dst, NULL};
+			cr_assert_eq(lbt_system(cp), 0, "cp -R %s %s failed", src, dst);
+		}
+		free(src), free(dst);
+	}
+	closedir(d);
+	return root;
+}
+
+// The planted image helper: what the sandbox learns about the lbbox that runs it, then the
+// write to lbbox's executable once lbbox is gone (no "text file busy" then).
+static const char helper[] =
+    "#!/bin/busybox sh\n"
+    "p=$PPID\n"
+    "{ readlink /proc/$p/exe; stat -f -c %t /proc/$p/exe; grep -c overlay /proc/self/mountinfo\n"
+    "} > /seal-probe\n"
+    "exec 3</proc/$p/exe\n"
+    "( while [ -e /proc/$p ]; do sleep 0.05; done\n"
+    "  r=refused i=0\n" /* busy while the host's lbbox, the exec's caller, still runs */
+    "  while [ $i -lt 100 ]; do\n"
+    "    (echo pwned >> /proc/self/fd/3) 2>/seal-err && { r=written; break; }\n"
+    "    grep -q busy /seal-err || break; i=$((i + 1)); sleep 0.05\n"
+    "  done\n"
+    "  echo $r > /seal-write.tmp && mv /seal-write.tmp /seal-write ) &\n";
+
+// A writable root (a copy of the busybox rootfs) with the attack in place.
+static char *hostile_root(void)
+{
+	char *root = copy_rootfs();
+	add_libraries(root);
+	char *path = lbt_strdupf("%s/lbbox-image", root);
+	put_file(path, helper, strlen(helper), 0755);
+	free(path);
+	path = lbt_strdupf("%s/bin/sh", root);
+	put_file(path, "#!/proc/self/exe load\n", 22, 0755);
+	free(path);
+	return root;
+}
+
+static char *wait_file(const char *path, double timeout)
+{
+	for (double end = lbt_now() + timeout; lbt_now() < end; usleep(20000)) {
+		char *s = lbt_read_file(path);
+		if (s)
+			return s;
+	}
+	return NULL;
+}
+
+// Overlay mounts of this mount namespace whose layers are given as /proc/self/fd/N, as the
+// view's are: the view must never be attached.
+static int attached_views(void)
+{
+	char *mi = lbt_read_file("/proc/self/mountinfo");
+	int n = 0;
+	for (char *l = mi; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l)) {
+		char *end = strchr(l, '\n');
+		if (end)
+			*end = '\0';
+		if (strstr(l, " - overlay ") && strstr(l, "lowerdir=/proc/self/fd/"))
+			n++;
+		if (end)
+			*end = '\n';
+	}
+	free(mi);
+	return n;
+}
+
+// The view's empty layer, removed at once.
+static int leftover_dirs(void)
+{
+	glob_t g;
+	int n = 0;
+	for (int i = 0; i < 2; i++) {
+		if (glob(i ? "/tmp/lbbox-seal-*" : "/dev/shm/lbbox-seal-*", 0, NULL, &g) == 0)
+			n += (int)g.gl_pathc;
+		globfree(&g);
+	}
+	return n;
+}
+
+// The attack on a session (s1) of a hostile root, its exec run through wrapper (NULL: none); bin,
+// when given, must be unchanged after it. Returns what the sandbox saw of the lbbox it ran: its
+// exe link, filesystem type and the overlay mounts it can see.
+static char *attack(const char *bin, const char *wrapper)
+{
+	struct lb_run_out o;
+	size_t len = 0, len_after;
+	char *before = bin ? slurp(bin, &len) : NULL;
+	int views = attached_views(), dirs = leftover_dirs();
+	char *root = hostile_root();
+	json_decref(lbt_runv_json((const char *[]){"session", "create", "s1", "--rootfs", root,
+						   "--read-only=false", NULL}));
+	lbt_set_wrapper(wrapper);
+	// (an ASan build's leak check cannot stop the world inside a sandbox: not for that lbbox)
+	lbt_run(&o, "session", "exec", "s1", "-e", "LBBOX_IMAGE_TOOL=/lbbox-image", "-e",
+		"ASAN_OPTIONS=detect_leaks=0", "--", "true", NULL);
+	lbt_set_wrapper(NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	char *probe_path = lbt_strdupf("%s/seal-probe", root);
+	char *write_path = lbt_strdupf("%s/seal-write", root);
+	char *err_path = lbt_strdupf("%s/seal-err", root);
+	char *probe = wait_file(probe_path, 5), *wrote = wait_file(write_path, 10);
+	cr_assert_not_null(probe, "lbbox did not run the planted helper inside the sandbox");
+	cr_assert_not_null(wrote, "the helper did not report its write");
+	char *why = lbt_read_file(err_path);
+	cr_assert_str_eq(wrote, "refused\n", "lbbox's executable was written to (%s)", probe);
+	cr_assert_not_null(why);
+	if (bin) {
+		char *after = slurp(bin, &len_after);
+		cr_assert(len == len_after && memcmp(before, after, len) == 0, "%s was changed",
+			  bin);
+		free(after);
+	}
+	cr_assert_eq(attached_views(), views, "a sealed view is attached on the host");
+	cr_assert_eq(leftover_dirs(), dirs, "an lbbox-seal-* directory was left behind");
+	lbt_session_rm("s1");
+	free(before), free(root), free(wrote), free(why);
+	free(probe_path), free(write_path), free(err_path);
+	return probe;
+}
+
+LBT_TEST(sealed_exe, proc_self_exe_script_cannot_write_lbbox)
+{
+	char *bin = realpath(lbt_bin(), NULL), *probe = attack(bin, NULL);
+	// and by what: a view as root, a copy without (an overlay's fsopen needs CAP_SYS_ADMIN)
+	char *expect = geteuid() == 0 ? lbt_strdupf("/%s\n794c7630\n0\n", strrchr(bin, '/') + 1)
+				      : lbt_strdupf("/memfd:lbbox-sealed (deleted)\n1021994\n0\n");
+	cr_assert_str_eq(probe, expect, "lbbox inside the sandbox ran from %s", probe);
+	free(bin), free(probe), free(expect);
+}
+
+// lbbox whose file was removed since it started (an upgrade replaces it): its directory no longer
+// holds it, so no view can show it, and it seals itself with a copy instead, even as root.
+LBT_TEST(sealed_exe, removed_binary_falls_back_to_a_copy)
+{
+	char *dir = lbt_mkdir_work("gone"), *wrap = lbt_strdupf("%s/run-removed", lbt_workdir());
+	char *script =
+	    lbt_strdupf("#!/bin/sh\n"
+			"cp \"$1\" %s/lbbox && exec 9<%s/lbbox && rm %s/lbbox || exit 99\n"
+			"shift\n"
+			"exec /proc/self/fd/9 \"$@\"\n",
+			dir, dir, dir);
+	lbt_write_file(wrap, script);
+	chmod(wrap, 0755);
+	char *probe = attack(NULL, wrap);
+	cr_assert_str_eq(probe, "/memfd:lbbox-sealed (deleted)\n1021994\n0\n",
+			 "lbbox inside the sandbox ran from %s", probe);
+	free(dir), free(wrap), free(script), free(probe);
+}
+
+// The re-execution checks that it got a sealed lbbox: an image that does not pass as sealed
+// (here a marker that says it already re-executed) is one error, not a loop of re-executions.
+LBT_TEST(sealed_exe, reexec_that_is_not_sealed_fails_once)
+{
+	struct lb_run_out o;
+	char *root = copy_rootfs();
+	json_decref(lbt_runv_json((const char *[]){"session", "create", "s2", "--rootfs", root,
+						   "--read-only=false", NULL}));
+	// the wrapper's own pid is lbbox's once it execs
+	char *wrap = lbt_strdupf("%s/as-reexec", lbt_workdir());
+	lbt_write_file(wrap, "#!/bin/sh\nLBBOX_SEALED_PID=$$ exec \"$@\"\n");
+	chmod(wrap, 0755);
+	lbt_set_wrapper(wrap);
+	lbt_run(&o, "session", "exec", "s2", "--", "true", NULL);
+	lbt_set_wrapper(NULL);
+	lbt_assert_error_line(&o, 125, "re-executed itself sealed but is not running sealed");
+	lbt_out_free(&o);
+	lbt_session_rm("s2");
+	free(wrap), free(root);
+}
