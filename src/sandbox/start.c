@@ -195,8 +195,10 @@ static int block_signals(struct run *r, struct lb_err **err)
 
 static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
 {
-	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID;
+	uint64_t flags = CLONE_NEWNS;
 	/* one joined by path is lbbox's own around the clone (nsjoin.c) */
+	if (!spec->pidns_path)
+		flags |= CLONE_NEWPID;
 	if (!spec->utsns_path && !spec->uts_host)
 		flags |= CLONE_NEWUTS;
 	if (!spec->ipcns_path)
