@@ -206,6 +206,24 @@ static void wait_gone(int pidfd)
 		usleep(2000);
 }
 
+/*
+ * pid 1 gone while its cgroup still holds processes: a sandbox in a pid namespace joined by path,
+ * whose pid 1's end ends nothing, lost pid 1 to a SIGKILL (the OOM killer, a kill from the host)
+ * before it could kill what its command left. Its recorded cgroup is its own: they go.
+ */
+static void kill_orphans(const char *statedir, const char *id)
+{
+	char path[LB_PATH_BUF];
+	struct lb_sandbox sb = {.pidfd = -1};
+	snprintf(path, sizeof(path), "%s/state.json", statedir);
+	snprintf(sb.id, sizeof(sb.id), "%s", id);
+	json_t *st = json_load_file(path, 0, NULL);
+	if (st && parse_cgroup(st, &sb, NULL) == 0 && !lb_cgroup_is_empty(sb.cg))
+		lb_cgroup_kill(sb.cg, NULL);
+	lb_cgroup_forget(sb.cg);
+	json_decref(st);
+}
+
 int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_err **err)
 {
 	struct lb_sandbox *sb = NULL;
@@ -218,6 +236,8 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
 		wait_gone(sb->pidfd);
 		lb_sandbox_close(sb);
+	} else {
+		kill_orphans(statedir, id);
 	}
 	if (access(statedir, F_OK) == 0 && !lb_gc_collect(paths->runroot, statedir))
 		return lb_err_set(err, EBUSY, "sandbox %s could not be removed", id);

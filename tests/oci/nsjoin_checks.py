@@ -172,6 +172,19 @@ def pid_join_checks(c, check):
     check(left == [] and alive(pa), f"what B's command left is killed, A runs on ({left})")
     c.sh(c.R + ["delete", "nsb3"])
 
+    # B's pid 1 killed from outside (the OOM killer, a kill of the host): B is stopped, and its
+    # delete ends what its command left
+    pb = container(c, "nsb5", ["sh", "-c", "sleep 341 & sleep 342"], pidns=ns_a)
+    wait_for(lambda: running("sleep 342"))
+    mine = running("sleep 341") + running("sleep 342")
+    os.kill(pb, 9)
+    c.wait_exit(pb)
+    stopped = json.loads(c.sh(c.R + ["state", "nsb5"]).stdout)["status"] == "stopped"
+    r = c.sh(c.R + ["delete", "nsb5"])
+    check(pb > 0 and len(mine) == 2 and stopped and r.returncode == 0
+          and not any(alive(p) for p in mine) and alive(pa),
+          f"B's pid 1 killed: delete of the stopped B ends its command ({r.stderr.strip()})")
+
     # a startContainer hook leaves a process: killed, and only it (kill(-1) there would end
     # A and every other process of the shared namespace)
     hook = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "sleep 331 &"]}]}
@@ -182,13 +195,13 @@ def pid_join_checks(c, check):
     c.sh(c.R + ["delete", "--force", "nsb4"])
 
     # the runtime's own pid namespace (the host's): still only the container's processes
-    ph = container(c, "nsh", ["sleep", "341"], pidns="/proc/self/ns/pid")
-    host = running("sleep 341")
+    ph = container(c, "nsh", ["sleep", "351"], pidns="/proc/self/ns/pid")
+    host = running("sleep 351")
     ps = ps_pids(c, "nsh") or []
     check(ph > 0 and nspid(ph) == [str(ph)] and sorted(ps) == sorted([ph] + host)
           and len(host) == 1, f"the host's pid namespace joined; ps lists its own ({ps})")
     r = c.sh(c.R + ["kill", "--all", "nsh", "TERM"])
-    check(r.returncode == 0 and wait_for(lambda: not alive(ph) and not running("sleep 341"))
+    check(r.returncode == 0 and wait_for(lambda: not alive(ph) and not running("sleep 351"))
           and alive(pa) and os.getpid() > 0, f"kill --all TERM reaches its processes only")
     c.sh(c.R + ["delete", "--force", "nsh"])
     reap()
@@ -197,10 +210,10 @@ def pid_join_checks(c, check):
 
 
 def cgroup_join_checks(c, check):
-    pa = container(c, "nsca", ["sleep", "350"])
+    pa = container(c, "nsca", ["sleep", "355"])
     pb = 0
     if pa:
-        b = c.bundle(c.tmp, "nsj-ncb", ["sleep", "351"])
+        b = c.bundle(c.tmp, "nsj-ncb", ["sleep", "356"])
         edit(b, lambda cfg: with_ns(cfg, "cgroup", f"/proc/{pa}/ns/cgroup"))
         pidfile = os.path.join(c.tmp, "ncb.pid")
         rc = run_create(c, ["-b", b, "--pid-file", pidfile, "ncb"],
