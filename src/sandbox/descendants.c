@@ -46,12 +46,13 @@ static pid_t stat_ppid(int dirfd)
  * in that procfs's numbering only). The signal goes through the /proc/PID directory that was
  * checked, which pins the process: a pid reused meanwhile is never signalled.
  */
-static void kill_children(void)
+static size_t kill_children(void)
 {
 	char self[32];
+	size_t found = 0;
 	ssize_t n = readlink("/proc/self", self, sizeof(self) - 1);
 	if (n <= 0)
-		return;
+		return 0;
 	self[n] = '\0';
 	pid_t me = atoi(self);
 	_cleanup_closedir_ DIR *d = opendir("/proc");
@@ -60,9 +61,12 @@ static void kill_children(void)
 			continue;
 		_cleanup_close_ int pfd =
 		    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (pfd >= 0 && stat_ppid(pfd) == me)
+		if (pfd >= 0 && stat_ppid(pfd) == me) {
 			syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+			found++;
+		}
 	}
+	return found;
 }
 
 int lb_descendants_adopt(const struct lb_spec *spec, struct lb_err **err)
@@ -72,14 +76,25 @@ int lb_descendants_adopt(const struct lb_spec *spec, struct lb_err **err)
 	return 0;
 }
 
+/* Bound of the search for children /proc does not show (a bundle's maskedPaths may hide /proc
+ * itself): pid 1 then gives up on them, and the container's cgroup is what ends them. */
+#define BLIND_ROUNDS 100
+
 void lb_descendants_kill(const struct lb_spec *spec)
 {
-	for (;;) {
+	for (unsigned blind = 0;;) {
+		size_t found = 1;
 		if (spec->pidns_path)
-			kill_children();
+			found = kill_children();
 		else
 			kill(-1, SIGKILL); /* spares only the caller */
-		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+		pid_t w = waitpid(-1, NULL, found ? 0 : WNOHANG);
+		if (w < 0 && errno == ECHILD)
 			return;
+		if (!found && w == 0) {
+			if (++blind == BLIND_ROUNDS)
+				return;
+			usleep(10000);
+		}
 	}
 }

@@ -185,6 +185,24 @@ def pid_join_checks(c, check):
           and not any(alive(p) for p in mine) and alive(pa),
           f"B's pid 1 killed: delete of the stopped B ends its command ({r.stderr.strip()})")
 
+    # a bundle that masks /proc itself: pid 1 cannot find what its command left, gives up on it
+    # within a bound instead of waiting for it for ever, and delete ends it
+    b = c.bundle(c.tmp, "nsj-nsb6", ["sh", "-c", "sleep 343 & exit 4"])
+    edit(b, lambda cfg: (cfg.pop("hostname", None), with_ns(cfg, "pid", ns_a),
+                         cfg["linux"].update(maskedPaths=["/proc"])))
+    pidfile = os.path.join(c.tmp, "nsb6.pid")
+    rc = run_create(c, ["-b", b, "--pid-file", pidfile, "nsb6"], os.path.join(c.tmp, "nsb6.out"))
+    pb = int(open(pidfile).read()) if rc == 0 else 0
+    c.sh(c.R + ["start", "nsb6"])
+    wait_for(lambda: running("sleep 343"))
+    left = running("sleep 343")
+    code = c.wait_exit(pb, 10) if pb else None
+    r = c.sh(c.R + ["delete", "nsb6"])
+    check(pb > 0 and code == 4 and len(left) == 1 and r.returncode == 0
+          and not any(alive(p) for p in left) and alive(pa),
+          f"/proc masked: pid 1 still exits, delete ends the leftover ({code} {left} "
+          f"{r.stderr.strip()} {output(c, 'nsb6').strip()})")
+
     # a startContainer hook leaves a process: killed, and only it (kill(-1) there would end
     # A and every other process of the shared namespace)
     hook = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "sleep 331 &"]}]}
@@ -196,6 +214,7 @@ def pid_join_checks(c, check):
 
     # the runtime's own pid namespace (the host's): still only the container's processes
     ph = container(c, "nsh", ["sleep", "351"], pidns="/proc/self/ns/pid")
+    wait_for(lambda: running("sleep 351"))
     host = running("sleep 351")
     ps = ps_pids(c, "nsh") or []
     check(ph > 0 and nspid(ph) == [str(ph)] and sorted(ps) == sorted([ph] + host)

@@ -43,7 +43,9 @@ from nsjoin_checks import nsjoin_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own
 BUILD = os.path.abspath(sys.argv[1])
-ROOTFS = os.path.abspath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
+# resolved: the rootfs given may be a link to a shared one (the worktrees' build/images), and a
+# "cp -a" of the link would make the test's writable copies that shared tree itself
+ROOTFS = os.path.realpath(os.environ.get("LBBOX_TEST_ROOTFS") or sys.argv[2])
 RUNC = os.path.join(BUILD, "lbbox-runc")
 FAILS = []
 
