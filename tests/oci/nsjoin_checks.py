@@ -77,6 +77,14 @@ def reap():
         pass
 
 
+def ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
 def nspid(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("NSpid:"):
@@ -117,29 +125,31 @@ def ps_pids(c, name):
 
 
 def pid_join_checks(c, check):
-    pa = container(c, "nsa", ["sleep", "300"])
+    pa = container(c, "nsa", ["sleep", "91300"])
     check(pa > 0 and nspid(pa)[-1] == "1", "A: a pid namespace of its own")
-    a_cmd = running("sleep 300")
+    wait_for(lambda: running("sleep 91300"))
+    a_cmd = [p for p in running("sleep 91300") if ppid(p) == pa]
+    check(len(a_cmd) == 1, f"A's command, a child of A's pid 1 ({a_cmd})")
     ns_a = f"/proc/{pa}/ns/pid"
     pb = container(c, "nsb", ["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '; echo;"
-                              " sleep 301 & (sleep 302 &); sleep 303"], pidns=ns_a)
-    check(pb > 0 and wait_for(lambda: running("sleep 303")),
+                              " sleep 91301 & (sleep 91302 &); sleep 91303"], pidns=ns_a)
+    check(pb > 0 and wait_for(lambda: running("sleep 91303")),
           f"B created and started in A's pid namespace ({output(c, 'nsb').strip()[:200]})")
     if not pb:
         c.sh(c.R + ["delete", "--force", "nsa"])
         return
     check(os.readlink(f"/proc/{pb}/ns/pid") == os.readlink(ns_a) and nspid(pb)[-1] != "1",
           f"B's pid 1 is in A's pid namespace, not its init (NSpid {nspid(pb)})")
-    wait_for(lambda: "sleep 300" in output(c, "nsb"))
-    check("sleep 300" in output(c, "nsb"), "B's command sees A's processes in its /proc")
+    wait_for(lambda: "sleep 91300" in output(c, "nsb"))
+    check("sleep 91300" in output(c, "nsb"), "B's command sees A's processes in its /proc")
     st = json.loads(c.sh(c.R + ["state", "nsb"]).stdout)
     check(st["pid"] == pb and st["status"] == "running", f"state of B: B's pid ({st})")
     r = c.sh(c.R + ["exec", "nsb", "sh", "-c",
                     "readlink /proc/self/ns/pid; cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
     check(r.returncode == 0 and r.stdout.split("\n")[0] == os.readlink(ns_a)
-          and "sleep 300" in r.stdout, f"an exec into B joins the shared pid namespace ({r})")
+          and "sleep 91300" in r.stdout, f"an exec into B joins the shared pid namespace ({r})")
     ps = ps_pids(c, "nsb") or []
-    b_cmds = running("sleep 301") + running("sleep 302") + running("sleep 303")
+    b_cmds = running("sleep 91301") + running("sleep 91302") + running("sleep 91303")
     check(pb in ps and all(p in ps for p in b_cmds) and pa not in ps
           and not any(p in ps for p in a_cmd) and len(b_cmds) == 3,
           f"ps of B: B's processes, none of A's ({ps} {b_cmds} {pa} {a_cmd})")
@@ -152,11 +162,11 @@ def pid_join_checks(c, check):
     c.sh(c.R + ["delete", "nsb"])
 
     # delete --force: the same, with an exec of B's still running
-    pb = container(c, "nsb2", ["sleep", "311"], pidns=ns_a)
-    r = subprocess.Popen(c.R + ["exec", "nsb2", "sleep", "312"], stdin=subprocess.DEVNULL,
+    pb = container(c, "nsb2", ["sleep", "91311"], pidns=ns_a)
+    r = subprocess.Popen(c.R + ["exec", "nsb2", "sleep", "91312"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: running("sleep 312"))
-    mine = running("sleep 311") + running("sleep 312")
+    wait_for(lambda: running("sleep 91312"))
+    mine = running("sleep 91311") + running("sleep 91312")
     r2 = c.sh(c.R + ["delete", "--force", "nsb2"])
     r.wait(timeout=20)
     check(pb > 0 and len(mine) == 2 and r2.returncode == 0
@@ -166,17 +176,17 @@ def pid_join_checks(c, check):
 
     # B's command exits: what it left (a background child, a double-forked orphan reparented
     # to B's pid 1 as its subreaper) ends with it, before any delete
-    pb = container(c, "nsb3", ["sh", "-c", "sleep 321 & (sleep 322 &); exit 3"], pidns=ns_a)
+    pb = container(c, "nsb3", ["sh", "-c", "sleep 91321 & (sleep 91322 &); exit 3"], pidns=ns_a)
     check(pb > 0 and c.wait_exit(pb) == 3, "B's pid 1 exits with its command's status")
-    left = running("sleep 321") + running("sleep 322")
+    left = running("sleep 91321") + running("sleep 91322")
     check(left == [] and alive(pa), f"what B's command left is killed, A runs on ({left})")
     c.sh(c.R + ["delete", "nsb3"])
 
     # B's pid 1 killed from outside (the OOM killer, a kill of the host): B is stopped, and its
     # delete ends what its command left
-    pb = container(c, "nsb5", ["sh", "-c", "sleep 341 & sleep 342"], pidns=ns_a)
-    wait_for(lambda: running("sleep 342"))
-    mine = running("sleep 341") + running("sleep 342")
+    pb = container(c, "nsb5", ["sh", "-c", "sleep 91341 & sleep 91342"], pidns=ns_a)
+    wait_for(lambda: running("sleep 91342"))
+    mine = running("sleep 91341") + running("sleep 91342")
     os.kill(pb, 9)
     c.wait_exit(pb)
     stopped = json.loads(c.sh(c.R + ["state", "nsb5"]).stdout)["status"] == "stopped"
@@ -187,15 +197,15 @@ def pid_join_checks(c, check):
 
     # a bundle that masks /proc itself: pid 1 cannot find what its command left, gives up on it
     # within a bound instead of waiting for it for ever, and delete ends it
-    b = c.bundle(c.tmp, "nsj-nsb6", ["sh", "-c", "sleep 343 & exit 4"])
+    b = c.bundle(c.tmp, "nsj-nsb6", ["sh", "-c", "sleep 91343 & exit 4"])
     edit(b, lambda cfg: (cfg.pop("hostname", None), with_ns(cfg, "pid", ns_a),
                          cfg["linux"].update(maskedPaths=["/proc"])))
     pidfile = os.path.join(c.tmp, "nsb6.pid")
     rc = run_create(c, ["-b", b, "--pid-file", pidfile, "nsb6"], os.path.join(c.tmp, "nsb6.out"))
     pb = int(open(pidfile).read()) if rc == 0 else 0
     c.sh(c.R + ["start", "nsb6"])
-    wait_for(lambda: running("sleep 343"))
-    left = running("sleep 343")
+    wait_for(lambda: running("sleep 91343"))
+    left = running("sleep 91343")
     code = c.wait_exit(pb, 10) if pb else None
     r = c.sh(c.R + ["delete", "nsb6"])
     check(pb > 0 and code == 4 and len(left) == 1 and r.returncode == 0
@@ -205,22 +215,22 @@ def pid_join_checks(c, check):
 
     # a startContainer hook leaves a process: killed, and only it (kill(-1) there would end
     # A and every other process of the shared namespace)
-    hook = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "sleep 331 &"]}]}
-    pb = container(c, "nsb4", ["sleep", "332"], pidns=ns_a, hooks=hook)
-    check(pb > 0 and wait_for(lambda: running("sleep 332")) and running("sleep 331") == []
+    hook = {"startContainer": [{"path": "/bin/sh", "args": ["sh", "-c", "sleep 91331 &"]}]}
+    pb = container(c, "nsb4", ["sleep", "91332"], pidns=ns_a, hooks=hook)
+    check(pb > 0 and wait_for(lambda: running("sleep 91332")) and running("sleep 91331") == []
           and alive(pa) and all(alive(p) for p in a_cmd),
           "a startContainer hook's leftover killed, A untouched")
     c.sh(c.R + ["delete", "--force", "nsb4"])
 
     # the runtime's own pid namespace (the host's): still only the container's processes
-    ph = container(c, "nsh", ["sleep", "351"], pidns="/proc/self/ns/pid")
-    wait_for(lambda: running("sleep 351"))
-    host = running("sleep 351")
+    ph = container(c, "nsh", ["sleep", "91351"], pidns="/proc/self/ns/pid")
+    wait_for(lambda: running("sleep 91351"))
+    host = running("sleep 91351")
     ps = ps_pids(c, "nsh") or []
     check(ph > 0 and nspid(ph) == [str(ph)] and sorted(ps) == sorted([ph] + host)
           and len(host) == 1, f"the host's pid namespace joined; ps lists its own ({ps})")
     r = c.sh(c.R + ["kill", "--all", "nsh", "TERM"])
-    check(r.returncode == 0 and wait_for(lambda: not alive(ph) and not running("sleep 351"))
+    check(r.returncode == 0 and wait_for(lambda: not alive(ph) and not running("sleep 91351"))
           and alive(pa) and os.getpid() > 0, f"kill --all TERM reaches its processes only")
     c.sh(c.R + ["delete", "--force", "nsh"])
     reap()
@@ -229,10 +239,10 @@ def pid_join_checks(c, check):
 
 
 def cgroup_join_checks(c, check):
-    pa = container(c, "nsca", ["sleep", "355"])
+    pa = container(c, "nsca", ["sleep", "91355"])
     pb = 0
     if pa:
-        b = c.bundle(c.tmp, "nsj-ncb", ["sleep", "356"])
+        b = c.bundle(c.tmp, "nsj-ncb", ["sleep", "91356"])
         edit(b, lambda cfg: with_ns(cfg, "cgroup", f"/proc/{pa}/ns/cgroup"))
         pidfile = os.path.join(c.tmp, "ncb.pid")
         rc = run_create(c, ["-b", b, "--pid-file", pidfile, "ncb"],
@@ -247,7 +257,7 @@ def cgroup_join_checks(c, check):
 
 
 def refusal_checks(c, check):
-    pa = container(c, "nsra", ["sleep", "360"])
+    pa = container(c, "nsra", ["sleep", "91360"])
     fifo = os.path.join(c.tmp, "nsj-fifo")
     os.mkfifo(fifo)
     plain = os.path.join(c.tmp, "nsj-plain")
