@@ -266,6 +266,10 @@ static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, s
 	int e = errno;
 	int left = lb_ns_join_leave(&j, err);
 	lb_ns_join_close(&j);
+	/* the kernel's word for a pid namespace whose init is gone (kept by a handle only) */
+	if (pid < 0 && e == ENOMEM && spec->pidns_path)
+		return lb_err_set(err, e, "pid namespace %s: its init has exited",
+				  spec->pidns_path);
 	if (pid < 0)
 		return lb_err_set(err, e, "clone the sandbox");
 	if (left < 0) {

@@ -58,6 +58,7 @@ def alive(pid):
         return False
 
 
+# a killed process leaves its cgroup a moment before it turns zombie: "gone" is waited for
 def wait_for(cond, timeout=10):
     end = time.time() + timeout
     while time.time() < end:
@@ -170,7 +171,7 @@ def pid_join_checks(c, check):
     r2 = c.sh(c.R + ["delete", "--force", "nsb2"])
     r.wait(timeout=20)
     check(pb > 0 and len(mine) == 2 and r2.returncode == 0
-          and not any(alive(p) for p in mine + [pb]),
+          and wait_for(lambda: not any(alive(p) for p in mine + [pb]), 5),
           f"delete --force B: its command and its exec ended ({mine} {r2.stderr})")
     check(alive(pa) and all(alive(p) for p in a_cmd), "... and A runs on")
 
@@ -192,8 +193,9 @@ def pid_join_checks(c, check):
     stopped = json.loads(c.sh(c.R + ["state", "nsb5"]).stdout)["status"] == "stopped"
     r = c.sh(c.R + ["delete", "nsb5"])
     check(pb > 0 and len(mine) == 2 and stopped and r.returncode == 0
-          and not any(alive(p) for p in mine) and alive(pa),
-          f"B's pid 1 killed: delete of the stopped B ends its command ({r.stderr.strip()})")
+          and wait_for(lambda: not any(alive(p) for p in mine), 5) and alive(pa),
+          f"B's pid 1 killed: delete of the stopped B ends its command ({mine} {stopped} "
+          f"{[p for p in mine if alive(p)]} {r.stderr.strip()})")
 
     # a bundle that masks /proc itself: pid 1 cannot find what its command left, gives up on it
     # within a bound instead of waiting for it for ever, and delete ends it
@@ -209,7 +211,7 @@ def pid_join_checks(c, check):
     code = c.wait_exit(pb, 10) if pb else None
     r = c.sh(c.R + ["delete", "nsb6"])
     check(pb > 0 and code == 4 and len(left) == 1 and r.returncode == 0
-          and not any(alive(p) for p in left) and alive(pa),
+          and wait_for(lambda: not any(alive(p) for p in left), 5) and alive(pa),
           f"/proc masked: pid 1 still exits, delete ends the leftover ({code} {left} "
           f"{r.stderr.strip()} {output(c, 'nsb6').strip()})")
 
@@ -286,7 +288,17 @@ def refusal_checks(c, check):
     rc, err = c.create(c.R, c.tmp, ["-b", b, "nsbad"])
     check(rc == 1 and err.count("\n") == 1 and "new user namespace" in err,
           f"a joined pid namespace with a new user namespace: one line ({err.strip()})")
+    # a pid namespace whose init is gone, kept by a handle of ours: one line, not ENOMEM's
+    fd = os.open(f"/proc/{pa}/ns/pid", os.O_RDONLY)
     c.sh(c.R + ["delete", "--force", "nsra"])
+    reap()
+    b = c.bundle(c.tmp, "nsj-bad-dead", ["true"])
+    edit(b, lambda cfg: (with_ns(cfg, "pid", f"/proc/{os.getpid()}/fd/{fd}"),
+                         cfg["linux"].update(cgroupsPath="/" + cg_name)))
+    rc, err = c.create(c.R, c.tmp, ["-b", b, "nsbad"])
+    os.close(fd)
+    check(rc == 1 and err.count("\n") == 1 and "its init has exited" in err,
+          f"a pid namespace whose init exited: one line ({err.strip()})")
     left = [n for n in os.listdir(c.root) if not n.startswith(".")]
     sbx = os.listdir(os.path.join(c.root, ".sandboxes"))
     cgs = [d for d in os.listdir("/sys/fs/cgroup") if os.path.exists(
