@@ -14,17 +14,19 @@
 
 /* Every sandbox gets new mount, pid, ipc and uts namespaces (and a cgroup one): a bundle that
  * asks to share the host's asks for what the engine does not do, except for uts (below). Joined
- * by path: the network namespace, and a pod's ipc and uts (its containers join its sandbox's, as
- * with Kubernetes). */
+ * by path: the network namespace, a pod's ipc, uts and pid (its containers join its sandbox's,
+ * as with Kubernetes), and a cgroup namespace. */
 static const char *const always[] = {"mount", "pid", "ipc", "uts"};
 
 /* Where a joined namespace's path goes in the spec; NULL for the types never joined. */
 static char **join_slot(struct lb_spec *spec, const char *type)
 {
-	return !strcmp(type, "network") ? &spec->netns_path
-	       : !strcmp(type, "ipc")	? &spec->ipcns_path
-	       : !strcmp(type, "uts")	? &spec->utsns_path
-					: NULL;
+	return !strcmp(type, "network")	 ? &spec->netns_path
+	       : !strcmp(type, "ipc")	 ? &spec->ipcns_path
+	       : !strcmp(type, "uts")	 ? &spec->utsns_path
+	       : !strcmp(type, "pid")	 ? &spec->pidns_path
+	       : !strcmp(type, "cgroup") ? &spec->cgroupns_path
+					 : NULL;
 }
 
 /* One entry of linux.namespaces; seen[] marks the ones of always[], *net the network one,
@@ -281,8 +283,15 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 			return lb_err_set(err, ENOTSUP, "config: sysctl %.64s is not supported", k);
 	}
 	if (parse_namespaces(lx, &cfg->spec, &user, err) < 0 ||
-	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0 ||
-	    parse_resources(lx, cfg, err) < 0 || lb_oci_parse_devices(lx, &cfg->spec, err) < 0 ||
+	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0)
+		return -1;
+	/* only the user namespace that owns a pid namespace may mount a procfs of it: the host's
+	 * for one joined by path, never a new one made for the container */
+	if (user && cfg->spec.pidns_path)
+		return lb_err_set(err, ENOTSUP,
+				  "config: a joined pid namespace with a new user namespace is not "
+				  "supported (the container could not mount its /proc)");
+	if (parse_resources(lx, cfg, err) < 0 || lb_oci_parse_devices(lx, &cfg->spec, err) < 0 ||
 	    parse_seccomp(lx, cfg, err) < 0 ||
 	    parse_paths(lx, "maskedPaths", &cfg->spec.masked_paths, err) < 0 ||
 	    parse_paths(lx, "readonlyPaths", &cfg->spec.readonly_paths, err) < 0 ||

@@ -271,7 +271,29 @@ int lb_oci_start(const struct lb_oci_root *r, const char *id, struct lb_err **er
 	return rc;
 }
 
-/* Processes whose pid namespace is pid 1's: the container's own and its execs'. */
+/* Whether pid 1 joined a pid namespace by path (a pod's shared one): it is then not its
+ * namespace's init, and that namespace holds other containers' processes too. */
+static bool joined_pid_ns(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* NSpid: its pid in each namespace from ours down to its own; the last is 1 for an init */
+	char *line = strstr(buf, "\nNSpid:");
+	char *end = line ? strchr(line + 1, '\n') : NULL;
+	if (!end)
+		return false;
+	*end = '\0';
+	char *last = strrchr(line, '\t');
+	return last && strcmp(last + 1, "1") != 0;
+}
+
+/* The processes of pid 1's pid namespace (the container's own and its execs'); in a joined
+ * one, those of the container's cgroup (the namespace's other processes are not its). */
 int lb_oci_pids(const struct lb_oci_root *r, const char *id, pid_t **pids, size_t *n,
 		struct lb_err **err)
 {
@@ -282,11 +304,16 @@ int lb_oci_pids(const struct lb_oci_root *r, const char *id, pid_t **pids, size_
 	if (lb_oci_state_load(r, id, &st, err) < 0)
 		return -1;
 	enum lb_oci_status status = st.status;
+	char sbid[13];
+	memcpy(sbid, st.sandbox, sizeof(sbid));
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", st.pid);
 	ssize_t wl = status == LB_OCI_STOPPED ? -1 : readlink(path, want, sizeof(want) - 1);
+	bool joined = wl > 0 && joined_pid_ns(st.pid);
 	lb_oci_state_free(&st);
 	if (wl <= 0)
 		return 0;
+	if (joined)
+		return lb_sandbox_pids(&r->paths, sbid, pids, n, err);
 	_cleanup_closedir_ DIR *d = opendir("/proc");
 	size_t cap = 0;
 	for (struct dirent *de; d && (de = readdir(d));) {
@@ -316,6 +343,8 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 	enum lb_oci_status status = st.status;
 	pid_t pid = st.pid;
 	uint64_t start = st.pid_start;
+	char sbid[13];
+	memcpy(sbid, st.sandbox, sizeof(sbid));
 	lb_oci_state_free(&st);
 	/* runc's words: containerd's shim takes a kill failing with "container not running" for
 	 * one already done (the CRI kills every container it stops, exited or not) */
@@ -327,6 +356,14 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 		if (pidfd >= 0)
 			close(pidfd);
 		return lb_err_set(err, 0, "%s: container not running", id);
+	}
+	/* joined: pid 1 is not its namespace's init, SIGKILL would end it alone and leave the
+	 * command running in a "stopped" container; every process of it goes through its cgroup */
+	if (joined_pid_ns(pid) && (all || sig == SIGKILL)) {
+		close(pidfd);
+		return lb_sandbox_signal(&r->paths, sbid, sig, err) < 0
+			   ? lb_err_wrap(err, "kill container %s", id)
+			   : 0;
 	}
 	/* pid 1 forwards every signal to the command; SIGKILL ends the whole pid namespace */
 	int rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);

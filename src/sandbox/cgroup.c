@@ -148,6 +148,20 @@ int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err)
 	}
 }
 
+/* Any one hierarchy holds every process of the sandbox (v1: each, and its child cgroups). */
+int lb_cgroup_signal(struct lb_cgroup *cg, int sig, struct lb_err **err)
+{
+	size_t found = 0;
+	return cg->ndirs ? cg_signal_tree(&cg->dirs[0], sig, &found, err) : 0;
+}
+
+int lb_cgroup_pids(struct lb_cgroup *cg, pid_t **pids, size_t *n, struct lb_err **err)
+{
+	*pids = NULL;
+	*n = 0;
+	return cg->ndirs ? cg_pids_tree(&cg->dirs[0], pids, n, err) : 0;
+}
+
 int lb_cgroup_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)
 {
 	switch (cg->version) {

@@ -283,6 +283,42 @@ int cg_signal_tree(const struct cg_dir *d, int sig, size_t *found, struct lb_err
 	return cg_walk(d, cg_signal_one, &c, err);
 }
 
+struct cg_pids_ctx {
+	pid_t *v;
+	size_t n, cap;
+};
+
+static int cg_pids_one(const struct cg_dir *d, void *ctx, struct lb_err **err)
+{
+	struct cg_pids_ctx *c = ctx;
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0;
+	if (cg_read_pids(d, &pids, &n, err) < 0)
+		return -1;
+	if (c->n + n > c->cap) {
+		size_t cap = c->n + n + 16;
+		pid_t *v = reallocarray(c->v, cap, sizeof(*v));
+		if (!v)
+			return lb_err_set(err, ENOMEM, "read %s/cgroup.procs", d->path);
+		c->v = v, c->cap = cap;
+	}
+	memcpy(c->v + c->n, pids, n * sizeof(*pids));
+	c->n += n;
+	return 0;
+}
+
+int cg_pids_tree(const struct cg_dir *d, pid_t **out, size_t *n, struct lb_err **err)
+{
+	struct cg_pids_ctx c = {0};
+	if (cg_walk(d, cg_pids_one, &c, err) < 0) {
+		free(c.v);
+		return -1;
+	}
+	*out = c.v;
+	*n = c.n;
+	return 0;
+}
+
 int cg_dir_make(struct cg_dir *d, struct lb_err **err)
 {
 	if (mkdir(d->path, 0755) < 0)

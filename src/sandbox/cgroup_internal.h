@@ -105,6 +105,8 @@ int cg_walk(const struct cg_dir *d, cg_walk_fn fn, void *ctx, struct lb_err **er
  * number of tasks seen to *found. Used where the kernel has no cgroup.kill (v1, old v2).
  */
 int cg_signal_tree(const struct cg_dir *d, int sig, size_t *found, struct lb_err **err);
+/* Every process of d and its children (malloc'ed). */
+int cg_pids_tree(const struct cg_dir *d, pid_t **out, size_t *n, struct lb_err **err);
 /* mkdir d->path (EEXIST is an error: never adopt someone else's cgroup) and opens d->fd. */
 int cg_dir_make(struct cg_dir *d, struct lb_err **err);
 /* Closes d->fd and, when we created it, removes d->path and any child cgroups below it. */

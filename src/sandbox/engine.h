@@ -50,8 +50,9 @@ const char *lb_fd_path(int fd, char buf[LB_FD_PATH_BUF]);
  * the clone, so pid 1 is born in them: from inside a user namespace of its own it could no
  * longer join namespaces the host's user namespace owns.
  */
+#define LB_NS_JOIN_MAX 5 /* network, ipc, uts, pid, cgroup */
 struct lb_ns_join {
-	int target[3], saved[3], type[3];
+	int target[LB_NS_JOIN_MAX], saved[LB_NS_JOIN_MAX], type[LB_NS_JOIN_MAX];
 	size_t n;
 };
 int lb_ns_join_open(const struct lb_spec *spec, struct lb_ns_join *j, struct lb_err **err);
@@ -230,6 +231,11 @@ void lb_net_gc(const char *runroot);
 
 /* init.c: the sandbox's pid 1. Never returns. */
 __attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
+
+/* pid 1 and the processes it leaves (descendants.c): in a joined pid namespace it makes itself a
+ * subreaper (adopt), and kill ends its own descendants only; else kill(-1). Both reap. */
+int lb_descendants_adopt(const struct lb_spec *spec, struct lb_err **err);
+void lb_descendants_kill(const struct lb_spec *spec);
 
 /* state.c */
 struct lb_state {

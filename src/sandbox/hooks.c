@@ -49,20 +49,9 @@ runner(const struct lb_child_ctx *ctx, enum lb_hook_point point, pid_t pid, cons
 	_exit(0);
 }
 
-/* pid 1 kills every other process of its pid namespace (kill(-1) spares only itself) and reaps
- * them: orphans are reparented to it, so it waits until it has no child left. */
-static void kill_others(void)
-{
-	for (;;) {
-		kill(-1, SIGKILL);
-		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
-			return;
-	}
-}
-
 /* The runner's end: 0 once it exited (*status), 1 once it stopped, -1 past deadline (ns,
- * CLOCK_MONOTONIC); either of the last two leaves it to kill_others. sfd: a signalfd of SIGCHLD,
- * which a child's stop raises too. */
+ * CLOCK_MONOTONIC); either of the last two leaves it to lb_descendants_kill. sfd: a signalfd of
+ * SIGCHLD, which a child's stop raises too. */
 static int await_runner(pid_t r, int sfd, uint64_t deadline, int *status)
 {
 	struct signalfd_siginfo si;
@@ -116,7 +105,8 @@ static int run_point(const struct lb_child_ctx *ctx, enum lb_hook_point point, p
 	close(p[1]);
 	int done = r < 0 ? 0 : await_runner(r, sfd, deadline, &status);
 	close(sfd);
-	kill_others();
+	/* every other process of its pid namespace, or (a joined one) its own descendants */
+	lb_descendants_kill(ctx->spec);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	int failed = r < 0 ? 0 : lb_child_read_fail(p[0], &msg, "hooks failed");
 	close(p[0]);

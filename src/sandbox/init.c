@@ -52,8 +52,11 @@ __attribute__((noreturn)) static void exec_command(const struct lb_child_ctx *ct
 	lb_become_command(&b);
 }
 
-/* Signals stay blocked (inherited from lbbox) and are taken synchronously with sigwaitinfo. */
-__attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
+/* Signals stay blocked (inherited from lbbox) and are taken synchronously with sigwaitinfo.
+ * Once the command ended, what it left ends too: by the kernel when pid 1 is its namespace's
+ * init, by pid 1 itself in a joined one (descendants.c). */
+__attribute__((noreturn)) static void init_loop(const struct lb_spec *spec, pid_t cmd,
+						int status_fd)
 {
 	sigset_t set;
 	sigfillset(&set);
@@ -72,6 +75,8 @@ __attribute__((noreturn)) static void init_loop(pid_t cmd, int status_fd)
 			if (w != cmd)
 				continue;
 			(void)!write(status_fd, &status, sizeof(status));
+			if (spec->pidns_path)
+				lb_descendants_kill(spec);
 			_exit(lb_exit_code_of(status));
 		}
 	}
@@ -176,8 +181,9 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
 	char newroot[LB_PATH_BUF];
 	const char *hostname = spec->hostname ? spec->hostname : "lbbox";
 
-	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
+	/* Only now, inside its cgroup, so the namespace's root is the sandbox's own cgroup (a
+	 * joined one is pid 1's since the clone). */
+	if (!spec->cgroupns_path && unshare(CLONE_NEWCGROUP) < 0)
 		return lb_err_set(err, errno, "unshare cgroup namespace");
 	int scratch = -1;
 	int r = build_root(ctx, newroot, sizeof(newroot), &scratch, host_pid, err);
@@ -282,6 +288,15 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 
 	cloexec_fds();
 	hide_lbbox(ctx->rootless);
+	/* not its namespace's init (a joined pid namespace): no signal without a handler may end
+	 * it before it blocks them all at the gate, and its command's orphans come back to it */
+	if (ctx->spec->pidns_path) {
+		sigset_t all;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		if (lb_descendants_adopt(ctx->spec, &err) < 0)
+			lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
+	}
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* EOF instead of the byte: lbbox died before the sandbox's state was recorded. */
@@ -338,5 +353,5 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 	 * (whose own descriptors were opened after them, above them) */
 	if (ctx->spec->preserve_fds)
 		syscall(SYS_close_range, 3U, 2U + ctx->spec->preserve_fds, 0U);
-	init_loop(cmd, ctx->status_fd);
+	init_loop(ctx->spec, cmd, ctx->status_fd);
 }

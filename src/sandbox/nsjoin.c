@@ -1,9 +1,10 @@
 /*
- * Namespaces joined by path (an OCI bundle's network namespace from CNI, a pod's ipc and uts):
- * lbbox enters them just around the clone of pid 1 and returns to its own at once, so pid 1 is
- * born in them. pid 1 cannot join them itself once it is in a user namespace of its own: setns
- * needs CAP_SYS_ADMIN over the user namespace that owns the target, the host's. runc's nsexec
- * joins them before it makes the user namespace for the same reason.
+ * Namespaces joined by path (an OCI bundle's network namespace from CNI, a pod's ipc, uts and
+ * pid, a cgroup namespace): lbbox enters them just around the clone of pid 1 and returns to its
+ * own at once, so pid 1 is born in them (a pid namespace entered by setns is its children's
+ * only, which is what the clone needs). pid 1 cannot join them itself once it is in a user
+ * namespace of its own: setns needs CAP_SYS_ADMIN over the user namespace that owns the target, the
+ * host's. runc's nsexec joins them before it makes the user namespace for the same reason.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,14 +15,29 @@
 
 #include "engine.h"
 
+static const struct {
+	int type;
+	const char *name, *proc;
+} kinds[LB_NS_JOIN_MAX] = {
+    {CLONE_NEWNET, "network", "net"},	   {CLONE_NEWIPC, "ipc", "ipc"},
+    {CLONE_NEWUTS, "uts", "uts"},	   {CLONE_NEWPID, "pid", "pid"},
+    {CLONE_NEWCGROUP, "cgroup", "cgroup"},
+};
+
 static const char *ns_name(int type)
 {
-	return type == CLONE_NEWNET ? "network" : type == CLONE_NEWIPC ? "ipc" : "uts";
+	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
+		if (kinds[k].type == type)
+			return kinds[k].name;
+	return "?";
 }
 
 static const char *ns_proc(int type)
 {
-	return type == CLONE_NEWNET ? "net" : type == CLONE_NEWIPC ? "ipc" : "uts";
+	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
+		if (kinds[k].type == type)
+			return kinds[k].proc;
+	return "?";
 }
 
 /* Non-blocking: a fifo at the path cannot hang lbbox. Whoever wrote the bundle chose the path
@@ -52,12 +68,13 @@ static int open_one(const char *path, int type, struct lb_ns_join *j, struct lb_
 int lb_ns_join_open(const struct lb_spec *spec, struct lb_ns_join *j, struct lb_err **err)
 {
 	memset(j, 0, sizeof(*j));
-	for (size_t k = 0; k < 3; k++)
+	const char *paths[LB_NS_JOIN_MAX] = {spec->netns_path, spec->ipcns_path, spec->utsns_path,
+					     spec->pidns_path, spec->cgroupns_path};
+	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
 		j->target[k] = j->saved[k] = -1;
-	if (open_one(spec->netns_path, CLONE_NEWNET, j, err) < 0 ||
-	    open_one(spec->ipcns_path, CLONE_NEWIPC, j, err) < 0 ||
-	    open_one(spec->utsns_path, CLONE_NEWUTS, j, err) < 0)
-		return -1;
+	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
+		if (open_one(paths[k], kinds[k].type, j, err) < 0)
+			return -1;
 	return 0;
 }
 
@@ -81,7 +98,7 @@ int lb_ns_join_leave(const struct lb_ns_join *j, struct lb_err **err)
 
 void lb_ns_join_close(struct lb_ns_join *j)
 {
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++) {
 		if (j->target[k] >= 0)
 			close(j->target[k]);
 		if (j->saved[k] >= 0)

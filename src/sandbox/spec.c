@@ -67,6 +67,8 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->netns_path);
 	free(spec->ipcns_path);
 	free(spec->utsns_path);
+	free(spec->pidns_path);
+	free(spec->cgroupns_path);
 	free(spec->start_gate);
 	free(spec->console_socket);
 	lb_strvfreep(&spec->masked_paths);

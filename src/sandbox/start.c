@@ -195,8 +195,10 @@ static int block_signals(struct run *r, struct lb_err **err)
 
 static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
 {
-	uint64_t flags = CLONE_NEWNS | CLONE_NEWPID;
+	uint64_t flags = CLONE_NEWNS;
 	/* one joined by path is lbbox's own around the clone (nsjoin.c) */
+	if (!spec->pidns_path)
+		flags |= CLONE_NEWPID;
 	if (!spec->utsns_path && !spec->uts_host)
 		flags |= CLONE_NEWUTS;
 	if (!spec->ipcns_path)
@@ -264,6 +266,10 @@ static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, s
 	int e = errno;
 	int left = lb_ns_join_leave(&j, err);
 	lb_ns_join_close(&j);
+	/* the kernel's word for a pid namespace whose init is gone (kept by a handle only) */
+	if (pid < 0 && e == ENOMEM && spec->pidns_path)
+		return lb_err_set(err, e, "pid namespace %s: its init has exited",
+				  spec->pidns_path);
 	if (pid < 0)
 		return lb_err_set(err, e, "clone the sandbox");
 	if (left < 0) {

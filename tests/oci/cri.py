@@ -16,8 +16,10 @@ is lbbox's init), ExecSync's output and exit code, an exit code in ContainerStat
 memory limit and CPU quota read back inside and on the host (and again after an update), the
 container's log, an unknown handler refused, a host network pod on the host's uts namespace
 (hostname untouched), a CNI pod's container in its sandbox's network namespace with the pod's
-address and hostname, and after RemovePodSandbox an empty lbbox-runc root and a clean host (no
-process, mount, cgroup, netns or bridge of the test's).
+address and hostname, a shareProcessNamespace pod (its container in the pause's pid namespace,
+seeing the pause, and StopContainer ending the container's processes only), and after
+RemovePodSandbox an empty lbbox-runc root and a clean host (no process, mount, cgroup, netns or
+bridge of the test's).
 
 Usage: cri.py BUILD_DIR ROOTFS  (exit 77 = skipped: not root)
 """
@@ -233,6 +235,7 @@ def cri_checks(tmp, cri, ctr, runc_root, parent):
           "ImageStatus: the imported pause and busybox images")
     host_pod_checks(tmp, cri, runc_root, parent)
     cni_pod_checks(tmp, cri, runc_root, parent)
+    shared_pid_pod_checks(tmp, cri, runc_root, parent)
 
 
 def host_pod_checks(tmp, cri, runc_root, parent):
@@ -413,6 +416,50 @@ def cni_pod_checks(tmp, cri, runc_root, parent):
     cri.remove_pod_sandbox(sid)  # and removes them
     SANDBOXES.remove(sid)
     check(runc_ids(runc_root) == [], f"RemovePodSandbox: lbbox-runc's root is empty "
+          f"({runc_ids(runc_root)})")
+
+
+def shared_pid_pod_checks(tmp, cri, runc_root, parent):
+    """shareProcessNamespace: true. containerd gives the container the path of the sandbox's
+    (pause's) pid namespace; the container sees the pause process, and stopping it ends its own
+    processes only."""
+    log_dir = os.path.join(tmp, "pods", "default_p3_uid3")
+    os.makedirs(log_dir)
+    pod = pod_sandbox_config("p3", "uid3", "default", log_dir, parent + "/poduid3", pid=POD)
+    make_pod_cgroup(parent + "/poduid3")
+    sid = cri.run_pod_sandbox(pod, "lbbox")
+    SANDBOXES.append(sid)
+    st = runc_state(runc_root, sid)
+    c = cri.create_container(sid, container_config(
+        "app", BUSYBOX, ["sh", "-c"], ["sleep 86401 & exec sleep 86402"], log_path="app/0.log",
+        pid=POD), pod)
+    cri.start_container(c)
+    cst = runc_state(runc_root, c)
+    ns = [os.readlink(f"/proc/{p}/ns/pid") if p else "" for p in (st.get("pid"), cst.get("pid"))]
+    check(cst.get("status") == "running" and ns[0] and ns[0] == ns[1],
+          f"shareProcessNamespace: the container in the sandbox's pid namespace ({ns})")
+    out, _, code = cri.exec_sync(c, ["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
+    check(code == 0 and b"sleep 86400" in out and b"sleep 86402" in out,
+          f"... it sees the pause process and its own ({out!r})")
+    mine = [p for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
+            and open(f"/proc/{p}/cmdline", "rb").read().startswith(b"sleep\x0086401")]
+    cri.stop_container(c, 5)
+    cs = wait_exited(cri, c)
+    gone = lambda: all(not os.path.exists(f"/proc/{p}") or
+                       open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"
+                       for p in mine)
+    end = time.time() + 10
+    while not gone() and time.time() < end:
+        time.sleep(0.1)
+    check(cs["state"] == 2 and len(mine) == 1 and gone() and
+          runc_state(runc_root, sid).get("status") == "running",
+          f"StopContainer: the container's processes end, the pause runs on ({cs['state']} "
+          f"{mine})")
+    cri.remove_container(c)
+    cri.stop_pod_sandbox(sid)
+    cri.remove_pod_sandbox(sid)
+    SANDBOXES.remove(sid)
+    check(runc_ids(runc_root) == [], f"the shared-pid pod removed: lbbox-runc's root is empty "
           f"({runc_ids(runc_root)})")
 
 

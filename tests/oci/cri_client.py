@@ -204,9 +204,9 @@ NODE, POD, CONTAINER = 2, 0, 1  # NamespaceMode
 
 
 def pod_sandbox_config(name, uid, namespace, log_dir, cgroup_parent, network=NODE,
-                       hostname=None):
-    # NamespaceOption (network, pid, ipc) as kubelet sets it without shareProcessNamespace
-    sec = [(1, [(1, network), (2, CONTAINER), (3, POD)])]
+                       hostname=None, pid=CONTAINER):
+    # NamespaceOption (network, pid, ipc) as kubelet sets it; pid POD: shareProcessNamespace
+    sec = [(1, [(1, network), (2, pid), (3, POD)])]
     linux = [(1, cgroup_parent), (2, sec)]
     return [(1, [(1, name), (2, uid), (3, namespace), (4, 0)]), (2, hostname), (3, log_dir),
             (6, {"io.kubernetes.pod.name": name}), (8, linux)]
@@ -220,14 +220,16 @@ def linux_resources(resources):
 
 
 def container_config(name, image, command, args=(), envs=(), log_path=None, resources=None,
-                     network=NODE, mounts=(), readonly_rootfs=False, restricted=False):
+                     network=NODE, mounts=(), readonly_rootfs=False, restricted=False,
+                     pid=CONTAINER):
     """resources: dict of LinuxContainerResources fields by name; network: the pod's mode;
     mounts: (container path, host path, read-only) as kubelet gives volumes; restricted: what
     the "restricted" Pod Security Standard asks (uid 1000, every capability dropped, no new
     privileges, the runtime's default seccomp profile)."""
     res = linux_resources(resources or {})
-    # kubelet sets the container's pid namespace to CONTAINER, network and ipc to the pod's
-    sec = [(3, [(1, network), (2, CONTAINER), (3, POD)]), (7, readonly_rootfs)]
+    # kubelet sets the container's pid namespace to CONTAINER (POD with
+    # shareProcessNamespace), network and ipc to the pod's
+    sec = [(3, [(1, network), (2, pid), (3, POD)]), (7, readonly_rootfs)]
     if restricted:  # run_as_user, capabilities.drop, no_new_privs, seccomp RuntimeDefault
         sec += [(5, [(1, 1000)]), (1, [(2, "ALL")]), (11, True), (15, [(1, 0)])]
     return ([(1, [(1, name), (2, 0)]), (2, [(1, image)])] + [(3, c) for c in command] +

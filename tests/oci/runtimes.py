@@ -2,7 +2,8 @@
 """lbbox-runc as an OCI runtime, end to end.
 
 Part 1 drives lbbox-runc itself on a bundle (the runtime-spec life cycle: created -> running ->
-stopped, state JSON, kill, delete, exec, ps, list, refusals), then its hooks (all six kinds in
+stopped, state JSON, kill, delete, exec, ps, list, refusals, pid and cgroup namespaces joined
+by path), then its hooks (all six kinds in
 order, createContainer in the container's namespaces before pivot_root, startContainer inside it,
 failures) and the bundle's masked and read-only paths (a hostile symlink kept inside), and its
 linux.devices with the resources.devices rules (the device fence read back). Part 2 runs podman
@@ -41,6 +42,7 @@ from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
                            systemd_path_checks, update_checks)
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 from delete_checks import delete_force_checks  # noqa: E402
+from nsjoin_checks import nsjoin_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own.
 # Resolved: a worktree's rootfs is a link to a shared one, and `cp -a LINK COPY` copies the link
@@ -336,6 +338,7 @@ def part_runtime(tmp):
     delete_force_checks(ctx)  # records that do not open, an end held up
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
+    nsjoin_checks(ctx)  # pid and cgroup namespaces joined by path (a shared pid namespace)
 
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])

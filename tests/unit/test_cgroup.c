@@ -507,6 +507,36 @@ Test(cgroup, kill_takes_the_whole_tree)
 		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
 }
 
+/* What an OCI runtime's ps and kill --all use for a container sharing a pid namespace: every
+ * process of the tree is listed (daemons included), and a signal reaches each. */
+Test(cgroup, pids_and_signal_reach_the_whole_tree)
+{
+	struct lb_cgroup *cg = mk("listed", NULL, NULL);
+	struct lb_err *err = NULL;
+	pid_t pids[TREE_PIDS], *listed = NULL;
+	size_t n = 0;
+	int rep[2];
+
+	cr_assert(pipe(rep) == 0);
+	spawn(cg, child_tree, (void *)(intptr_t)rep[1]);
+	close(rep[1]);
+	read_pids(rep[0], pids, TREE_PIDS);
+	close(rep[0]);
+	cr_assert_eq(lb_cgroup_pids(cg, &listed, &n, &err), 0, "%s", msg(err));
+	for (int i = 0; i < TREE_PIDS; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < n; k++)
+			seen = seen || listed[k] == pids[i];
+		cr_expect(seen, "pid %d not listed", (int)pids[i]);
+	}
+	cr_expect_eq(n, TREE_PIDS + 0, "listed %zu", n);
+	free(listed);
+	cr_assert_eq(lb_cgroup_signal(cg, SIGTERM, &err), 0, "%s", msg(err));
+	cr_assert(reap_all(5000), "children left after the signal");
+	for (int i = 0; i < TREE_PIDS; i++)
+		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+}
+
 /* Itself and a child, each counting in its own slot of the shared page arg. */
 static int child_count_pair(void *arg)
 {

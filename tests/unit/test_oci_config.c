@@ -140,6 +140,17 @@ Test(oci_config, network_namespaces)
 	cr_assert_str_eq(cfg.spec.utsns_path, "/proc/7/ns/uts");
 	cr_assert(!cfg.spec.uts_host);
 	lb_oci_config_free(&cfg);
+	/* shareProcessNamespace: the pause container's pid namespace; a cgroup one joined too */
+	const char *shared =
+	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
+	    "\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+	    "{\"type\":\"pid\",\"path\":\"/proc/7/ns/pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	    "{\"type\":\"uts\"},{\"type\":\"cgroup\",\"path\":\"/proc/7/ns/cgroup\"}]}}";
+	cr_assert_eq(parse(shared, &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.pidns_path, "/proc/7/ns/pid");
+	cr_assert_str_eq(cfg.spec.cgroupns_path, "/proc/7/ns/cgroup");
+	cr_assert_null(cfg.spec.ipcns_path);
+	lb_oci_config_free(&cfg);
 	/* containerd's CRI for a hostNetwork pod: no network and no uts namespace, the host's */
 	const char *hostnet =
 	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
@@ -183,8 +194,9 @@ Test(oci_config, hostile)
 	static const struct bad bad[] = {
 	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]", "", "",
 	     "without a user namespace"},
-	    {",\"namespaces\":[{\"type\":\"pid\",\"path\":\"/proc/1/ns/pid\"}]", "", "",
-	     "joining a pid"},
+	    {",\"namespaces\":[{\"type\":\"mount\",\"path\":\"/proc/1/ns/mnt\"}]", "", "",
+	     "joining a mount"},
+	    {",\"namespaces\":[{\"type\":\"pid\",\"path\":\"ns/pid\"}]", "", "", "not absolute"},
 	    {",\"namespaces\":[{\"type\":\"pid\"}]", "", "", "sharing the host"},
 	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}]", "", "", "twice"},
 	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
@@ -500,7 +512,7 @@ Test(oci_config, hostile_id_maps)
 	    {",\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":10}]",
 	     "{\"uid\":0,\"gid\":9}", "not mapped"},
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 3; i++) {
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]) + 4; i++) {
 		struct lb_oci_config cfg;
 		struct lb_err *err = NULL;
 		char *maps = NULL, *text;
@@ -519,6 +531,19 @@ Test(oci_config, hostile_id_maps)
 			maps = many_ranges(LB_MAX_ID_MAPS, 4000000000ULL, 3000000000ULL);
 			text = userns_config(maps, "{\"uid\":4000000000,\"gid\":0}");
 			want = "too long";
+		} else if (i == sizeof(bad) / sizeof(bad[0]) + 3) {
+			/* a joined pid namespace: a new user namespace could not mount its procfs
+			 */
+			text = strdup(
+			    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
+			    "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
+			    "{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
+			    "{\"type\":\"pid\",\"path\":\"/proc/7/ns/pid\"},{\"type\":\"mount\"},"
+			    "{\"type\":\"ipc\"},{\"type\":\"user\"}],\"uidMappings\":[{"
+			    "\"containerID\":0,\"hostID\":100000,\"size\":65536}],"
+			    "\"gidMappings\":[{\"containerID\":0,\"hostID\":100000,"
+			    "\"size\":65536}]}}");
+			want = "joined pid namespace with a new user namespace";
 		} else { /* joining one by path */
 			text = strdup("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
 				      "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"

@@ -95,6 +95,11 @@ bool lb_cgroup_name_ok(const char *name);
 /* Kills every task in the cgroup (cgroup.kill on v2; freeze + SIGKILL + thaw on v1) and waits
  * until it is empty (bounded). */
 int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err);
+/* sig to every process of the cgroup and its children, once (no freeze: a process forked
+ * meanwhile may be missed; lb_cgroup_kill is the one that ends them all). */
+int lb_cgroup_signal(struct lb_cgroup *cg, int sig, struct lb_err **err);
+/* Every process of the cgroup and its children (malloc'ed array). */
+int lb_cgroup_pids(struct lb_cgroup *cg, pid_t **pids, size_t *n, struct lb_err **err);
 /* Stops (freeze) or restarts every task of the cgroup and its children; returns once the
  * kernel says so (bounded: a task in uninterruptible sleep can delay a freeze). */
 int lb_cgroup_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err);

@@ -140,6 +140,13 @@ int lb_sandbox_freeze(const struct lb_paths *paths, const char *id, bool freeze,
 		      struct lb_err **err);
 /* True while the live sandbox id is frozen. */
 bool lb_sandbox_frozen(const struct lb_paths *paths, const char *id);
+/* sig to every process of the live sandbox id, found through its cgroup (execs' included):
+ * what reaches a sandbox that shares its pid namespace, and nothing else there. SIGKILL kills
+ * them all through lb_cgroup_kill. */
+int lb_sandbox_signal(const struct lb_paths *paths, const char *id, int sig, struct lb_err **err);
+/* The processes of the live sandbox id, through its cgroup (malloc'ed array). */
+int lb_sandbox_pids(const struct lb_paths *paths, const char *id, pid_t **pids, size_t *n,
+		    struct lb_err **err);
 
 /* Changes the limits of the live sandbox id (an OCI runtime's update: lb_cgroup_update's rules)
  * and records them in its state; refused, nothing changed, when its pid 1 is gone. */

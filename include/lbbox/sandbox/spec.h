@@ -198,6 +198,12 @@ struct lb_spec {
 	 * sandbox's); with a joined UTS namespace the hostname is left as it is. */
 	char *ipcns_path;
 	char *utsns_path;
+	/* A pod's shared pid namespace (an OCI bundle's pid path): pid 1 is born in it, so it is
+	 * not that namespace's init; it reaps as a subreaper and, when the command ends, kills what
+	 * it left (its descendants; the rest of the container through its cgroup). */
+	char *pidns_path;
+	/* A cgroup namespace joined instead of a new one rooted at the sandbox's cgroup. */
+	char *cgroupns_path;
 	/* An OCI bundle without a uts namespace (a Kubernetes hostNetwork pod): the host's, as
 	 * runc gives; the hostname is left as it is. */
 	bool uts_host;
