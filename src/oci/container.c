@@ -358,8 +358,10 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 		return lb_err_set(err, 0, "%s: container not running", id);
 	}
 	/* joined: pid 1 is not its namespace's init, SIGKILL would end it alone and leave the
-	 * command running in a "stopped" container; every process of it goes through its cgroup */
-	if (joined_pid_ns(pid) && (all || sig == SIGKILL)) {
+	 * command running in a "stopped" container; every process of it goes through its cgroup.
+	 * So does --all of another signal: through the cgroup, each process by a pidfd checked
+	 * against a second read of its cgroup.procs, never by a pid that may have been reused */
+	if ((all && sig != SIGKILL) || (joined_pid_ns(pid) && sig == SIGKILL)) {
 		close(pidfd);
 		return lb_sandbox_signal(&r->paths, sbid, sig, err) < 0
 			   ? lb_err_wrap(err, "kill container %s", id)
@@ -369,14 +371,6 @@ int lb_oci_kill(const struct lb_oci_root *r, const char *id, int sig, bool all, 
 	int rc = (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 	int e = errno;
 	close(pidfd);
-	if (all && sig != SIGKILL) {
-		_cleanup_free_ pid_t *pids = NULL;
-		size_t n = 0;
-		if (lb_oci_pids(r, id, &pids, &n, NULL) == 0)
-			for (size_t i = 0; i < n; i++)
-				if (pids[i] != pid)
-					kill(pids[i], sig);
-	}
 	return rc < 0 ? lb_err_set(err, e, "kill container %s", id) : 0;
 }
 

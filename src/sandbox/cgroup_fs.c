@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -263,6 +264,35 @@ struct cg_signal_ctx {
 	size_t *found;
 };
 
+static bool has_pid(const pid_t *v, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+int cg_signal_listed(const struct cg_dir *d, const pid_t *pids, size_t n, int sig,
+		     struct lb_err **err)
+{
+	_cleanup_free_ int *fds = calloc(n ? n : 1, sizeof(*fds));
+	_cleanup_free_ pid_t *now = NULL;
+	size_t m = 0;
+	if (!fds)
+		return lb_err_set(err, ENOMEM, "signal %s", d->path);
+	for (size_t i = 0; i < n; i++)
+		fds[i] = (int)syscall(SYS_pidfd_open, pids[i], 0);
+	int r = cg_read_pids(d, &now, &m, err);
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (r == 0 && has_pid(now, m, pids[i]))
+			syscall(SYS_pidfd_send_signal, fds[i], sig, NULL, 0);
+		close(fds[i]);
+	}
+	return r;
+}
+
 static int cg_signal_one(const struct cg_dir *d, void *ctx, struct lb_err **err)
 {
 	struct cg_signal_ctx *c = ctx;
@@ -271,8 +301,8 @@ static int cg_signal_one(const struct cg_dir *d, void *ctx, struct lb_err **err)
 
 	if (cg_read_pids(d, &pids, &n, err) < 0)
 		return -1;
-	for (size_t i = 0; c->sig && i < n; i++)
-		kill(pids[i], c->sig);
+	if (c->sig && n && cg_signal_listed(d, pids, n, c->sig, err) < 0)
+		return -1;
 	*c->found += n;
 	return 0;
 }

@@ -98,6 +98,14 @@ int cg_read_key_opt(const struct cg_dir *d, const char *file, const char *key, u
 /* cgroup.procs as a malloc'ed array. */
 int cg_read_pids(const struct cg_dir *d, pid_t **out, size_t *n, struct lb_err **err);
 /* Calls fn on d and on every cgroup below it, parents first. */
+/*
+ * sig to the processes pids (read from d's cgroup.procs before), each through a pidfd opened
+ * before a second read, and only if that read still lists its pid: a pid that exited after the
+ * first read and was reused by a process outside the cgroup is never signalled, and the process
+ * a pidfd names cannot change after it.
+ */
+int cg_signal_listed(const struct cg_dir *d, const pid_t *pids, size_t n, int sig,
+		     struct lb_err **err);
 typedef int (*cg_walk_fn)(const struct cg_dir *d, void *ctx, struct lb_err **err);
 int cg_walk(const struct cg_dir *d, cg_walk_fn fn, void *ctx, struct lb_err **err);
 /*

@@ -307,7 +307,26 @@ def refusal_checks(c, check):
           f"nothing left by the refusals: root, sandboxes, cgroups ({left} {sbx} {cgs})")
 
 
+def kill_all_checks(c, check):
+    """kill --all of a container in its own pid namespace: every process of it gets the signal
+    through its cgroup (a pidfd per process, checked against a second read of cgroup.procs), not
+    pid 1 alone, which forwards it to the command only."""
+    # the child starts before the trap: an ignored signal would be inherited
+    p = container(c, "nsk", ["sh", "-c", "sleep 91361 & trap '' TERM; while :; do sleep 1; done"])
+    check(p > 0 and wait_for(lambda: running("sleep 91361")), "kill --all: the container runs")
+    r = c.sh(c.R + ["kill", "nsk", "TERM"])
+    time.sleep(0.3)
+    check(r.returncode == 0 and running("sleep 91361") != [],
+          "kill TERM (without --all) reaches the command only: its child lives")
+    r = c.sh(c.R + ["kill", "--all", "nsk", "TERM"])
+    check(r.returncode == 0 and wait_for(lambda: not running("sleep 91361")) and alive(p),
+          f"kill --all TERM reaches the command's child; the command ignores it ({r.stderr})")
+    c.sh(c.R + ["delete", "--force", "nsk"])
+    reap()
+
+
 def nsjoin_checks(c):
+    kill_all_checks(c, c.check)
     pid_join_checks(c, c.check)
     cgroup_join_checks(c, c.check)
     refusal_checks(c, c.check)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "lbbox/sandbox/cgroup.h"
+#include "sandbox/cgroup_internal.h"
 #include "lbbox/base/cleanup.h"
 #include "lbbox/base/util.h"
 
@@ -535,6 +536,33 @@ Test(cgroup, pids_and_signal_reach_the_whole_tree)
 	cr_assert(reap_all(5000), "children left after the signal");
 	for (int i = 0; i < TREE_PIDS; i++)
 		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+}
+
+/* A pid read from cgroup.procs whose process then left (here: one never in it, as a reused pid
+ * would be) is not signalled: each goes through a pidfd checked against a second read. */
+Test(cgroup, signal_skips_a_pid_the_cgroup_no_longer_lists)
+{
+	struct lb_cgroup *cg = mk("reused", NULL, NULL);
+	struct lb_err *err = NULL;
+	pid_t member = spawn(cg, child_pause, NULL);
+	pid_t outsider = fork();
+	cr_assert(outsider >= 0);
+	if (outsider == 0) {
+		pause();
+		_exit(0);
+	}
+	add_kid(outsider);
+	pid_t listed[] = {member, outsider};
+	cr_assert_eq(cg_signal_listed(&cg->dirs[0], listed, 2, SIGTERM, &err), 0, "%s", msg(err));
+	int status;
+	cr_assert_eq(waitpid(member, &status, 0), member);
+	forget_kid(member);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the member got it");
+	sleep_ms(50);
+	cr_expect_eq(waitpid(outsider, NULL, WNOHANG), 0, "the outsider was signalled");
+	kill(outsider, SIGKILL);
+	waitpid(outsider, NULL, 0);
+	forget_kid(outsider);
 }
 
 /* Itself and a child, each counting in its own slot of the shared page arg. */
