@@ -32,7 +32,8 @@
 #include "sealed.h"
 
 #define OVERLAYFS_MAGIC 0x794c7630
-/* set to our pid just before the re-execution: the new image checks it got what it asked for */
+/* "PID:MNT", our pid and the view's mount id (0: a copy), set just before the re-execution:
+ * the new image checks it got what it asked for */
 #define REEXEC_MARK "LBBOX_SEALED_PID"
 /* the view's root, inherited over the re-execution; trusted only once checked (adopt_view_dir) */
 #define VIEW_DIR_ENV "LBBOX_SEALED_DIR_FD"
@@ -72,10 +73,12 @@ static bool detached_overlay(int fd)
 	return !mount_listed(stx.stx_mnt_id);
 }
 
-/* By what the executable is, not by its name: a memfd with every seal, or a sealed view. */
-static bool is_sealed(int fd)
+/* By what the executable is, not by its name: a memfd with every seal, or a sealed view
+ * (*view then true). */
+static bool is_sealed(int fd, bool *view)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
+	*view = seals < 0;
 	if (seals >= 0)
 		return (seals & LB_SEALS) == LB_SEALS;
 	return detached_overlay(fd);
@@ -90,16 +93,22 @@ static int mount_id(int fd, unsigned long long *id)
 	return 0;
 }
 
-/* *mnt: the mount the executable is on (0 when unknown). */
-static bool running_sealed(unsigned long long *mnt)
+/*
+ * *mnt: the mount the executable is on (0 when unknown). A view passes only as the one our own
+ * re-execution made (want: its mount id, which stays ours while we run from it): mountinfo
+ * lists no mount outside a chroot, so a chrooted lbbox run from some read-only overlay would
+ * otherwise pass; it makes its own view instead.
+ */
+static bool running_sealed(unsigned long long want, unsigned long long *mnt)
 {
 	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	bool view;
 	*mnt = 0;
-	if (fd < 0 || !is_sealed(fd))
+	if (fd < 0 || !is_sealed(fd, &view))
 		return false;
 	if (mount_id(fd, mnt) < 0)
 		*mnt = 0;
-	return true;
+	return !view || (*mnt && *mnt == want);
 }
 
 /*
@@ -123,17 +132,19 @@ static void adopt_view_dir(const char *env, bool again, unsigned long long exe_m
 }
 
 /* The view, if this kernel lets us tell it is one once we run from it (STATX_MNT_ID: 5.8),
- * and its root in *dir; else the copy (*dir -1). */
-static int sealed_fd(int *fd, int *dir, struct lb_err **err)
+ * its root in *dir and its mount id in *mnt; else the copy (*dir -1, *mnt 0). */
+static int sealed_fd(int *fd, int *dir, unsigned long long *mnt, struct lb_err **err)
 {
 	_cleanup_err_ struct lb_err *view_err = NULL;
+	bool view;
 	if (lb_sealed_view(fd, dir, &view_err) == 0) {
-		if (is_sealed(*fd))
+		if (is_sealed(*fd, &view) && mount_id(*fd, mnt) == 0)
 			return 0;
 		close(LB_TAKE_FD(*fd));
 		close(LB_TAKE_FD(*dir));
 		lb_err_set(&view_err, 0, "it would not pass as sealed");
 	}
+	*mnt = 0;
 	if (lb_sealed_copy(fd, err) < 0)
 		return lb_err_wrap(err, "no sealed view of lbbox (%s), nor a copy", view_err->msg);
 	return 0;
@@ -157,12 +168,13 @@ static bool helpers_beside(const char *self_dir)
 
 int lb_reexec_sealed(char **argv, struct lb_err **err)
 {
-	char dir[LB_PATH_BUF], pid[24], num[24];
+	char dir[LB_PATH_BUF], pid[48], num[24], *end = NULL;
 	const char *mark = getenv(REEXEC_MARK);
-	bool again = mark && strtol(mark, NULL, 10) == getpid();
-	unsigned long long exe_mnt;
+	bool again = mark && strtol(mark, &end, 10) == getpid();
+	unsigned long long exe_mnt,
+	    view_mnt = again && *end == ':' ? strtoull(end + 1, NULL, 10) : 0;
 	unsetenv(REEXEC_MARK); /* not for our children */
-	bool sealed = running_sealed(&exe_mnt);
+	bool sealed = running_sealed(view_mnt, &exe_mnt);
 	adopt_view_dir(getenv(VIEW_DIR_ENV), again && sealed, exe_mnt);
 	unsetenv(VIEW_DIR_ENV);
 	if (sealed)
@@ -171,12 +183,12 @@ int lb_reexec_sealed(char **argv, struct lb_err **err)
 		return lb_err_set(err, 0,
 				  "lbbox re-executed itself sealed but is not running sealed");
 	_cleanup_close_ int fd = -1, view = -1;
-	if (lb_self_dir(dir, sizeof(dir), err) < 0 || sealed_fd(&fd, &view, err) < 0)
+	if (lb_self_dir(dir, sizeof(dir), err) < 0 || sealed_fd(&fd, &view, &view_mnt, err) < 0)
 		return -1;
 	/* where lbbox-init and lbbox-image are, now that /proc/self/exe is the view or the copy */
 	bool beside = helpers_beside(dir);
 	setenv("LBBOX_SELF_DIR", dir, 1);
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(pid, sizeof(pid), "%d:%llu", (int)getpid(), view_mnt);
 	setenv(REEXEC_MARK, pid, 1);
 	if (view >= 0 && beside && fcntl(view, F_SETFD, 0) == 0) {
 		snprintf(num, sizeof(num), "%d", view);

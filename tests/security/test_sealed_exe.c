@@ -508,3 +508,55 @@ LBT_TEST(sealed_exe, session_init_is_sealed)
 	json_decref(j), json_decref(s);
 	free(dir), free(wrap), free(state), free(exe), free(copy);
 }
+
+// Runs lbbox from a detached read-only overlay view of its directory that lbbox did not make
+// (no re-execution marker names it): as a host where lbbox runs chrooted from some read-only
+// overlay, whose mount its mountinfo does not list.
+static const char foreign_view[] =
+    "#!/usr/bin/python3\n"
+    "import ctypes, os, sys, tempfile\n"
+    "c = ctypes.CDLL(None, use_errno=True)\n"
+    "b = os.path.realpath(sys.argv[1])\n"
+    "fs = c.syscall(430, b'overlay', 1)\n" /* fsopen, FSOPEN_CLOEXEC */
+    "e = tempfile.mkdtemp()\n"
+    "top, emp = os.open(os.path.dirname(b), os.O_PATH), os.open(e, os.O_PATH)\n"
+    "low = f'/proc/self/fd/{top}:/proc/self/fd/{emp}'.encode()\n"
+    "ok = c.syscall(431, fs, 1, b'lowerdir', low, 0) == 0\n"  /* fsconfig SET_STRING */
+    "ok = ok and c.syscall(431, fs, 6, None, None, 0) == 0\n" /* CMD_CREATE */
+    "m = c.syscall(432, fs, 1, 1) if ok else -1\n"	      /* fsmount, RDONLY */
+    "os.rmdir(e)\n"
+    "if m < 0: sys.exit(98)\n"
+    "fd = os.open(os.path.basename(b), os.O_PATH, dir_fd=m)\n"
+    "os.execve(fd, [b] + sys.argv[2:], os.environ)\n";
+
+// That lbbox does not take the view for one of its own: it re-executes from a form it made,
+// here a memfd copy (its path names no file outside that view, so it cannot make a view), and a
+// session's pid 1, without an lbbox-init at that path, stays that copy. Had it trusted the
+// foreign view, pid 1 would run from it ("/lbbox").
+LBT_TEST(sealed_exe, a_view_lbbox_did_not_make_is_not_trusted)
+{
+	if (geteuid() != 0)
+		cr_skip("an overlay needs root");
+	char *wrap = lbt_strdupf("%s/foreign-view", lbt_workdir());
+	lbt_write_file(wrap, foreign_view);
+	chmod(wrap, 0755);
+	int views = attached_views();
+	lbt_set_wrapper(wrap);
+	json_t *j = lbt_runv_json(
+	    (const char *[]){"session", "create", "s5", "--rootfs", lbt_rootfs(), NULL});
+	lbt_set_wrapper(NULL);
+	const char *backend = json_string_value(json_object_get(j, "backend_session_id"));
+	cr_assert(backend && !strncmp(backend, "lbbox-", 6), "no sandbox id");
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(), backend + 6);
+	json_t *s = json_load_file(state, 0, NULL);
+	cr_assert_not_null(s, "read %s", state);
+	char *exe = lbt_strdupf("/proc/%d/exe", (int)json_integer_value(json_object_get(s, "pid")));
+	char link[256] = "";
+	cr_assert(readlink(exe, link, sizeof(link) - 1) > 0);
+	lbt_session_rm("s5");
+	cr_assert_str_eq(link, "/memfd:lbbox-sealed (deleted)", "the session's pid 1 runs %s",
+			 link);
+	cr_assert_eq(attached_views(), views, "a view is attached on the host");
+	json_decref(j), json_decref(s);
+	free(wrap), free(state), free(exe);
+}
