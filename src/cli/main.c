@@ -1,5 +1,6 @@
 /* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,35 @@ static int runc_sealed(int argc, char **argv, char **all)
 	return cli_runc(argc, argv);
 }
 
+/*
+ * Whether a verb may put a process in a sandbox, which it then must do from a sealed lbbox
+ * (src/sandbox/sealed.c), whatever the root's mode: an image's own /bin/sh can be
+ * "#!/proc/self/exe". Listed are the ones that never do, so they pay no re-execution; anything
+ * else (run, exec, session create|exec, proc start, a verb added later) is sealed. box and serve
+ * exec lbbox-server, which seals itself.
+ */
+static bool enters_sandbox(int argc, char **argv)
+{
+	static const char *const outside[] = {
+	    "ps",   "logs", "stop",   "kill",	 "rm",	"network", "info",  "box", "serve",
+	    "load", "pull", "images", "inspect", "tag", "rmi",	   "image", "save"};
+	static const char *const session_outside[] = {"ls", "inspect", "rm", "gc"};
+	static const char *const proc_outside[] = {"attach", "ls", "rm", "inspect", "stop", "logs"};
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		if (strcmp(argv[0], outside[i]) == 0)
+			return false;
+	if (!sub || cli_is_help(sub)) /* a usage or a help */
+		return false;
+	bool session = strcmp(argv[0], "session") == 0, proc = strcmp(argv[0], "proc") == 0;
+	const char *const *list = session ? session_outside : proc_outside;
+	size_t n = session ? 4 : proc ? 6 : 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(sub, list[i]) == 0)
+			return false;
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -118,6 +148,11 @@ int main(int argc, char **argv)
 	/* before any verb touches them, whichever runs first on this host */
 	if (lb_paths_check_runroot(g.paths.runroot, &err) < 0 ||
 	    lb_paths_secure(&g.paths, &err) < 0) {
+		cli_error("%s", err->msg);
+		lb_err_free(&err);
+		return LB_EXIT_SETUP;
+	}
+	if (enters_sandbox(argc - optind, argv + optind) && lb_reexec_sealed(argv, &err) < 0) {
 		cli_error("%s", err->msg);
 		lb_err_free(&err);
 		return LB_EXIT_SETUP;

@@ -126,8 +126,6 @@ static int parse_start(struct lb_box_proc_spec *spec, int argc, char **argv, con
 	return lb_box_proc_spec_validate(spec, err);
 }
 
-static char **g_argv; /* lbbox's own argv (cli_proc), to re-execute it sealed */
-
 static int proc_start(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
@@ -135,13 +133,7 @@ static int proc_start(struct lb_box *box, int argc, char **argv)
 	struct lb_box_proc_info info;
 	const char *session = NULL;
 	int r = parse_start(&spec, argc, argv, &session, &err);
-	struct lb_box_session s;
-	if (r == 0 && (r = lb_box_session_get(box, session, &s, &err)) == 0) {
-		/* the keeper forks from us: sealed when the root is writable (see sealed.c) */
-		if (!s.spec.read_only_rootfs)
-			r = lb_reexec_sealed(g_argv, &err);
-		lb_box_session_free(&s);
-	}
+	/* (the keeper forks from us: main.c has re-executed lbbox sealed) */
 	if (r == 0)
 		r = lb_box_proc_start(box, session, &spec, &info, &err);
 	lb_box_proc_spec_free(&spec);
@@ -333,7 +325,6 @@ int cli_proc(struct cli_globals *g, int argc, char **argv)
 		fputs(proc_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? LB_EXIT_SETUP : 0;
 	}
-	g_argv = g->argv;
 	for (size_t i = 0; i < sizeof(proc_verbs) / sizeof(proc_verbs[0]); i++) {
 		const struct proc_verb *v = &proc_verbs[i];
 		if (strcmp(argv[1], v->name) != 0)

@@ -174,9 +174,8 @@ int run_named(struct cli_globals *g, struct run_opts *o)
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct lb_box box;
 	char name[256];
-	if ((lb_rootless() && lb_rootless_check(&o->spec, &err) < 0) ||
-	    /* the keeper forks from us: sealed when the root is writable (see sealed.c) */
-	    (!o->spec.readonly_root && lb_reexec_sealed(g->argv, &err) < 0))
+	/* (the keeper forks from us: main.c has re-executed lbbox sealed) */
+	if (lb_rootless() && lb_rootless_check(&o->spec, &err) < 0)
 		return cli_box_error(err);
 	if (lb_box_open_env(&box, &g->paths, &err) < 0)
 		return cli_box_error(err);

@@ -198,9 +198,6 @@ static int session_exec(struct cli_globals *g, struct lb_box *box, int argc, cha
 	int r = parse_exec(&o, argc, argv, &id, &err);
 	if (r == 0)
 		r = lb_box_session_get(box, id, &s, &err);
-	/* a writable root could hold a "#!/proc/self/exe" /bin/sh: see sealed.c */
-	if (r == 0 && !s.spec.read_only_rootfs)
-		r = lb_reexec_sealed(g->argv, &err);
 	if (r == 0)
 		r = quota_check(box, &s, "before execution", &err);
 	if (r == 0 && o.tty && (r = lb_tty_open(&o.term, o.interactive, &err)) == 0)

@@ -16,7 +16,8 @@
  * and it is gone with the last process running from it.
  *
  * A copy (everyone else: fsopen("overlay") needs CAP_SYS_ADMIN): a memfd holding the binary,
- * sealed against writes, growth and shrinking.
+ * sealed against writes, growth and shrinking. lbbox-init is copied the same way when there is
+ * no view to open it through.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,7 +91,7 @@ static int overlay_create(int top, struct lb_err **err)
 	return mnt;
 }
 
-int lb_sealed_view(int *out, struct lb_err **err)
+int lb_sealed_view(int *out, int *dir_out, struct lb_err **err)
 {
 	char exe[LB_PATH_BUF];
 	struct stat self, st;
@@ -116,26 +117,36 @@ int lb_sealed_view(int *out, struct lb_err **err)
 	    st.st_mtim.tv_sec != self.st_mtim.tv_sec || st.st_mtim.tv_nsec != self.st_mtim.tv_nsec)
 		return lb_err_set(err, 0, "%s/%s is no longer the running lbbox", exe, base);
 	*out = LB_TAKE_FD(fd);
+	*dir_out = LB_TAKE_FD(mnt);
+	return 0;
+}
+
+int lb_sealed_copy_of(int src, const char *name, int *out, struct lb_err **err)
+{
+	struct stat st;
+	if (fstat(src, &st) < 0)
+		return lb_err_set(err, errno, "stat %s", name);
+	if (!S_ISREG(st.st_mode))
+		return lb_err_set(err, 0, "%s is not a regular file", name);
+	_cleanup_close_ int fd = memfd_create(LB_SEALED_MEMFD, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return lb_err_set(err, errno, "memfd_create");
+	for (off_t done = 0; done < st.st_size;) {
+		ssize_t n = sendfile(fd, src, NULL, (size_t)(st.st_size - done));
+		if (n <= 0)
+			return lb_err_set(err, n < 0 ? errno : EIO, "copy %s", name);
+		done += n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, LB_SEALS) < 0)
+		return lb_err_set(err, errno, "seal the copy of %s", name);
+	*out = LB_TAKE_FD(fd);
 	return 0;
 }
 
 int lb_sealed_copy(int *out, struct lb_err **err)
 {
-	struct stat st;
 	_cleanup_close_ int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	if (exe < 0 || fstat(exe, &st) < 0)
+	if (exe < 0)
 		return lb_err_set(err, errno, "open /proc/self/exe");
-	_cleanup_close_ int fd = memfd_create(LB_SEALED_MEMFD, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return lb_err_set(err, errno, "memfd_create");
-	for (off_t done = 0; done < st.st_size;) {
-		ssize_t n = sendfile(fd, exe, NULL, (size_t)(st.st_size - done));
-		if (n <= 0)
-			return lb_err_set(err, n < 0 ? errno : EIO, "copy lbbox");
-		done += n;
-	}
-	if (fcntl(fd, F_ADD_SEALS, LB_SEALS) < 0)
-		return lb_err_set(err, errno, "seal the copy of lbbox");
-	*out = LB_TAKE_FD(fd);
-	return 0;
+	return lb_sealed_copy_of(exe, "lbbox", out, err);
 }

@@ -238,14 +238,11 @@ static int start_networked(struct run *r, const struct lb_spec *spec, struct lb_
 	return 0;
 }
 
-/* lbbox-init beside the running executable; -1 (pid 1 then stays a copy of lbbox) if absent. */
+/* lbbox-init beside the running executable, sealed (sealed.c: /proc/1/exe must not lead to the
+ * host's file); -1 (pid 1 then stays a copy of lbbox) if absent. */
 static int open_init(void)
 {
-	char path[LB_PATH_BUF];
-	if (lb_self_dir(path, sizeof(path) - 16, NULL) < 0)
-		return -1;
-	strcat(path, "/lbbox-init");
-	return open(path, O_RDONLY | O_CLOEXEC);
+	return lb_sealed_helper("lbbox-init", NULL);
 }
 
 /* pid 1, born in the namespaces the spec joins by path; lbbox is back in its own after. In the

@@ -290,3 +290,275 @@ LBT_TEST(sealed_exe, reexec_that_is_not_sealed_fails_once)
 	lbt_session_rm("s2");
 	free(wrap), free(root);
 }
+
+// ---- the paths that were not sealed: foreground run, a read-only root, lbbox-init ----------
+// lbbox and lbbox-init are run from copies in the work directory (a wrapper execs the copy), so
+// an lbbox that does not seal has only a copy written, which the test then sees.
+
+// The wrapper that runs the copies; *dir: where they are.
+static char *copies_wrapper(char **dir)
+{
+	*dir = lbt_mkdir_work("bin");
+	char *wrap = lbt_strdupf("%s/run-copy", lbt_workdir());
+	char *script =
+	    lbt_strdupf("#!/bin/sh\n"
+			"d=%s\n"
+			"[ -e $d/lbbox ] || { cp \"$1\" $d/lbbox && "
+			"cp \"$(dirname \"$1\")/lbbox-init\" $d/lbbox-init; } || exit 99\n"
+			"shift\n"
+			"exec $d/lbbox \"$@\"\n",
+			*dir);
+	lbt_write_file(wrap, script);
+	chmod(wrap, 0755);
+	free(script);
+	return wrap;
+}
+
+// After the process whose executable fd holds has exited: writing through it must fail, and
+// file (a copy lbbox ran from) be unchanged.
+static void assert_unwritable(int fd, const char *file)
+{
+	size_t len, len_after;
+	char *before = slurp(file, &len), *fdpath = lbt_strdupf("/proc/self/fd/%d", fd);
+	int w = -1, e = 0;
+	for (int i = 0; i < 100; i++, usleep(20000)) { /* busy while anything still runs it */
+		w = open(fdpath, O_WRONLY | O_APPEND | O_CLOEXEC);
+		e = errno;
+		if (w >= 0 || e != ETXTBSY)
+			break;
+	}
+	if (w >= 0) { /* a sealed memfd opens for writing, and refuses the write */
+		ssize_t n = write(w, "pwned", 5);
+		e = errno;
+		close(w);
+		cr_assert(n < 0, "the sandbox's executable was written to (%zd bytes)", n);
+	}
+	cr_assert(e == EROFS || e == EPERM, "reopen for writing: %s", strerror(e));
+	char *after = slurp(file, &len_after);
+	cr_assert(len == len_after && memcmp(before, after, len) == 0, "%s was changed", file);
+	free(before), free(after), free(fdpath);
+}
+
+// The first bytes of a /proc file (whose size says nothing), NUL-terminated.
+static size_t read_proc(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 ? (size_t)n : 0;
+}
+
+// The host pid of the process run as "/proc/self/exe load" whose environment holds mark.
+static pid_t find_marked_lbbox(const char *mark)
+{
+	char buf[8192], path[64];
+	for (double end = lbt_now() + 10; lbt_now() < end; usleep(20000)) {
+		DIR *d = opendir("/proc");
+		pid_t pid = 0;
+		for (struct dirent *e; d && !pid && (e = readdir(d));) {
+			snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
+			size_t n = read_proc(path, buf, sizeof(buf));
+			if (!memmem(buf, n, mark, strlen(mark)))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+			read_proc(path, buf, sizeof(buf));
+			if (!strcmp(buf, "/proc/self/exe"))
+				pid = atoi(e->d_name);
+		}
+		if (d)
+			closedir(d);
+		if (pid)
+			return pid;
+	}
+	return 0;
+}
+
+// Read-only here: the sandbox's lbbox stays waiting for its image helper until told to go.
+static const char holder[] = "#!/bin/busybox sh\n"
+			     "while [ ! -e /out/go ]; do sleep 0.05; done\n";
+
+static char *holding_root(void)
+{
+	char *root = copy_rootfs();
+	add_libraries(root);
+	char *path = lbt_strdupf("%s/lbbox-image", root);
+	put_file(path, holder, strlen(holder), 0755);
+	free(path);
+	path = lbt_strdupf("%s/bin/sh", root);
+	put_file(path, "#!/proc/self/exe load\n", 22, 0755);
+	free(path);
+	mkdir(lbt_strdupf("%s/out", root), 0755);
+	return root;
+}
+
+// Runs args (lbbox's, through the copies) whose sandbox runs the hostile /bin/sh, takes the
+// executable of the lbbox it starts, and checks it cannot be written once that lbbox is gone.
+static void hold_and_write(const char *const *args, const char *wrap, const char *bindir,
+			   const char *out)
+{
+	struct lbt_proc p;
+	struct lb_run_out o;
+	lbt_set_wrapper(wrap);
+	cr_assert_eq(lbt_spawnv(&p, args), 0);
+	lbt_set_wrapper(NULL);
+	pid_t pid = find_marked_lbbox("SEAL_MARK=g7");
+	if (!pid) {
+		lbt_wait(&p, &o, 5);
+		cr_assert_fail("no lbbox ran inside the sandbox (status %d, %s)", o.status, o.err);
+	}
+	char *exe = lbt_strdupf("/proc/%d/exe", (int)pid), link[256] = "";
+	int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0, "open %s: %s", exe, strerror(errno));
+	cr_assert(readlink(exe, link, sizeof(link) - 1) > 0);
+	char *go = lbt_strdupf("%s/go", out);
+	lbt_write_file(go, "");
+	lbt_wait(&p, &o, 30);
+	lbt_out_free(&o);
+	char *copy = lbt_strdupf("%s/lbbox", bindir);
+	assert_unwritable(fd, copy);
+	const char *want = geteuid() == 0 ? "/lbbox" : "/memfd:lbbox-sealed (deleted)";
+	cr_assert_str_eq(link, want, "lbbox in the sandbox ran from %s", link);
+	close(fd);
+	free(exe), free(go), free(copy);
+}
+
+// F1: a foreground `lbbox run` (read-only root, the default) of an image whose command is the
+// "#!/proc/self/exe" script: the lbbox the kernel starts as its pid 1 is the sealed form.
+LBT_TEST(sealed_exe, foreground_run_is_sealed)
+{
+	char *dir, *wrap = copies_wrapper(&dir), *root = holding_root();
+	char *out = lbt_mkdir_work("out"), *vol = lbt_strdupf("%s:/out", out);
+	const char *args[] = {"run",
+			      "--rootfs",
+			      root,
+			      "-v",
+			      vol,
+			      "-e",
+			      "SEAL_MARK=g7",
+			      "-e",
+			      "LBBOX_IMAGE_TOOL=/lbbox-image",
+			      "-e",
+			      "LBBOX_ROOT=/tmp/st",
+			      "-e",
+			      "LBBOX_RUNROOT=/tmp/rr",
+			      "-e",
+			      "ASAN_OPTIONS=detect_leaks=0",
+			      "--",
+			      "/bin/sh",
+			      NULL};
+	hold_and_write(args, wrap, dir, out);
+	free(dir), free(wrap), free(root), free(out), free(vol);
+}
+
+// F2: `session exec` on a read-only session runs the image's own /bin/sh, the same script.
+LBT_TEST(sealed_exe, exec_on_read_only_session_is_sealed)
+{
+	char *dir, *wrap = copies_wrapper(&dir), *root = holding_root();
+	char *out = lbt_mkdir_work("out"), *vol = lbt_strdupf("%s:/out", out);
+	json_decref(lbt_runv_json(
+	    (const char *[]){"session", "create", "s3", "--rootfs", root, "-v", vol, NULL}));
+	const char *args[] = {"session",
+			      "exec",
+			      "s3",
+			      "-e",
+			      "SEAL_MARK=g7",
+			      "-e",
+			      "LBBOX_IMAGE_TOOL=/lbbox-image",
+			      "-e",
+			      "LBBOX_ROOT=/tmp/st",
+			      "-e",
+			      "LBBOX_RUNROOT=/tmp/rr",
+			      "-e",
+			      "ASAN_OPTIONS=detect_leaks=0",
+			      "--",
+			      "true",
+			      NULL};
+	hold_and_write(args, wrap, dir, out);
+	lbt_session_rm("s3");
+	free(dir), free(wrap), free(root), free(out), free(vol);
+}
+
+// F3: a session's pid 1 runs lbbox-init from the view (root) or a sealed copy (a user), and
+// its executable cannot be written once it has exited.
+LBT_TEST(sealed_exe, session_init_is_sealed)
+{
+	char *dir, *wrap = copies_wrapper(&dir);
+	lbt_set_wrapper(wrap);
+	json_t *j = lbt_runv_json(
+	    (const char *[]){"session", "create", "s4", "--rootfs", lbt_rootfs(), NULL});
+	lbt_set_wrapper(NULL);
+	const char *backend = json_string_value(json_object_get(j, "backend_session_id"));
+	cr_assert(backend && !strncmp(backend, "lbbox-", 6), "no sandbox id");
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(), backend + 6);
+	json_t *s = json_load_file(state, 0, NULL);
+	cr_assert_not_null(s, "read %s", state);
+	int pid = (int)json_integer_value(json_object_get(s, "pid"));
+	char *exe = lbt_strdupf("/proc/%d/exe", pid), link[256] = "";
+	int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0, "open %s: %s", exe, strerror(errno));
+	cr_assert(readlink(exe, link, sizeof(link) - 1) > 0);
+	lbt_session_rm("s4");
+	char *copy = lbt_strdupf("%s/lbbox-init", dir);
+	assert_unwritable(fd, copy);
+	const char *want = geteuid() == 0 ? "/lbbox-init" : "/memfd:lbbox-sealed (deleted)";
+	cr_assert_str_eq(link, want, "the session's pid 1 runs %s", link);
+	close(fd);
+	json_decref(j), json_decref(s);
+	free(dir), free(wrap), free(state), free(exe), free(copy);
+}
+
+// Runs lbbox from a detached read-only overlay view of its directory that lbbox did not make
+// (no re-execution marker names it): as a host where lbbox runs chrooted from some read-only
+// overlay, whose mount its mountinfo does not list.
+static const char foreign_view[] =
+    "#!/usr/bin/python3\n"
+    "import ctypes, os, sys, tempfile\n"
+    "c = ctypes.CDLL(None, use_errno=True)\n"
+    "b = os.path.realpath(sys.argv[1])\n"
+    "fs = c.syscall(430, b'overlay', 1)\n" /* fsopen, FSOPEN_CLOEXEC */
+    "e = tempfile.mkdtemp()\n"
+    "top, emp = os.open(os.path.dirname(b), os.O_PATH), os.open(e, os.O_PATH)\n"
+    "low = f'/proc/self/fd/{top}:/proc/self/fd/{emp}'.encode()\n"
+    "ok = c.syscall(431, fs, 1, b'lowerdir', low, 0) == 0\n"  /* fsconfig SET_STRING */
+    "ok = ok and c.syscall(431, fs, 6, None, None, 0) == 0\n" /* CMD_CREATE */
+    "m = c.syscall(432, fs, 1, 1) if ok else -1\n"	      /* fsmount, RDONLY */
+    "os.rmdir(e)\n"
+    "if m < 0: sys.exit(98)\n"
+    "fd = os.open(os.path.basename(b), os.O_PATH, dir_fd=m)\n"
+    "os.execve(fd, [b] + sys.argv[2:], os.environ)\n";
+
+// That lbbox does not take the view for one of its own: it re-executes from a form it made,
+// here a memfd copy (its path names no file outside that view, so it cannot make a view), and a
+// session's pid 1, without an lbbox-init at that path, stays that copy. Had it trusted the
+// foreign view, pid 1 would run from it ("/lbbox").
+LBT_TEST(sealed_exe, a_view_lbbox_did_not_make_is_not_trusted)
+{
+	if (geteuid() != 0)
+		cr_skip("an overlay needs root");
+	if (access("/usr/bin/python3", X_OK) != 0) /* the qemu guest has none */
+		cr_skip("no python3 to make the view with");
+	char *wrap = lbt_strdupf("%s/foreign-view", lbt_workdir());
+	lbt_write_file(wrap, foreign_view);
+	chmod(wrap, 0755);
+	int views = attached_views();
+	lbt_set_wrapper(wrap);
+	json_t *j = lbt_runv_json(
+	    (const char *[]){"session", "create", "s5", "--rootfs", lbt_rootfs(), NULL});
+	lbt_set_wrapper(NULL);
+	const char *backend = json_string_value(json_object_get(j, "backend_session_id"));
+	cr_assert(backend && !strncmp(backend, "lbbox-", 6), "no sandbox id");
+	char *state = lbt_strdupf("%s/%s/state.json", lbt_runroot(), backend + 6);
+	json_t *s = json_load_file(state, 0, NULL);
+	cr_assert_not_null(s, "read %s", state);
+	char *exe = lbt_strdupf("/proc/%d/exe", (int)json_integer_value(json_object_get(s, "pid")));
+	char link[256] = "";
+	cr_assert(readlink(exe, link, sizeof(link) - 1) > 0);
+	lbt_session_rm("s5");
+	cr_assert_str_eq(link, "/memfd:lbbox-sealed (deleted)", "the session's pid 1 runs %s",
+			 link);
+	cr_assert_eq(attached_views(), views, "a view is attached on the host");
+	json_decref(j), json_decref(s);
+	free(wrap), free(state), free(exe);
+}

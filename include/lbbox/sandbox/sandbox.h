@@ -38,8 +38,12 @@ int lb_paths_check_mount(const struct lb_paths *p, const char *canonical, const 
 /* Re-executes this program from a sealed form of itself (CVE-2019-5736: a process joining a
  * sandbox must not expose a writable /proc/self/exe): a read-only overlayfs view of its binary
  * when it may make one (root), else a sealed memfd copy. Returns only on failure, or at once when
- * already running sealed. Programs that join sandboxes with writable roots call it first. */
+ * already running sealed. Every program that puts a process in a sandbox calls it first. */
 int lb_reexec_sealed(char **argv, struct lb_err **err);
+/* A descriptor (close-on-exec, for execveat) of lbbox's helper program name in a form no
+ * sandbox can write: opened through the view lbbox runs from, else a sealed memfd copy of the
+ * file in lbbox's directory (LBBOX_SELF_DIR). -1 on failure. */
+int lb_sealed_helper(const char *name, struct lb_err **err);
 
 struct lb_result {
 	int exit_code; /* the command's status, or 128 + signal */
