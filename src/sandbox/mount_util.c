@@ -194,6 +194,11 @@ int lb_remount_ro(const char *path, bool rec, struct lb_err **err)
  * bound nodev and nosuid, so no device node or setuid file on the host side becomes usable
  * through it, and private, so nothing mounted on the host later (under a shared mount) appears
  * inside, writable, and nothing mounted inside leaks out.
+ *
+ * The bind is made detached (open_tree), given its attributes there, then moved onto the target
+ * descriptor already checked: the target is never looked up again, since a second walk would go
+ * through the volume's own contents (its "s -> /tmp" under an image's "vol -> /w/s", "w/s -> .")
+ * and set ":ro" somewhere else.
  */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
 		    struct lb_err **err)
@@ -204,14 +209,15 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 	_cleanup_close_ int fd = -1;
 	if (lb_open_mount_target(rootfd, target, true, S_ISDIR(st.st_mode), &fd, err) < 0)
 		return lb_err_wrap(err, "bind %s on %s", source, target);
-	if (lb_mount_fd(source, fd, NULL, MS_BIND | MS_REC, NULL, err) < 0)
-		return lb_err_wrap(err, "bind on %s", target);
-	/* The bind now covers the opened dentry; reopen to reach the new mount's root. */
-	_cleanup_close_ int mfd = -1;
-	if (lb_open_in_root(rootfd, target, false, false, &mfd, err) < 0)
-		return -1;
+	_cleanup_close_ int tree = (int)syscall(SYS_open_tree, AT_FDCWD, source,
+						OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return lb_err_set(err, errno, "bind %s on %s", source, target);
 	uint64_t attrs = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | (readonly ? MOUNT_ATTR_RDONLY : 0);
-	if (lb_mount_setattr(mfd, true, attrs, MS_PRIVATE, err) < 0)
+	if (lb_mount_setattr(tree, true, attrs, MS_PRIVATE, err) < 0)
 		return lb_err_wrap(err, "bind on %s", target);
+	if (syscall(SYS_move_mount, tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lb_err_set(err, errno, "bind on %s", target);
 	return 0;
 }
