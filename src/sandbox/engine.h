@@ -101,9 +101,11 @@ int lb_mount_setattr(int fd, bool rec, uint64_t attrs, uint64_t propagation, str
 /* Makes an existing mount read-only (recursively when rec), keeping nosuid/nodev/noexec. */
 int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
 /* The mounts at src below src_dirfd ("": src_dirfd itself) bound recursively onto target_fd,
- * given attrs and propagation before they are attached. */
+ * given attrs and propagation before they are attached; *out (unless NULL) the attached copy. */
 int lb_bind_tree(int src_dirfd, const char *src, int target_fd, uint64_t attrs,
-		 uint64_t propagation, struct lb_err **err);
+		 uint64_t propagation, int *out, struct lb_err **err);
+/* A new fstype filesystem with mount attrs onto target_fd; *out the handle of its root. */
+int lb_mount_new(const char *fstype, uint64_t attrs, int target_fd, int *out, struct lb_err **err);
 /* Binds source (a host path) on target inside the root: nodev, nosuid, private propagation,
  * read-only when asked, recursively. */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
