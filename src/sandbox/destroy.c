@@ -51,7 +51,9 @@ static void wait_gone(int pidfd)
 static int open_early_cgroups(const char *statedir, struct lb_cgroup **out)
 {
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
-	char **paths = lb_state_read_cgroups(statedir);
+	char **paths = NULL;
+	if (lb_state_read_cgroups(statedir, &paths, NULL) < 0)
+		return -1;
 	size_t n = 0;
 	for (char **p = paths; p && *p && n < LB_CGROUP_MAX_DIRS; p++)
 		dirs[n++] = (struct lb_cgroup_dir_info){.path = *p};
@@ -106,6 +108,10 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 	snprintf(statedir, sizeof(statedir), "%s/%s", paths->runroot, id);
 	if (access(statedir, F_OK) < 0)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "sandbox %s", id);
+	/* A damaged state naming a cgroup not the sandbox's own (a hierarchy's root, a service's)
+	 * would get every task there killed: refused, nothing killed, the state kept. */
+	if (lb_state_check_cgroups(statedir, err) < 0)
+		return -1;
 	kill_all(paths, id, statedir);
 	if (!wait_unlocked(statedir))
 		return lb_err_set(err, EBUSY, "sandbox %s: its pid 1 still runs after SIGKILL", id);

@@ -100,6 +100,12 @@ int lb_mount_fd(const char *source, int target_fd, const char *fstype, unsigned 
 int lb_mount_setattr(int fd, bool rec, uint64_t attrs, uint64_t propagation, struct lb_err **err);
 /* Makes an existing mount read-only (recursively when rec), keeping nosuid/nodev/noexec. */
 int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
+/* The mounts at src below src_dirfd ("": src_dirfd itself) bound recursively onto target_fd,
+ * given attrs and propagation before they are attached; *out (unless NULL) the attached copy. */
+int lb_bind_tree(int src_dirfd, const char *src, int target_fd, uint64_t attrs,
+		 uint64_t propagation, int *out, struct lb_err **err);
+/* A new fstype filesystem with mount attrs onto target_fd; *out the handle of its root. */
+int lb_mount_new(const char *fstype, uint64_t attrs, int target_fd, int *out, struct lb_err **err);
 /* Binds source (a host path) on target inside the root: nodev, nosuid, private propagation,
  * read-only when asked, recursively. */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
@@ -252,10 +258,21 @@ void lb_state_free(struct lb_state *st);
 int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct lb_spec *spec,
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err);
-/* The cgroup paths, noted before pid 1 exists (and so before state.json). */
-int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err);
-/* What lb_state_write_cgroups noted, NULL-terminated; NULL when nothing was. */
-char **lb_state_read_cgroups(const char *statedir);
+
+/* state_cgroups.c. The cgroup paths, noted before pid 1 exists (and so before state.json), with
+ * name, the cgroups' own name when not lbbox-<id> (NULL otherwise). */
+#define LB_EARLY_CGROUPS "cgroups"
+int lb_state_write_cgroups(const char *statedir, const char *name, const struct lb_cgroup *cg,
+			   struct lb_err **err);
+/* What lb_state_write_cgroups noted, NULL-terminated (*out NULL when nothing was); -1 when a
+ * path is not one lbbox could have noted for the sandbox. */
+int lb_state_read_cgroups(const char *statedir, char ***out, struct lb_err **err);
+/* -1 unless path is a cgroup lbbox could have made for sandbox id: below
+ * /sys/fs/cgroup/, no "." or "..", named lbbox-<id> or name (the recorded cgroup_name). */
+int lb_state_cgroup_check(const char *id, const char *name, const char *path, struct lb_err **err);
+/* Everything the state of statedir records (state.json, the early list) checked as above and
+ * on disk: each path a cgroup below its hierarchy's root, or gone. */
+int lb_state_check_cgroups(const char *statedir, struct lb_err **err);
 /* The limits in state.json after lb_cgroup_update applied u (sandbox_update.c). */
 int lb_state_update_limits(const char *statedir, const struct lb_cgroup_update *u,
 			   struct lb_err **err);

@@ -53,25 +53,18 @@ static int mask_one(int rootfd, const char *path, struct lb_err **err)
 	return r < 0 ? lb_err_wrap(err, "masked path %s", path) : 0;
 }
 
-/* The path's mounts copied (open_tree), made read-only while detached, then moved onto the path:
- * each step on the one descriptor opened, never on the name again, which a process sharing the
- * rootfs (a volume of another container) could swap for a symlink meanwhile. */
+/* The path's mounts copied, made read-only while detached, then moved onto the path: each step
+ * on the one descriptor opened, never on the name again, which a process sharing the rootfs (a
+ * volume of another container) could swap for a symlink meanwhile. */
 static int readonly_one(int rootfd, const char *path, struct lb_err **err)
 {
-	_cleanup_close_ int fd = -1, tree = -1;
+	_cleanup_close_ int fd = -1;
 	if (open_entry(rootfd, path, &fd, err) < 0)
 		return -1;
 	if (fd < 0)
 		return 0;
-	tree = (int)syscall(SYS_open_tree, fd, "",
-			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
-	if (tree < 0)
-		return lb_err_set(err, errno, "read-only path %s", path);
-	if (lb_mount_setattr(tree, true, MOUNT_ATTR_RDONLY, 0, err) < 0)
+	if (lb_bind_tree(fd, "", fd, MOUNT_ATTR_RDONLY, 0, NULL, err) < 0)
 		return lb_err_wrap(err, "read-only path %s", path);
-	if (syscall(SYS_move_mount, tree, "", fd, "",
-		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return lb_err_set(err, errno, "read-only path %s", path);
 	return 0;
 }
 

@@ -189,11 +189,54 @@ int lb_remount_ro(const char *path, bool rec, struct lb_err **err)
 	return 0;
 }
 
+/* A copy of the mounts at src (below src_dirfd; "" for src_dirfd itself), recursive, given attrs
+ * and propagation while detached, then moved onto target_fd: no step looks a name up again,
+ * which could lead through what was just mounted, or through a name swapped meanwhile. *out
+ * (unless NULL): the handle of the attached copy. */
+int lb_bind_tree(int src_dirfd, const char *src, int target_fd, uint64_t attrs,
+		 uint64_t propagation, int *out, struct lb_err **err)
+{
+	unsigned int at =
+	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | (*src ? 0 : AT_EMPTY_PATH);
+	_cleanup_close_ int tree = (int)syscall(SYS_open_tree, src_dirfd, src, at);
+	if (tree < 0)
+		return lb_err_set(err, errno, "bind %s", *src ? src : "a mount");
+	if (lb_mount_setattr(tree, true, attrs, propagation, err) < 0)
+		return -1;
+	if (syscall(SYS_move_mount, tree, "", target_fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lb_err_set(err, errno, "attach the bind of %s", *src ? src : "a mount");
+	if (out)
+		*out = LB_TAKE_FD(tree);
+	return 0;
+}
+
+/* A new fstype filesystem ("source" fstype) with attrs onto target_fd; *out the handle of its
+ * root, by which the next steps reach it rather than by the target's name again. */
+int lb_mount_new(const char *fstype, uint64_t attrs, int target_fd, int *out, struct lb_err **err)
+{
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, fstype, FSOPEN_CLOEXEC);
+	if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", fstype, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return lb_err_set(err, errno, "mount %s", fstype);
+	_cleanup_close_ int mfd = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, attrs);
+	if (mfd < 0)
+		return lb_err_set(err, errno, "mount %s", fstype);
+	if (syscall(SYS_move_mount, mfd, "", target_fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lb_err_set(err, errno, "attach %s", fstype);
+	*out = LB_TAKE_FD(mfd);
+	return 0;
+}
+
 /*
  * Whatever comes from the host (volumes, the host image's directories, generated /etc files) is
  * bound nodev and nosuid, so no device node or setuid file on the host side becomes usable
  * through it, and private, so nothing mounted on the host later (under a shared mount) appears
- * inside, writable, and nothing mounted inside leaks out.
+ * inside, writable, and nothing mounted inside leaks out. The attributes are set before the
+ * bind is attached to the target checked here: a second lookup of the target would go through
+ * the volume's own contents (its "s -> /tmp" under an image's "vol -> /w/s", "w/s -> .") and
+ * set ":ro" somewhere else.
  */
 int lb_bind_in_root(int rootfd, const char *source, const char *target, bool readonly,
 		    struct lb_err **err)
@@ -204,14 +247,8 @@ int lb_bind_in_root(int rootfd, const char *source, const char *target, bool rea
 	_cleanup_close_ int fd = -1;
 	if (lb_open_mount_target(rootfd, target, true, S_ISDIR(st.st_mode), &fd, err) < 0)
 		return lb_err_wrap(err, "bind %s on %s", source, target);
-	if (lb_mount_fd(source, fd, NULL, MS_BIND | MS_REC, NULL, err) < 0)
-		return lb_err_wrap(err, "bind on %s", target);
-	/* The bind now covers the opened dentry; reopen to reach the new mount's root. */
-	_cleanup_close_ int mfd = -1;
-	if (lb_open_in_root(rootfd, target, false, false, &mfd, err) < 0)
-		return -1;
 	uint64_t attrs = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | (readonly ? MOUNT_ATTR_RDONLY : 0);
-	if (lb_mount_setattr(mfd, true, attrs, MS_PRIVATE, err) < 0)
+	if (lb_bind_tree(AT_FDCWD, source, fd, attrs, MS_PRIVATE, NULL, err) < 0)
 		return lb_err_wrap(err, "bind on %s", target);
 	return 0;
 }

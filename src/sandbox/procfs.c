@@ -28,8 +28,9 @@ static const char *const sys_masked[] = {
 };
 static const char *const proc_readonly[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
 
-#define NOSUID_NODEV_NOEXEC (MS_NOSUID | MS_NODEV | MS_NOEXEC)
-#define N_ELEM(a)	    (sizeof(a) / sizeof((a)[0]))
+#define NOSUID_NODEV_NOEXEC	  (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+#define NOSUID_NODEV_NOEXEC_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
+#define N_ELEM(a)		  (sizeof(a) / sizeof((a)[0]))
 
 /* Entries are looked up below an fd of the fresh procfs/sysfs, never through a path string. */
 static int mask_path(int dirfd, const char *name, struct lb_err **err)
@@ -48,20 +49,15 @@ static int mask_path(int dirfd, const char *name, struct lb_err **err)
 	return lb_mount_fd("/dev/null", fd, NULL, MS_BIND, NULL, err);
 }
 
+/* Bound onto itself read-only through its one descriptor (lb_bind_tree), never looked up again. */
 static int readonly_path(int dirfd, const char *name, struct lb_err **err)
 {
-	char path[64];
 	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "read-only %s", name);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return lb_err_set(err, errno, "bind /proc/%s", name);
-	_cleanup_close_ int mfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (mfd < 0)
-		return lb_err_set(err, errno, "read-only %s", name);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", mfd);
-	return lb_remount_ro(path, true, err);
+	if (lb_bind_tree(fd, "", fd, MOUNT_ATTR_RDONLY, 0, NULL, err) < 0)
+		return lb_err_wrap(err, "read-only /proc/%s", name);
+	return 0;
 }
 
 static int mount_cgroup_v1(int sysfd, const struct lb_cgroup *cg, struct lb_err **err)
@@ -110,33 +106,32 @@ static int mount_cgroup(int sysfd, const struct lb_cgroup *cg, struct lb_err **e
  * EPERM. Then, as runc does, the host's /sys is bound instead, read-only; the masks and the
  * cgroup mounts below go over it the same way.
  */
-static int mount_sysfs(int rootfd, struct lb_err **err)
+static int mount_sysfs(int rootfd, int *sysfd, struct lb_err **err)
 {
-	_cleanup_close_ int fd = -1, bound = -1;
+	_cleanup_close_ int fd = -1;
+	struct lb_err *e = NULL;
 	if (lb_open_root_dir(rootfd, "sys", &fd, err) < 0)
 		return -1;
-	if (mount("sysfs", lb_fd_path(fd, (char[LB_FD_PATH_BUF]){0}), "sysfs",
-		  MS_RDONLY | NOSUID_NODEV_NOEXEC, NULL) == 0)
+	if (lb_mount_new("sysfs", MOUNT_ATTR_RDONLY | NOSUID_NODEV_NOEXEC_ATTRS, fd, sysfd, &e) ==
+	    0)
 		return 0;
-	if (errno != EPERM)
-		return lb_err_set(err, errno, "mount sysfs");
-	if (lb_mount_fd("/sys", fd, NULL, MS_BIND | MS_REC, NULL, err) < 0 ||
-	    lb_open_in_root(rootfd, "/sys", false, true, &bound, err) < 0)
-		return lb_err_wrap(err, "the host's /sys");
-	return lb_mount_setattr(bound, true,
-				MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    MOUNT_ATTR_NOEXEC,
-				0, err) < 0
+	int errnum = e->errnum;
+	if (errnum != EPERM && err)
+		*err = LB_TAKE_PTR(e);
+	lb_err_free(&e);
+	if (errnum != EPERM)
+		return -1;
+	return lb_bind_tree(AT_FDCWD, "/sys", fd, MOUNT_ATTR_RDONLY | NOSUID_NODEV_NOEXEC_ATTRS, 0,
+			    sysfd, err) < 0
 		   ? lb_err_wrap(err, "the host's /sys")
 		   : 0;
 }
 
+/* Masks and cgroup mounts through the handle of the mount just made, never by "/sys" again. */
 static int mount_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **err)
 {
-	if (mount_sysfs(rootfd, err) < 0)
-		return -1;
 	_cleanup_close_ int sysfd = -1;
-	if (lb_open_in_root(rootfd, "/sys", false, true, &sysfd, err) < 0)
+	if (mount_sysfs(rootfd, &sysfd, err) < 0)
 		return -1;
 	for (size_t i = 0; i < N_ELEM(sys_masked); i++)
 		if (mask_path(sysfd, sys_masked[i], err) < 0)
@@ -149,10 +144,8 @@ int lb_mount_proc_sys(int rootfd, const struct lb_cgroup *cg, struct lb_err **er
 	_cleanup_close_ int fd = -1;
 	if (lb_open_root_dir(rootfd, "proc", &fd, err) < 0)
 		return -1;
-	if (lb_mount_fd("proc", fd, "proc", NOSUID_NODEV_NOEXEC, NULL, err) < 0)
-		return -1;
 	_cleanup_close_ int procfd = -1;
-	if (lb_open_in_root(rootfd, "/proc", false, true, &procfd, err) < 0)
+	if (lb_mount_new("proc", NOSUID_NODEV_NOEXEC_ATTRS, fd, &procfd, err) < 0)
 		return -1;
 	for (size_t i = 0; i < N_ELEM(proc_masked); i++)
 		if (mask_path(procfd, proc_masked[i], err) < 0)

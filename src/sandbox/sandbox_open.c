@@ -31,6 +31,7 @@ static int parse_cgroup(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 {
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
 	json_t *a = json_object_get(st, "cgroup_dirs"), *d;
+	const char *name = json_string_value(json_object_get(st, "cgroup_name"));
 	size_t i, n = 0;
 	json_array_foreach(a, i, d)
 	{
@@ -42,6 +43,9 @@ static int parse_cgroup(json_t *st, struct lb_sandbox *sb, struct lb_err **err)
 		    .roles = (unsigned)json_integer_value(json_object_get(d, "roles"))};
 		if (!dirs[n - 1].path)
 			return lb_err_set(err, 0, "sandbox %s: bad cgroup state", sb->id);
+		/* never kill, freeze or join through a cgroup that is not the sandbox's */
+		if (lb_state_cgroup_check(sb->id, name, dirs[n - 1].path, err) < 0)
+			return -1;
 	}
 	int version = (int)json_integer_value(json_object_get(st, "cgroup_version"));
 	return lb_cgroup_open((enum lb_cgroup_version)version, dirs, n, false, &sb->cg, err);

@@ -168,7 +168,7 @@ static int create_cgroup(struct run *r, const char *name, struct lb_err **err)
 	}
 	if (lb_cgroup_plan(name, spec->cgroup_parent, &lim, &r->cg, err) < 0)
 		return -1;
-	if (lb_state_write_cgroups(r->statedir, r->cg, err) < 0 ||
+	if (lb_state_write_cgroups(r->statedir, spec->cgroup_name, r->cg, err) < 0 ||
 	    lb_cgroup_make(r->cg, &lim, err) < 0) {
 		lb_cgroup_forget(r->cg);
 		r->cg = NULL;

@@ -116,6 +116,9 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 	json_object_set_new(st, "cgroup_version", json_integer(lb_cgroup_version(cg)));
 	json_object_set_new(st, "cgroups", lb_json_from_strv((char *const *)lb_cgroup_paths(cg)));
 	json_object_set_new(st, "cgroup_dirs", cgroup_dirs_json(cg));
+	/* the cgroups' own name when it is not lbbox-<id> (state_cgroups.c checks against it) */
+	if (spec->cgroup_name)
+		json_object_set_new(st, "cgroup_name", json_string(spec->cgroup_name));
 	json_object_set_new(st, "spec", spec_json(spec));
 	json_object_set_new(st, "exec", exec_json(spec));
 	/* rootless: an exec joins the sandbox's user namespace too */
@@ -144,34 +147,6 @@ void lb_state_free(struct lb_state *st)
 	memset(st, 0, sizeof(*st));
 }
 
-/* Written as soon as the cgroups exist, before pid 1 (state.json comes after it): the GC
- * removes these directories too when their creator died in between. */
-#define EARLY_CGROUPS "cgroups"
-
-int lb_state_write_cgroups(const char *statedir, const struct lb_cgroup *cg, struct lb_err **err)
-{
-	char path[LB_PATH_BUF], text[LB_CGROUP_MAX_DIRS * LB_PATH_BUF] = "";
-	for (const char *const *c = lb_cgroup_paths(cg); c && *c; c++)
-		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s\n", *c);
-	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
-	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600, err);
-}
-
-char **lb_state_read_cgroups(const char *statedir)
-{
-	char path[LB_PATH_BUF];
-	_cleanup_free_ char *text = NULL;
-	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
-	if (lb_read_file(path, LB_CGROUP_MAX_DIRS * LB_PATH_BUF, &text, NULL, NULL) < 0)
-		return NULL;
-	char **v = calloc(LB_CGROUP_MAX_DIRS + 1, sizeof(char *));
-	size_t n = 0;
-	for (char *save = NULL, *l = strtok_r(text, "\n", &save); v && l && n < LB_CGROUP_MAX_DIRS;
-	     l = strtok_r(NULL, "\n", &save))
-		v[n++] = strdup(l);
-	return v;
-}
-
 int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **err)
 {
 	char path[LB_PATH_BUF];
@@ -184,16 +159,25 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 	out->pid = (pid_t)json_integer_value(json_object_get(st, "pid"));
 	out->pid_start = (uint64_t)json_integer_value(json_object_get(st, "pid_start"));
 	out->cgroups = lb_json_to_strv(json_object_get(st, "cgroups"));
+	const char *cgname = json_string_value(json_object_get(st, "cgroup_name"));
 	json_t *net = json_object_get(st, "net");
 	out->pasta = json_is_string(json_object_get(net, "mode"));
 	out->net_on = net && !out->pasta;
 	const char *tag = json_string_value(json_object_get(st, "tag"));
 	out->tag = tag ? strdup(tag) : NULL;
-	json_decref(st);
 	if (out->pid <= 0 || !out->cgroups) {
+		json_decref(st);
 		lb_state_free(out);
 		return lb_err_set(err, 0, "%s: incomplete state", path);
 	}
+	const char *id = strrchr(statedir, '/') ? strrchr(statedir, '/') + 1 : statedir;
+	for (char **c = out->cgroups; *c; c++)
+		if (lb_state_cgroup_check(id, cgname, *c, err) < 0) {
+			json_decref(st);
+			lb_state_free(out);
+			return -1;
+		}
+	json_decref(st);
 	return 0;
 }
 

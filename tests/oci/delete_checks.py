@@ -1,6 +1,7 @@
 """lbbox-runc delete --force on a running container whose records do not open or whose end is
 held up (called by runtimes.py with its helpers): it kills everything of the container and
-removes it, or fails with one line and keeps it. Each case is a fault forced on purpose: the
+removes it, or fails with one line and keeps it. A state naming a cgroup that is not the
+container's own (another service's) is refused: nothing killed, the records kept. Each case is a fault forced on purpose: the
 container's state.json gone, the engine's state damaged two ways (pid 1 not the recorded
 process; not JSON at all, so only the cgroup list written before pid 1 is left), pid 1 held in
 the kernel by a process of its namespace that its parent outside does not reap, and a cgroup
@@ -43,8 +44,50 @@ def rewrite(path, fn):
         f.write(fn(text))
 
 
+def foreign_cgroup_checks(c):
+    """state.json, then the early list (state.json truncated), naming a cgroup lbbox did not make
+    for the container, with a process in it: delete --force refuses in one line and kills no one
+    (pid 1 included); the records restored, it deletes as usual."""
+    check, sh = c.check, c.sh
+    pid, sdir, cgs = running(c, "dforeign")
+    foreign = os.path.join(os.path.dirname(cgs[0]), f"lbt-foreign-{os.getpid()}")
+    os.makedirs(foreign)
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        with open(os.path.join(foreign, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        state, early = os.path.join(sdir, "state.json"), os.path.join(sdir, "cgroups")
+        saved = {p: open(p).read() for p in (state, early)}
+        cases = [("state.json", state, lambda t: t.replace(cgs[0] + '"', foreign + '"')),
+                 ("the early list", early, lambda t: t.replace(cgs[0] + "\n", foreign + "\n"))]
+        for what, path, fn in cases:
+            rewrite(path, fn)
+            if path == early:
+                rewrite(state, lambda t: t[: len(t) // 2])
+            r = sh(c.R + ["delete", "--force", "dforeign"])
+            refused = (r.returncode == 1 and r.stderr.count("\n") == 1
+                       and "not a cgroup of its own" in r.stderr and sleeper.poll() is None
+                       and c.wait_exit(pid, 0.2) is None and os.path.exists(sdir))
+            check(refused, f"delete --force with {what} naming a foreign cgroup refuses, kills "
+                  f"no one ({r.returncode} {r.stderr.strip()} {sleeper.poll()})")
+            if not refused:
+                return
+            for p, text in saved.items():
+                rewrite(p, lambda _, text=text: text)
+        rc, err, code = delete_reaping(c, "dforeign", pid)
+        check(rc == 0 and code == -9 and gone(c, "dforeign", sdir, cgs) and sleeper.poll() is None,
+              f"then delete --force removes it ({rc} {err.strip()} {code})")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        if os.path.isdir(foreign):
+            os.rmdir(foreign)
+        sh(c.R + ["delete", "--force", "dforeign"])
+
+
 def delete_force_checks(c):
     R, check, sh = c.R, c.check, c.sh
+    foreign_cgroup_checks(c)
     # the container's own record gone: its sandbox is found by its tag (the id) and killed
     pid, sdir, cgs = running(c, "dnostate")
     os.unlink(os.path.join(c.root, "dnostate", "state.json"))
