@@ -280,14 +280,12 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	x->res->duration_ms = (lb_now_ns() - start) / 1000000;
 	/* background processes of a finished exec keep running, as with docker exec; their cgroup
 	 * is removed by a later exec once they are gone */
-	if (x->res->timed_out || lb_cgroup_is_empty(p.cg)) {
-		lb_proc_release(&p);
-	} else {
-		lb_cgroup_forget(p.cg);
+	if (!x->res->timed_out) { /* else release kills what is left */
+		if (!lb_cgroup_remove_if_empty(p.cg))
+			remember_busy(x->sdir, cg);
 		p.cg = NULL;
-		lb_proc_release(&p);
-		remember_busy(x->sdir, cg);
 	}
+	lb_proc_release(&p);
 	r = finish(x, &c, lb_exit_code_of(status), err);
 	capture_close(&c);
 	return r;
