@@ -46,7 +46,9 @@ static void capture_close(struct capture *c)
 /* Beyond this a command does not fit one execve argument (MAX_ARG_STRLEN is 128 KiB). */
 #define INLINE_CMD_MAX (64 * 1024)
 
-/* sh -lc "mkdir -p W && cd W && CMD"; a long CMD is sourced from fd 3 (a memfd) instead. */
+/* sh -lc "mkdir -p W && cd W && CMD", with mkdir run only when cd cannot (a fork, and an exec
+ * where mkdir is not built in, spared when W exists; the same outcome and messages otherwise); a
+ * long CMD is sourced from fd 3 (a memfd) instead. */
 static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 {
 	_cleanup_free_ char *w = lb_box_shell_quote(workdir);
@@ -62,7 +64,8 @@ static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 		*fd3 = fd;
 		cmd = ". /proc/self/fd/3";
 	}
-	if (!w || asprintf(&s, "mkdir -p %s && cd %s && %s", w, w, cmd) < 0)
+	if (!w || asprintf(&s, "{ cd %s 2>/dev/null || { mkdir -p %s && cd %s; }; } && %s", w, w, w,
+			   cmd) < 0)
 		return NULL;
 	return s;
 }
