@@ -46,7 +46,9 @@ static void capture_close(struct capture *c)
 /* Beyond this a command does not fit one execve argument (MAX_ARG_STRLEN is 128 KiB). */
 #define INLINE_CMD_MAX (64 * 1024)
 
-/* sh -lc "mkdir -p W && cd W && CMD"; a long CMD is sourced from fd 3 (a memfd) instead. */
+/* sh -lc "mkdir -p W && cd W && CMD", with mkdir run only when cd cannot (a fork, and an exec
+ * where mkdir is not built in, spared when W exists; the same outcome and messages otherwise); a
+ * long CMD is sourced from fd 3 (a memfd) instead. */
 static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 {
 	_cleanup_free_ char *w = lb_box_shell_quote(workdir);
@@ -62,7 +64,8 @@ static char *shell_command(const char *workdir, const char *cmd, int *fd3)
 		*fd3 = fd;
 		cmd = ". /proc/self/fd/3";
 	}
-	if (!w || asprintf(&s, "mkdir -p %s && cd %s && %s", w, w, cmd) < 0)
+	if (!w || asprintf(&s, "{ cd %s 2>/dev/null || { mkdir -p %s && cd %s; }; } && %s", w, w, w,
+			   cmd) < 0)
 		return NULL;
 	return s;
 }
@@ -280,14 +283,12 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 	x->res->duration_ms = (lb_now_ns() - start) / 1000000;
 	/* background processes of a finished exec keep running, as with docker exec; their cgroup
 	 * is removed by a later exec once they are gone */
-	if (x->res->timed_out || lb_cgroup_is_empty(p.cg)) {
-		lb_proc_release(&p);
-	} else {
-		lb_cgroup_forget(p.cg);
+	if (!x->res->timed_out) { /* else release kills what is left */
+		if (!lb_cgroup_remove_if_empty(p.cg))
+			remember_busy(x->sdir, cg);
 		p.cg = NULL;
-		lb_proc_release(&p);
-		remember_busy(x->sdir, cg);
 	}
+	lb_proc_release(&p);
 	r = finish(x, &c, lb_exit_code_of(status), err);
 	capture_close(&c);
 	return r;

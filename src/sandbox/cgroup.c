@@ -250,6 +250,30 @@ int lb_cgroup_destroy(struct lb_cgroup *cg, struct lb_err **err)
 	return r;
 }
 
+bool lb_cgroup_remove_if_empty(struct lb_cgroup *cg)
+{
+	if (!cg)
+		return true;
+	/* the first directory we made decides: the kernel refuses to remove a cgroup with a task
+	 * or a child (EBUSY), and on v1 every task is in every hierarchy */
+	for (size_t i = 0; i < cg->ndirs; i++) {
+		struct cg_dir *d = &cg->dirs[i];
+		if (!d->created)
+			continue;
+		if (rmdir(d->path) < 0 && errno != ENOENT) {
+			cg_release(cg);
+			return false;
+		}
+		if (d->fd >= 0)
+			close(d->fd);
+		d->fd = -1;
+		d->created = false;
+		break;
+	}
+	lb_cgroup_destroy(cg, NULL); /* the others: empty too, so each goes with its rmdir */
+	return true;
+}
+
 const char *const *lb_cgroup_v1_hierarchies(const struct lb_cgroup *cg)
 {
 	return cg->hiers;

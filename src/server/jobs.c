@@ -92,8 +92,10 @@ static void job_done(struct fdwatch *w)
 	struct server *s = w->s;
 	int status;
 	job_read(w); /* what is left in the pipe */
-	while (!j->reaped && waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
-		;
+	/* the reply is complete: not waiting for the job's exit (its memory's teardown) to send it;
+	 * one still exiting is reaped with the next SIGCHLD (server_reap_children) */
+	if (!j->reaped)
+		waitpid(j->pid, &status, WNOHANG);
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
 	if (p && j->seq_id) {
 		json_t *reply = j->reply.len ? json_loadb(j->reply.p, j->reply.len, 0, NULL) : NULL;
@@ -208,5 +210,7 @@ void server_job_finish(int fd, json_t *reply)
 	char *text = reply ? lb_rpc_dumps(reply) : NULL;
 	if (text)
 		lb_write_all(fd, text, strlen(text));
+	/* the reply's end for the runtime now, not once _exit has torn our memory down */
+	close(fd);
 	_exit(0);
 }

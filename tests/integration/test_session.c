@@ -94,6 +94,42 @@ LBT_TEST(session, host_workspace_is_mounted_and_workdir_applies)
 	lbt_session_rm("s1");
 }
 
+// The pid of a process the exec's command starts (the pid namespace hands pids out in turn).
+static long exec_pid(const char *workdir)
+{
+	struct lb_run_out o;
+	lbt_run(&o, "session", "exec", "s1", "-w", workdir, "--", "sh", "-c", "true & echo $!",
+		NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	long pid = strtol(o.out, NULL, 10);
+	lbt_out_free(&o);
+	return pid;
+}
+
+// The shell runs mkdir -p only for a workdir it cannot enter: an exec into an existing one starts
+// one process fewer (a pid fewer between two execs) than one that makes its workdir; a workdir
+// that cannot be made fails with mkdir's message alone, and the command does not run.
+LBT_TEST(session, workdir_is_made_only_when_missing)
+{
+	struct lb_run_out o;
+	json_decref(create("s1", NULL));
+	long a = exec_pid("/workspace"), b = exec_pid("/workspace"), c = exec_pid("/tmp/new dir");
+	cr_assert_gt(b, a);
+	cr_assert_eq(c - b, b - a + 1, "pids %ld %ld %ld: mkdir ran for an existing workdir", a, b,
+		     c);
+	sh(&o, "s1", "pwd; touch /tmp/file");
+	LBT_ASSERT_OUT(o, "/workspace\n");
+	lbt_out_free(&o);
+	lbt_run(&o, "session", "exec", "s1", "-w", "/tmp/file", "--", "sh", "-c", "echo ran", NULL);
+	cr_assert_neq(o.status, 0);
+	cr_assert_str_eq(o.out, "");
+	cr_assert(strstr(o.err, "mkdir") && strstr(o.err, "/tmp/file") && !strstr(o.err, "cd"),
+		  "stderr: %s", o.err);
+	cr_assert_eq(strchr(o.err, '\n'), o.err + strlen(o.err) - 1, "one line: %s", o.err);
+	lbt_out_free(&o);
+	lbt_session_rm("s1");
+}
+
 LBT_TEST(session, each_exec_has_its_own_cgroup)
 {
 	struct lb_run_out o;

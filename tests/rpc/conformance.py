@@ -613,6 +613,22 @@ def session_processes_come_back_to_the_runtime(b):
 
 
 @test
+def jobs_are_reaped_after_their_replies(b):
+    """A job's reply goes out once complete, before the job has exited (the teardown of its
+    memory); a job still exiting then is reaped with the next SIGCHLD, never left a zombie."""
+    for _ in range(10):
+        b.ok("box_exec", spec("r1", "true"))
+    for s in [b.send("box_exec", spec("r1", "true")) for _ in range(10)]:
+        r = b.wait(s, 60)
+        assert r["code"] == 0, r
+
+    def no_zombie():
+        return all(state != "Z" for _, state in children(b.p.pid).values())
+    assert poll(no_zombie, 5.0), "jobs left zombies: %s" % (children(b.p.pid),)
+    b.ok("box_delete_session", {"session_id": "r1"})
+
+
+@test
 def timeout_drops_the_session(b):
     b.ok("box_exec", spec("t1", "echo x > /tmp/m"))
     r = b.ok("box_exec", spec("t1", "sleep 1000 & sleep 1000", timeout_sec=1))

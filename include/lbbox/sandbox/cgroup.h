@@ -109,6 +109,9 @@ bool lb_cgroup_is_empty(struct lb_cgroup *cg);
 int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_err **err);
 /* Kills what is left, removes the directories and frees cg (also on error). */
 int lb_cgroup_destroy(struct lb_cgroup *cg, struct lb_err **err);
+/* Removes cg and frees it when it has no task and no child cgroup (true); else frees it and
+ * leaves the directories as they are (false). Reads no task list: rmdir itself says. */
+bool lb_cgroup_remove_if_empty(struct lb_cgroup *cg);
 
 /* One directory of a cgroup, as recorded in a sandbox's state. */
 struct lb_cgroup_dir_info {
