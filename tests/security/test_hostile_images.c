@@ -422,32 +422,34 @@ LBT_TEST(hostile_images, mounts_over_the_root_are_refused)
 }
 
 // The ":ro", nosuid and nodev of a volume were set by a second lookup of its target, made after
-// the bind and so through the volume's own contents: the image's "vol -> /w/s" and "w/s -> ."
-// first lead to /w, then the volume's "s -> /tmp" sent the attributes to lbbox's /tmp while the
-// volume stayed writable. They are set on the bind itself, before it is attached.
+// the bind and so through the volume's own contents: the image's "rvvol -> /rvw/s" and
+// "rvw/s -> ." first lead to /rvw, then the volume's "s -> /tmp" sent the attributes to lbbox's
+// /tmp while the volume stayed writable. They are set on the bind itself, before it is attached.
+// (Names of their own: a volume on a missing mountpoint, /w in other tests, creates it in the
+// shared rootfs.)
 LBT_TEST(hostile_images, a_read_only_volume_is_read_only_whatever_it_holds)
 {
 	char *rfs = lbt_strdupf("%s/rfs-ro", lbt_workdir());
 	const char *cp[] = {"cp", "-a", lbt_rootfs(), rfs, NULL};
 	cr_assert_eq(lbt_system(cp), 0);
-	char *w = lbt_strdupf("%s/w", rfs), *ws = lbt_strdupf("%s/w/s", rfs),
-	     *link = lbt_strdupf("%s/vol", rfs);
+	char *w = lbt_strdupf("%s/rvw", rfs), *ws = lbt_strdupf("%s/rvw/s", rfs),
+	     *link = lbt_strdupf("%s/rvvol", rfs);
 	cr_assert_eq(mkdir(w, 0755), 0);
 	cr_assert_eq(symlink(".", ws), 0);
-	cr_assert_eq(symlink("/w/s", link), 0);
+	cr_assert_eq(symlink("/rvw/s", link), 0);
 	char *vol = lbt_mkdir_work("vol-ro"), *s = lbt_strdupf("%s/s", vol),
 	     *file = lbt_strdupf("%s/file", vol);
 	cr_assert_eq(symlink("/tmp", s), 0);
 	lbt_write_file(file, "kept\n");
-	char *v = lbt_strdupf("%s:/vol:ro", vol);
+	char *v = lbt_strdupf("%s:/rvvol:ro", vol);
 	struct lb_run_out o;
 	lbt_run(&o, "run", "--rootfs", rfs, "-v", v, "--", "sh", "-c",
-		"echo x 2>/dev/null >/w/file || echo refused; touch /tmp/t && echo tmp-ok;"
-		"awk '$5 == \"/w\" || $5 == \"/tmp\" { print $5, $6 }' /proc/self/mountinfo",
+		"echo x 2>/dev/null >/rvw/file || echo refused; touch /tmp/t && echo tmp-ok;"
+		"awk '$5 == \"/rvw\" || $5 == \"/tmp\" { print $5, $6 }' /proc/self/mountinfo",
 		NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_expect(strstr(o.out, "refused\ntmp-ok\n") == o.out, "out: %s", o.out);
-	cr_expect(strstr(o.out, "\n/w ro,nosuid,nodev") != NULL, "out: %s", o.out);
+	cr_expect(strstr(o.out, "\n/rvw ro,nosuid,nodev") != NULL, "out: %s", o.out);
 	cr_expect(strstr(o.out, "\n/tmp rw,nosuid,nodev") != NULL, "out: %s", o.out);
 	lbt_out_free(&o);
 	char *got = lbt_read_file(file);
