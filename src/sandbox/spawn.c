@@ -3,9 +3,9 @@
  * is cloned straight into the command's own child cgroup (CLONE_INTO_CGROUP on v2; on v1 it
  * moves itself there first, cgroup_v1.c), joins pid 1's namespaces with one setns(pidfd), and
  * clones the command with CLONE_PARENT — so the command is inside the sandbox's pid namespace yet a
- * direct child of the caller, which waits for it and reads its pipes itself — and, until its
- * execve, in the intermediate's memory (CLONE_VM | CLONE_VFORK). The command then applies the
- * sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid 1's.
+ * direct child of the caller, which waits for it and reads its pipes itself. The command then
+ * applies the sandbox's rlimits, identity, capabilities, no_new_privs and seccomp filter, like pid
+ * 1's.
  */
 #include <errno.h>
 #include <grp.h>
@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -29,24 +28,6 @@
 #include "lbbox/sandbox/sandbox.h"
 #include "lbbox/base/util.h"
 #include "engine.h"
-
-/* The command's stack until its execve, a guard page below: lb_become_command, libcap, and
- * execvp, whose fallback for a script without "#!" copies argv onto it (the size of a main
- * thread's usual stack; only the pages used are ever allocated). */
-#define COMMAND_STACK (8 << 20)
-
-/* AddressSanitizer cannot follow a task onto a stack it did not make: it warns on stderr, which
- * the command inherits. The sanitized build gives the command a copy of the memory instead. */
-#if defined(__SANITIZE_ADDRESS__)
-#define COMMAND_SHARES_MEMORY 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define COMMAND_SHARES_MEMORY 0
-#endif
-#endif
-#ifndef COMMAND_SHARES_MEMORY
-#define COMMAND_SHARES_MEMORY 1
-#endif
 
 #define JOIN_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
@@ -160,38 +141,6 @@ __attribute__((noreturn)) static void command_main(const struct spawn *s)
 	lb_become_command(&b);
 }
 
-static int command_start(void *arg)
-{
-	command_main(arg);
-}
-
-/*
- * The command borrows the intermediate's memory until its execve (CLONE_VM | CLONE_VFORK, as
- * posix_spawn does): no copy of the page tables to make, fault in and tear down again. The
- * intermediate is suspended meanwhile and only exits afterwards; what the command changes there
- * (environ, errno) is never read again. The stack is never unmapped: the intermediate exits.
- */
-static pid_t clone_command(const struct spawn *s)
-{
-	if (!COMMAND_SHARES_MEMORY) {
-		/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3
-		 * wants 0 */
-		struct clone_args args = {.flags = CLONE_PARENT};
-		pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
-		if (pid == 0)
-			command_main(s);
-		return pid;
-	}
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	char *stack = mmap(NULL, COMMAND_STACK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0)
-		return -1;
-	/* with CLONE_PARENT its exit signal is ours (SIGCHLD) */
-	return clone(command_start, stack + COMMAND_STACK, CLONE_VM | CLONE_VFORK | CLONE_PARENT,
-		     (void *)s);
-}
-
 static int redirect(const int fds[3], struct lb_err **err)
 {
 	int null = -1;
@@ -289,7 +238,11 @@ __attribute__((noreturn)) static void intermediate_main(const struct spawn *s)
 	int keep[] = {s->err_w, s->pid_w, s->o->fd3 > 0 ? 3 : 0, s->o->console_sock};
 	/* below 3 + preserve_fds: stdio and what the caller passes on; ours were opened after */
 	close_others(3U + s->o->preserve_fds, keep, 4);
-	pid_t pid = clone_command(s);
+	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
+	struct clone_args args = {.flags = CLONE_PARENT};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0)
+		command_main(s);
 	if (pid < 0) {
 		lb_err_set(&err, errno, "start the command in sandbox %s", s->sb->id);
 		fail(s->err_w, LB_EXIT_SETUP, err);
