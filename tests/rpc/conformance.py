@@ -604,9 +604,14 @@ def session_processes_come_back_to_the_runtime(b):
     and becomes the runtime's child, so when the session goes it is reaped at once, never left a
     zombie for the host's init (which may reap late, or never, as pid 1 of a container)."""
     b.ok("box_exec", spec("z1", "true"))
-    inits = [c for c, (comm, _) in children(b.p.pid).items() if comm == "lbbox-init"]
-    assert len(inits) == 1, "the session's pid 1 is not the runtime's child: %s" % (
-        children(b.p.pid),)
+
+    def inits_now():
+        return [c for c, (comm, _) in children(b.p.pid).items() if comm == "lbbox-init"]
+    # the reply may come before the job that made the session has exited (jobs.c), and pid 1
+    # becomes the runtime's child only then
+    assert poll(lambda: len(inits_now()) == 1, 5.0), (
+        "the session's pid 1 is not the runtime's child: %s" % (children(b.p.pid),))
+    inits = inits_now()
     b.ok("box_delete_session", {"session_id": "z1"})
     assert poll(lambda: inits[0] not in children(b.p.pid), 5.0), (
         "the session's pid 1 was not reaped: %s" % (children(b.p.pid),))
