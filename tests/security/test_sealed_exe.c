@@ -143,18 +143,25 @@ static const char helper[] =
     "  done\n"
     "  echo $r > /seal-write.tmp && mv /seal-write.tmp /seal-write ) &\n";
 
-// A writable root (a copy of the busybox rootfs) with the attack in place.
-static char *hostile_root(void)
+// A copy of the busybox rootfs whose /bin/sh starts lbbox ("#!/proc/self/exe load"), which then
+// runs the image helper given.
+static char *script_root(const char *image_helper)
 {
 	char *root = copy_rootfs();
 	add_libraries(root);
 	char *path = lbt_strdupf("%s/lbbox-image", root);
-	put_file(path, helper, strlen(helper), 0755);
+	put_file(path, image_helper, strlen(image_helper), 0755);
 	free(path);
 	path = lbt_strdupf("%s/bin/sh", root);
 	put_file(path, "#!/proc/self/exe load\n", 22, 0755);
 	free(path);
 	return root;
+}
+
+// A writable root with the attack in place.
+static char *hostile_root(void)
+{
+	return script_root(helper);
 }
 
 static char *wait_file(const char *path, double timeout)
@@ -381,15 +388,10 @@ static const char holder[] = "#!/bin/busybox sh\n"
 
 static char *holding_root(void)
 {
-	char *root = copy_rootfs();
-	add_libraries(root);
-	char *path = lbt_strdupf("%s/lbbox-image", root);
-	put_file(path, holder, strlen(holder), 0755);
-	free(path);
-	path = lbt_strdupf("%s/bin/sh", root);
-	put_file(path, "#!/proc/self/exe load\n", 22, 0755);
-	free(path);
-	mkdir(lbt_strdupf("%s/out", root), 0755);
+	char *root = script_root(holder);
+	char *out = lbt_strdupf("%s/out", root);
+	mkdir(out, 0755);
+	free(out);
 	return root;
 }
 

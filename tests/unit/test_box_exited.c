@@ -14,24 +14,12 @@
 #include <unistd.h>
 
 #include "box/box_internal.h"
+#include "box_fixture.h"
 #include "lbbox/base/util.h"
-
-static char tmp[64];
-static struct lb_box box;
 
 static void setup(void)
 {
-	struct lb_paths paths = {.root = "/nonexistent", .runroot = tmp};
-	snprintf(tmp, sizeof(tmp), "/dev/shm/lbbox-unit-exited.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp));
-	cr_assert_eq(lb_box_init(&box, &paths, "unit", NULL), 0);
-	cr_assert_eq(lb_mkdir_p(box.dir, 0700, NULL), 0);
-}
-
-static void teardown(void)
-{
-	lb_box_fini(&box);
-	lb_rm_rf(tmp, NULL);
+	box_fixture_setup("exited");
 }
 
 TestSuite(box_exited, .init = setup, .fini = teardown);

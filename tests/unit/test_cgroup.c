@@ -490,22 +490,34 @@ Test(cgroup, cpu_quota_throttles)
 	cr_expect_lt(st.cpu_usec, 500000, "cpu %llu us", (unsigned long long)st.cpu_usec);
 }
 
-Test(cgroup, kill_takes_the_whole_tree)
+/* child_tree in cg; the pids it reports in pids. */
+static void spawn_tree(struct lb_cgroup *cg, pid_t pids[TREE_PIDS])
 {
-	struct lb_cgroup *cg = mk("tree", NULL, NULL);
-	pid_t pids[TREE_PIDS];
 	int rep[2];
-
 	cr_assert(pipe(rep) == 0);
 	spawn(cg, child_tree, (void *)(intptr_t)rep[1]);
 	close(rep[1]);
 	read_pids(rep[0], pids, TREE_PIDS);
 	close(rep[0]);
-	cr_assert_not(lb_cgroup_is_empty(cg));
-	kill_cg(cg);
-	cr_assert(reap_all(5000), "children left after the kill");
+}
+
+/* Every process of the tree gone once the children are reaped (after what). */
+static void expect_tree_gone(const pid_t pids[TREE_PIDS], const char *what)
+{
+	cr_assert(reap_all(5000), "children left after the %s", what);
 	for (int i = 0; i < TREE_PIDS; i++)
 		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+}
+
+Test(cgroup, kill_takes_the_whole_tree)
+{
+	struct lb_cgroup *cg = mk("tree", NULL, NULL);
+	pid_t pids[TREE_PIDS];
+
+	spawn_tree(cg, pids);
+	cr_assert_not(lb_cgroup_is_empty(cg));
+	kill_cg(cg);
+	expect_tree_gone(pids, "kill");
 }
 
 /* What an OCI runtime's ps and kill --all use for a container sharing a pid namespace: every
@@ -516,13 +528,8 @@ Test(cgroup, pids_and_signal_reach_the_whole_tree)
 	struct lb_err *err = NULL;
 	pid_t pids[TREE_PIDS], *listed = NULL;
 	size_t n = 0;
-	int rep[2];
 
-	cr_assert(pipe(rep) == 0);
-	spawn(cg, child_tree, (void *)(intptr_t)rep[1]);
-	close(rep[1]);
-	read_pids(rep[0], pids, TREE_PIDS);
-	close(rep[0]);
+	spawn_tree(cg, pids);
 	/* a daemon's middle process may not have exited yet when the last pid is reported */
 	for (uint64_t deadline = now_ms() + 5000;; sleep_ms(10)) {
 		cr_assert_eq(lb_cgroup_pids(cg, &listed, &n, &err), 0, "%s", msg(err));
@@ -539,9 +546,7 @@ Test(cgroup, pids_and_signal_reach_the_whole_tree)
 	cr_expect_eq(n, TREE_PIDS + 0, "listed %zu", n);
 	free(listed);
 	cr_assert_eq(lb_cgroup_signal(cg, SIGTERM, &err), 0, "%s", msg(err));
-	cr_assert(reap_all(5000), "children left after the signal");
-	for (int i = 0; i < TREE_PIDS; i++)
-		cr_expect(kill(pids[i], 0) < 0 && errno == ESRCH, "pid %d survived", (int)pids[i]);
+	expect_tree_gone(pids, "signal");
 }
 
 /* A pid read from cgroup.procs whose process then left (here: one never in it, as a reused pid
