@@ -63,6 +63,9 @@ int box_running_add(const struct lb_box *box, const char *skey, const char *proc
 void box_running_remove(const struct lb_box *box, const char *skey, const char *process_id,
 			pid_t keeper, uint64_t start);
 void box_running_remove_session(const struct lb_box *box, const char *skey);
+/* Every index entry of one process (process_id), or of every process of the session (NULL):
+ * running (whoever's) and exited; for a stop, a replace or the session's drop. */
+void box_index_forget(const struct lb_box *box, const char *skey, const char *process_id);
 /* Entries whose keeper lives; with heal (under the capacity lock) the others are removed. */
 size_t box_running_count(const struct lb_box *box, bool heal);
 /* box_running_count(heal) under the capacity lock. */
@@ -74,6 +77,14 @@ void box_index_path(const struct lb_box *box, const char *dir, const char *name,
 int box_index_add(const struct lb_box *box, const char *dir, const char *name, const char *target,
 		  struct lb_err **err);
 typedef void (*box_index_fn)(const struct lb_box *box, int dfd, const char *name, void *ctx);
+/* A list of names read from an index; oom once an add failed (the list is then short). */
+struct box_names {
+	char **v;
+	size_t n;
+	bool oom;
+};
+void box_names_add(struct box_names *s, const char *name);
+void box_names_free(struct box_names *s);
 void box_index_each(const struct lb_box *box, const char *dir, box_index_fn fn, void *ctx);
 
 /* index_exited.c: RUNROOT/box/exited/<exited ns>@<key>@<proc key>, one per exited record, so

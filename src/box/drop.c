@@ -102,8 +102,7 @@ int box_session_drop_finish(struct lb_box *box, const char *id, struct lb_err **
 	box_flock(sdir, "procs.lock", LOCK_EX, true, &plock, NULL);
 	box_procs_terminate_all(box, sdir);
 	/* keepers that had to be SIGKILLed left their entries */
-	box_running_remove_session(box, key);
-	box_exited_remove(box, key, NULL);
+	box_index_forget(box, key, NULL);
 	int r = 0;
 	if (have && lb_sandbox_destroy(&box->paths, s.sandbox, err) < 0)
 		r = -1;

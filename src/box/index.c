@@ -109,6 +109,24 @@ void box_running_remove(const struct lb_box *box, const char *skey, const char *
 	unlink(path);
 }
 
+void box_names_add(struct box_names *s, const char *name)
+{
+	char **nv = reallocarray(s->v, s->n + 1, sizeof(char *));
+	if (nv)
+		s->v = nv;
+	if (!nv || !(s->v[s->n] = strdup(name)))
+		s->oom = true;
+	else
+		s->n++;
+}
+
+void box_names_free(struct box_names *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+}
+
 void box_index_each(const struct lb_box *box, const char *dir, box_index_fn fn, void *ctx)
 {
 	char path[LB_PATH_BUF];
@@ -130,6 +148,15 @@ static void remove_if_session(const struct lb_box *box, int dfd, const char *nam
 void box_running_remove_session(const struct lb_box *box, const char *skey)
 {
 	box_index_each(box, "running", remove_if_session, (void *)skey);
+}
+
+void box_index_forget(const struct lb_box *box, const char *skey, const char *process_id)
+{
+	if (process_id)
+		box_running_remove(box, skey, process_id, 0, 0);
+	else
+		box_running_remove_session(box, skey);
+	box_exited_remove(box, skey, process_id);
 }
 
 struct validate_ctx {

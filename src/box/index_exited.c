@@ -46,13 +46,13 @@ static bool parse(const char *name, char *copy, size_t len, uint64_t *ns, char *
 		return false;
 	*skey = end + 1;
 	char *at = strchr(*skey, '@');
-	if (!at || at == *skey || !at[1] || strchr(at + 1, '@') || strchr(*skey, '/'))
+	if (!at || at == *skey || !at[1] || strchr(at + 1, '@'))
 		return false;
 	if ((*skey)[0] == '.') /* "." and ".." are no session (a key never begins with a dot) */
 		return false;
 	*at = '\0';
 	*pkey = at + 1;
-	return !strchr(*pkey, '/');
+	return true; /* a name from readdir holds no '/' */
 }
 
 struct match_ctx {
@@ -81,20 +81,9 @@ void box_exited_remove(const struct lb_box *box, const char *skey, const char *p
 	box_index_each(box, "exited", remove_matching, &m);
 }
 
-struct names {
-	char **v;
-	size_t n;
-};
-
 static void collect(const struct lb_box *box, int dfd, const char *name, void *ctx)
 {
-	struct names *l = ctx;
-	char **nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
-	if (!nv)
-		return;
-	l->v = nv;
-	if ((l->v[l->n] = strdup(name)))
-		l->n++;
+	box_names_add(ctx, name);
 }
 
 static int newest_first(const void *a, const void *b)
@@ -138,7 +127,7 @@ void box_exited_prune(struct lb_box *box)
 	uint64_t keep = (uint64_t)box->limits.completed_retention_sec * 1000000000ull;
 	uint64_t now = lb_realtime_ns();
 	uint64_t cutoff = now > keep ? now - keep : 0;
-	struct names l = {0};
+	struct box_names l = {0};
 	box_index_each(box, "exited", collect, &l);
 	if (l.n)
 		qsort(l.v, l.n, sizeof(*l.v), newest_first);
@@ -146,9 +135,8 @@ void box_exited_prune(struct lb_box *box)
 		if ((int64_t)i >= box->limits.max_completed_processes ||
 		    strtoull(l.v[i], NULL, 10) < cutoff)
 			drop_one(box, l.v[i]);
-		free(l.v[i]);
 	}
-	free(l.v);
+	box_names_free(&l);
 }
 
 struct reindex_ctx {

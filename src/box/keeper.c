@@ -422,9 +422,9 @@ static bool step(struct keeper *k)
 
 /* Its entry in RUNROOT/box/running (index.c), made before the process runs, while the starter
  * still holds the capacity lock (lb_box_proc_start): a concurrent start counts it. */
-static int index_self(struct keeper *k, const struct lb_box_proc_spec *spec, struct lb_err **err)
+static int index_self(struct keeper *k, struct lb_err **err)
 {
-	return box_running_add(k->box, box_sdir_key(k->sdir), spec->process_id, k->self,
+	return box_running_add(k->box, box_sdir_key(k->sdir), k->info.process_id, k->self,
 			       k->self_start, err);
 }
 
@@ -553,8 +553,7 @@ __attribute__((noreturn)) static void keeper_main(struct lb_box *box,
 	/* mkdir, not mkdir -p: a session deleted meanwhile must not be re-created by us */
 	if ((mkdir(procs, 0700) < 0 && errno != EEXIST && lb_err_set(&err, errno, "%s", procs)) ||
 	    block_signals(&k, &err) < 0 || info_init(&k, s, spec, &err) < 0 ||
-	    index_self(&k, spec, &err) < 0 ||
-	    (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
+	    index_self(&k, &err) < 0 || (spec->history && box_log_open(&k.log, k.json, &err) < 0) ||
 	    listen_all(&k, spec, &err) < 0 || start_process(&k, box, s, spec, &err) < 0) {
 		unlink_sockets(&k);
 		unindex_self(&k);

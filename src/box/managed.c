@@ -109,8 +109,7 @@ static int stop_and_drop(struct lb_box *box, const char *session_id, const char 
 		kill_orphan(box, session_id, &info);
 	lb_box_proc_info_free(&info);
 	/* a keeper that ended on its own removed its entry; one killed outright did not */
-	box_running_remove(box, box_sdir_key(sdir), process_id, 0, 0);
-	box_exited_remove(box, box_sdir_key(sdir), process_id);
+	box_index_forget(box, box_sdir_key(sdir), process_id);
 	box_proc_files_unlink(json);
 	return 0;
 }
@@ -221,8 +220,7 @@ int lb_box_proc_start(struct lb_box *box, const char *session_id,
 		if (!terminate(keeper, kstart)) /* replace, no conflict (§3.6) */
 			kill_orphan(box, session_id, &old);
 		lb_box_proc_info_free(&old);
-		box_running_remove(box, box_sdir_key(sdir), spec->process_id, 0, 0);
-		box_exited_remove(box, box_sdir_key(sdir), spec->process_id);
+		box_index_forget(box, box_sdir_key(sdir), spec->process_id);
 		box_proc_files_unlink(json);
 	}
 	/* the runtime-wide count and the start under one lock: concurrent starts in different

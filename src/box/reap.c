@@ -162,14 +162,17 @@ static void reap_one(struct lb_box *box, const char *key, const char *sdir, void
 		}
 		return;
 	}
-	/* a create that died between its record and its entry; exits a killed keeper left out */
-	box_live_add(box, key, s.session_id, NULL);
-	box_exited_reindex(box, key, sdir);
 	_cleanup_close_ int lock = -1;
-	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock))
-		begin_drop(box, r, s.session_id);
-	else if (expiry(box, &s) < r->next_due)
-		r->next_due = expiry(box, &s);
+	if (!owner_alive(box, s.owner) || expired(box, &s, sdir, r->now_ns, &lock)) {
+		begin_drop(box, r, s.session_id); /* which removes its index entries */
+	} else {
+		/* a create that died between its record and its entry; exits a killed keeper left
+		 * out */
+		box_live_add(box, key, s.session_id, NULL);
+		box_exited_reindex(box, key, sdir);
+		if (expiry(box, &s) < r->next_due)
+			r->next_due = expiry(box, &s);
+	}
 	lb_box_session_free(&s);
 }
 

@@ -10,39 +10,16 @@
  * as running. A keeper killed outright (SIGKILL) is counted until the next managed-process start
  * or reaper round validates the index (box_running_count): names only here.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "box_internal.h"
-#include "lbbox/base/cleanup.h"
-
-struct names {
-	char **v;
-	size_t n;
-};
-
-static void names_free(struct names *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-}
 
 static int cmp_name(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool names_add(struct names *s, const char *name)
-{
-	char **nv = reallocarray(s->v, s->n + 1, sizeof(char *));
-	if (!nv)
-		return false;
-	s->v = nv;
-	return (s->v[s->n] = strdup(name)) && ++s->n;
 }
 
 static bool id_matches(const char *prefix, size_t len, const char *id)
@@ -52,7 +29,7 @@ static bool id_matches(const char *prefix, size_t len, const char *id)
 
 /* A live session's id when its name is a hash: the index's link (enough of the id for any
  * prefix), else its record. */
-static bool hashed_matches(struct lb_box *box, int dfd, const char *key, const char *prefix,
+static bool hashed_matches(const struct lb_box *box, int dfd, const char *key, const char *prefix,
 			   size_t len)
 {
 	char id[BOX_LIVE_ID_MAX + 1];
@@ -70,54 +47,53 @@ static bool hashed_matches(struct lb_box *box, int dfd, const char *key, const c
 	return mine;
 }
 
-/* The caller's live sessions' keys, sorted. */
-static bool read_live(struct lb_box *box, const char *prefix, struct names *out)
+struct live_ctx {
+	const char *prefix;
+	size_t len;
+	struct box_names keys;
+};
+
+static void add_if_mine(const struct lb_box *box, int dfd, const char *key, void *ctx)
 {
-	char path[LB_PATH_BUF];
-	size_t len = prefix ? strlen(prefix) : 0;
-	snprintf(path, sizeof(path), "%s/live", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		const char *key = de->d_name;
-		if (key[0] == '.')
-			continue;
-		bool mine =
-		    !prefix || (key[0] == '~' ? hashed_matches(box, dirfd(d), key, prefix, len)
-					      : id_matches(prefix, len, key));
-		if (mine && !names_add(out, key))
-			return false;
-	}
-	if (out->n)
-		qsort(out->v, out->n, sizeof(char *), cmp_name);
-	return true;
+	struct live_ctx *c = ctx;
+	if (!c->prefix || (key[0] == '~' ? hashed_matches(box, dfd, key, c->prefix, c->len)
+					 : id_matches(c->prefix, c->len, key)))
+		box_names_add(&c->keys, key);
 }
 
-/* Running entries (<key>@<proc key>) of the sessions in live. */
-static size_t count_running(struct lb_box *box, const struct names *live)
+struct running_ctx {
+	const struct box_names *live;
+	size_t n;
+};
+
+/* A running entry (<key>@<proc key>) of a session in live. */
+static void count_if_live(const struct lb_box *box, int dfd, const char *name, void *ctx)
 {
-	char path[LB_PATH_BUF], key[BOX_KEY_MAX];
-	size_t n = 0;
-	snprintf(path, sizeof(path), "%s/running", box->dir);
-	_cleanup_closedir_ DIR *d = opendir(path);
-	struct dirent *de;
-	while (live->n && d && (de = readdir(d))) {
-		size_t klen = strcspn(de->d_name, "@");
-		if (de->d_name[klen] != '@' || klen >= sizeof(key))
-			continue;
-		memcpy(key, de->d_name, klen);
-		key[klen] = '\0';
-		char *k = key;
-		n += bsearch(&k, live->v, live->n, sizeof(char *), cmp_name) != NULL;
-	}
-	return n;
+	struct running_ctx *c = ctx;
+	char key[BOX_KEY_MAX], *k = key;
+	size_t klen = strcspn(name, "@");
+	if (name[klen] != '@' || klen >= sizeof(key))
+		return;
+	memcpy(key, name, klen);
+	key[klen] = '\0';
+	c->n += bsearch(&k, c->live->v, c->live->n, sizeof(char *), cmp_name) != NULL;
 }
 
 void lb_box_status(struct lb_box *box, const char *prefix, size_t *sessions, size_t *running)
 {
-	struct names live = {0};
-	bool ok = read_live(box, prefix, &live);
-	*sessions = ok ? live.n : 0;
-	*running = ok ? count_running(box, &live) : 0;
-	names_free(&live);
+	struct live_ctx live = {.prefix = prefix, .len = prefix ? strlen(prefix) : 0};
+	struct running_ctx run = {.live = &live.keys};
+	box_index_each(box, "live", add_if_mine, &live);
+	if (live.keys.oom) {
+		*sessions = *running = 0;
+		box_names_free(&live.keys);
+		return;
+	}
+	if (live.keys.n) {
+		qsort(live.keys.v, live.keys.n, sizeof(char *), cmp_name);
+		box_index_each(box, "running", count_if_live, &run);
+	}
+	*sessions = live.keys.n;
+	*running = run.n;
+	box_names_free(&live.keys);
 }

@@ -195,7 +195,7 @@ static int parse_exec(struct exec_opts *o, struct cli_opts *p, int argc, char **
 	return 0;
 }
 
-static int exec_in(struct cli_globals *g, struct lb_box *box, int argc, char **argv)
+static int exec_in(struct lb_box *box, int argc, char **argv)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	struct exec_opts o = {.n_env = 0};
@@ -248,7 +248,7 @@ int cli_run_verb(struct cli_globals *g, int argc, char **argv)
 	if (lb_box_open_env(&box, &g->paths, &err) < 0)
 		return cli_box_error(err);
 	int code = !strcmp(v->name, "logs")   ? logs(&box, argc, argv)
-		   : !strcmp(v->name, "exec") ? exec_in(g, &box, argc, argv)
+		   : !strcmp(v->name, "exec") ? exec_in(&box, argc, argv)
 					      : many(&box, argc, argv);
 	lb_box_fini(&box);
 	return code;

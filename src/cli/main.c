@@ -73,6 +73,16 @@ static int runc_sealed(int argc, char **argv, char **all)
  * else (run, exec, session create|exec, proc start, a verb added later) is sealed. box and serve
  * exec lbbox-server, which seals itself.
  */
+static bool listed(const char *name, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, list[i]) == 0)
+			return true;
+	return false;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
 static bool enters_sandbox(int argc, char **argv)
 {
 	static const char *const outside[] = {
@@ -81,17 +91,14 @@ static bool enters_sandbox(int argc, char **argv)
 	static const char *const session_outside[] = {"ls", "inspect", "rm", "gc"};
 	static const char *const proc_outside[] = {"attach", "ls", "rm", "inspect", "stop", "logs"};
 	const char *sub = argc > 1 ? argv[1] : NULL;
-	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
-		if (strcmp(argv[0], outside[i]) == 0)
-			return false;
+	if (listed(argv[0], outside, COUNT(outside)))
+		return false;
 	if (!sub || cli_is_help(sub)) /* a usage or a help */
 		return false;
-	bool session = strcmp(argv[0], "session") == 0, proc = strcmp(argv[0], "proc") == 0;
-	const char *const *list = session ? session_outside : proc_outside;
-	size_t n = session ? 4 : proc ? 6 : 0;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(sub, list[i]) == 0)
-			return false;
+	if (strcmp(argv[0], "session") == 0)
+		return !listed(sub, session_outside, COUNT(session_outside));
+	if (strcmp(argv[0], "proc") == 0)
+		return !listed(sub, proc_outside, COUNT(proc_outside));
 	return true;
 }
 

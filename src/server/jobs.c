@@ -90,12 +90,11 @@ static void job_done(struct fdwatch *w)
 {
 	struct job *j = (struct job *)w;
 	struct server *s = w->s;
-	int status;
 	job_read(w); /* what is left in the pipe */
 	/* the reply is complete: not waiting for the job's exit (its memory's teardown) to send it;
 	 * one still exiting is reaped with the next SIGCHLD (server_reap_children) */
 	if (!j->reaped)
-		waitpid(j->pid, &status, WNOHANG);
+		waitpid(j->pid, NULL, WNOHANG);
 	struct peer *p = j->peer ? peer_find(s, j->peer) : NULL;
 	if (p && j->seq_id) {
 		json_t *reply = j->reply.len ? json_loadb(j->reply.p, j->reply.len, 0, NULL) : NULL;
