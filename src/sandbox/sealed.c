@@ -60,30 +60,6 @@ static bool mount_listed(unsigned long long id)
 	return false;
 }
 
-/* A read-only overlayfs mounted nowhere: what lb_sealed_view makes. A host binary on an
- * overlay root (a container's) is on a listed mount, and its superblock may be writable. */
-static bool detached_overlay(int fd)
-{
-	struct statfs sf;
-	struct statx stx;
-	if (fstatfs(fd, &sf) < 0 || sf.f_type != OVERLAYFS_MAGIC || !(sf.f_flags & ST_RDONLY))
-		return false;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
-		return false;
-	return !mount_listed(stx.stx_mnt_id);
-}
-
-/* By what the executable is, not by its name: a memfd with every seal, or a sealed view
- * (*view then true). */
-static bool is_sealed(int fd, bool *view)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-	*view = seals < 0;
-	if (seals >= 0)
-		return (seals & LB_SEALS) == LB_SEALS;
-	return detached_overlay(fd);
-}
-
 static int mount_id(int fd, unsigned long long *id)
 {
 	struct statx stx;
@@ -91,6 +67,29 @@ static int mount_id(int fd, unsigned long long *id)
 		return -1;
 	*id = stx.stx_mnt_id;
 	return 0;
+}
+
+/* A read-only overlayfs mounted nowhere (its mount id in *mnt): what lb_sealed_view makes. A
+ * host binary on an overlay root (a container's) is on a listed mount, and its superblock may
+ * be writable. */
+static bool detached_overlay(int fd, unsigned long long *mnt)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != OVERLAYFS_MAGIC || !(sf.f_flags & ST_RDONLY))
+		return false;
+	return mount_id(fd, mnt) == 0 && !mount_listed(*mnt);
+}
+
+/* By what the executable is, not by its name: a memfd with every seal, or a sealed view
+ * (*view then true, its mount id in *mnt; 0 for a memfd). */
+static bool is_sealed(int fd, bool *view, unsigned long long *mnt)
+{
+	int seals = fcntl(fd, F_GET_SEALS);
+	*view = seals < 0;
+	*mnt = 0;
+	if (seals >= 0)
+		return (seals & LB_SEALS) == LB_SEALS;
+	return detached_overlay(fd, mnt);
 }
 
 /*
@@ -104,10 +103,8 @@ static bool running_sealed(unsigned long long want, unsigned long long *mnt)
 	_cleanup_close_ int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 	bool view;
 	*mnt = 0;
-	if (fd < 0 || !is_sealed(fd, &view))
+	if (fd < 0 || !is_sealed(fd, &view, mnt))
 		return false;
-	if (mount_id(fd, mnt) < 0)
-		*mnt = 0;
 	return !view || (*mnt && *mnt == want);
 }
 
@@ -124,8 +121,9 @@ static void adopt_view_dir(const char *env, bool again, unsigned long long exe_m
 	long fd = env ? strtol(env, &end, 10) : -1;
 	if (!again || !exe_mnt || fd < 3 || fd > 65535 || *end || view_dir >= 0)
 		return;
-	if (fstat((int)fd, &st) < 0 || !S_ISDIR(st.st_mode) || !detached_overlay((int)fd) ||
-	    mount_id((int)fd, &mnt) < 0 || mnt != exe_mnt)
+	/* on the very mount we run from, which running_sealed found a detached overlay */
+	if (fstat((int)fd, &st) < 0 || !S_ISDIR(st.st_mode) || mount_id((int)fd, &mnt) < 0 ||
+	    mnt != exe_mnt)
 		return;
 	if (fcntl((int)fd, F_SETFD, FD_CLOEXEC) == 0)
 		view_dir = (int)fd;
@@ -138,7 +136,7 @@ static int sealed_fd(int *fd, int *dir, unsigned long long *mnt, struct lb_err *
 	_cleanup_err_ struct lb_err *view_err = NULL;
 	bool view;
 	if (lb_sealed_view(fd, dir, &view_err) == 0) {
-		if (is_sealed(*fd, &view) && mount_id(*fd, mnt) == 0)
+		if (is_sealed(*fd, &view, mnt) && *mnt)
 			return 0;
 		close(LB_TAKE_FD(*fd));
 		close(LB_TAKE_FD(*dir));
@@ -186,7 +184,7 @@ int lb_reexec_sealed(char **argv, struct lb_err **err)
 	if (lb_self_dir(dir, sizeof(dir), err) < 0 || sealed_fd(&fd, &view, &view_mnt, err) < 0)
 		return -1;
 	/* where lbbox-init and lbbox-image are, now that /proc/self/exe is the view or the copy */
-	bool beside = helpers_beside(dir);
+	bool beside = view >= 0 && helpers_beside(dir);
 	setenv("LBBOX_SELF_DIR", dir, 1);
 	snprintf(pid, sizeof(pid), "%d:%llu", (int)getpid(), view_mnt);
 	setenv(REEXEC_MARK, pid, 1);
