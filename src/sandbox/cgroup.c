@@ -217,17 +217,23 @@ int lb_cgroup_stats(struct lb_cgroup *cg, struct lb_cgroup_stats *st, struct lb_
  * cgroup still busy), leaving it and the rest to the careful path. On v1 every task of the
  * sandbox is in every hierarchy, so an empty first one means none is left to kill in the others.
  */
+/* One directory gone by its rmdir alone (none of ours to remove is fine too), its fd closed. */
+static bool cg_dir_rmdir_empty(struct cg_dir *d)
+{
+	if (d->created && rmdir(d->path) < 0 && errno != ENOENT)
+		return false;
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	d->created = false;
+	return true;
+}
+
 static bool cg_remove_empty(struct lb_cgroup *cg)
 {
-	for (size_t i = 0; i < cg->ndirs; i++) {
-		struct cg_dir *d = &cg->dirs[i];
-		if (d->created && rmdir(d->path) < 0 && errno != ENOENT)
+	for (size_t i = 0; i < cg->ndirs; i++)
+		if (!cg_dir_rmdir_empty(&cg->dirs[i]))
 			return false;
-		if (d->fd >= 0)
-			close(d->fd);
-		d->fd = -1;
-		d->created = false;
-	}
 	return true;
 }
 
@@ -257,17 +263,12 @@ bool lb_cgroup_remove_if_empty(struct lb_cgroup *cg)
 	/* the first directory we made decides: the kernel refuses to remove a cgroup with a task
 	 * or a child (EBUSY), and on v1 every task is in every hierarchy */
 	for (size_t i = 0; i < cg->ndirs; i++) {
-		struct cg_dir *d = &cg->dirs[i];
-		if (!d->created)
+		if (!cg->dirs[i].created)
 			continue;
-		if (rmdir(d->path) < 0 && errno != ENOENT) {
+		if (!cg_dir_rmdir_empty(&cg->dirs[i])) {
 			cg_release(cg);
 			return false;
 		}
-		if (d->fd >= 0)
-			close(d->fd);
-		d->fd = -1;
-		d->created = false;
 		break;
 	}
 	lb_cgroup_destroy(cg, NULL); /* the others: empty too, so each goes with its rmdir */

@@ -69,9 +69,12 @@ static size_t kill_children(void)
 	return found;
 }
 
-int lb_descendants_adopt(const struct lb_spec *spec, struct lb_err **err)
+int lb_descendants_adopt(struct lb_err **err)
 {
-	if (spec->pidns_path && prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		return lb_err_set(err, errno, "PR_SET_CHILD_SUBREAPER");
 	return 0;
 }

@@ -110,7 +110,7 @@ int lb_sandbox_destroy(const struct lb_paths *paths, const char *id, struct lb_e
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "sandbox %s", id);
 	/* A damaged state naming a cgroup not the sandbox's own (a hierarchy's root, a service's)
 	 * would get every task there killed: refused, nothing killed, the state kept. */
-	if (lb_state_check_cgroups(statedir, err) < 0)
+	if (lb_state_check_cgroups(statedir, NULL, err) < 0)
 		return -1;
 	kill_all(paths, id, statedir);
 	if (!wait_unlocked(statedir))

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "lbbox/base/util.h"
@@ -104,6 +105,9 @@ int lb_remount_ro(const char *path, bool rec, struct lb_err **err);
  * given attrs and propagation before they are attached; *out (unless NULL) the attached copy. */
 int lb_bind_tree(int src_dirfd, const char *src, int target_fd, uint64_t attrs,
 		 uint64_t propagation, int *out, struct lb_err **err);
+/* Whether what t describes is the root of a mount (or the kernel cannot tell: taken as one). */
+struct statx;
+bool lb_statx_mount_root(const struct statx *t);
 /* A new fstype filesystem with mount attrs onto target_fd; *out the handle of its root. */
 int lb_mount_new(const char *fstype, uint64_t attrs, int target_fd, int *out, struct lb_err **err);
 /* Binds source (a host path) on target inside the root: nodev, nosuid, private propagation,
@@ -238,9 +242,10 @@ void lb_net_gc(const char *runroot);
 /* init.c: the sandbox's pid 1. Never returns. */
 __attribute__((noreturn)) void lb_child_main(const struct lb_child_ctx *ctx);
 
-/* pid 1 and the processes it leaves (descendants.c): in a joined pid namespace it makes itself a
- * subreaper (adopt), and kill ends its own descendants only; else kill(-1). Both reap. */
-int lb_descendants_adopt(const struct lb_spec *spec, struct lb_err **err);
+/* pid 1 and the processes it leaves (descendants.c): in a joined pid namespace it blocks every
+ * signal and makes itself a subreaper (adopt), and kill ends its own descendants only; else
+ * kill(-1). Both reap. */
+int lb_descendants_adopt(struct lb_err **err);
 void lb_descendants_kill(const struct lb_spec *spec);
 
 /* state.c */
@@ -259,9 +264,15 @@ int lb_state_write(const char *statedir, const char *id, pid_t pid, const struct
 		   const struct lb_cgroup *cg, const struct lb_net_lease *lease, bool userns,
 		   struct lb_err **err);
 
+/* The sandbox id a state directory is named by. */
+static inline const char *lb_statedir_id(const char *statedir)
+{
+	const char *slash = strrchr(statedir, '/');
+	return slash ? slash + 1 : statedir;
+}
+
 /* state_cgroups.c. The cgroup paths, noted before pid 1 exists (and so before state.json), with
  * name, the cgroups' own name when not lbbox-<id> (NULL otherwise). */
-#define LB_EARLY_CGROUPS "cgroups"
 int lb_state_write_cgroups(const char *statedir, const char *name, const struct lb_cgroup *cg,
 			   struct lb_err **err);
 /* What lb_state_write_cgroups noted, NULL-terminated (*out NULL when nothing was); -1 when a
@@ -271,8 +282,9 @@ int lb_state_read_cgroups(const char *statedir, char ***out, struct lb_err **err
  * /sys/fs/cgroup/, no "." or "..", named lbbox-<id> or name (the recorded cgroup_name). */
 int lb_state_cgroup_check(const char *id, const char *name, const char *path, struct lb_err **err);
 /* Everything the state of statedir records (state.json, the early list) checked as above and
- * on disk: each path a cgroup below its hierarchy's root, or gone. */
-int lb_state_check_cgroups(const char *statedir, struct lb_err **err);
+ * on disk: each path a cgroup below its hierarchy's root, or gone. The early list it read in
+ * *early when early is not NULL (NULL: none). */
+int lb_state_check_cgroups(const char *statedir, char ***early, struct lb_err **err);
 /* The limits in state.json after lb_cgroup_update applied u (sandbox_update.c). */
 int lb_state_update_limits(const char *statedir, const struct lb_cgroup_update *u,
 			   struct lb_err **err);

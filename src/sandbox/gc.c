@@ -63,8 +63,7 @@ static bool collect_one(const char *statedir)
 			lb_net_pasta_reap_record(statedir); /* its creator died mid-start */
 			char **early = NULL;
 			/* a list naming a cgroup not the sandbox's own: left alone */
-			bool ok = lb_state_check_cgroups(statedir, NULL) == 0 &&
-				  lb_state_read_cgroups(statedir, &early, NULL) == 0;
+			bool ok = lb_state_check_cgroups(statedir, &early, NULL) == 0;
 			bool gone = ok && (!early || remove_cgroups(early));
 			lb_strvfreep(&early);
 			if (gone)
@@ -75,7 +74,8 @@ static bool collect_one(const char *statedir)
 	bool dead = !is_alive(&st);
 	if (dead && st.pasta)
 		lb_net_pasta_reap_record(statedir); /* a rootless session's pasta, at once */
-	if (dead && lb_state_check_cgroups(statedir, NULL) == 0 && remove_cgroups(st.cgroups)) {
+	if (dead && lb_state_check_cgroups(statedir, NULL, NULL) == 0 &&
+	    remove_cgroups(st.cgroups)) {
 		lb_rm_rf(statedir, NULL);
 		net_on = st.net_on;
 	}
@@ -93,11 +93,9 @@ int lb_gc_remove_killed(const char *runroot, const char *statedir, struct lb_err
 {
 	struct lb_state st = {0};
 	char **early = NULL;
-	if (lb_state_check_cgroups(statedir, err) < 0)
+	if (lb_state_check_cgroups(statedir, &early, err) < 0)
 		return -1;
 	bool have = lb_state_read(statedir, &st, NULL) == 0;
-	if (!have && lb_state_read_cgroups(statedir, &early, err) < 0)
-		return -1;
 	lb_net_pasta_reap_record(statedir);
 	int r = 0;
 	for (char **c = have ? st.cgroups : early; c && *c && r == 0; c++)

@@ -290,13 +290,8 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 	hide_lbbox(ctx->rootless);
 	/* not its namespace's init (a joined pid namespace): no signal without a handler may end
 	 * it before it blocks them all at the gate, and its command's orphans come back to it */
-	if (ctx->spec->pidns_path) {
-		sigset_t all;
-		sigfillset(&all);
-		sigprocmask(SIG_BLOCK, &all, NULL);
-		if (lb_descendants_adopt(ctx->spec, &err) < 0)
-			lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
-	}
+	if (ctx->spec->pidns_path && lb_descendants_adopt(&err) < 0)
+		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	if (ctx->spec->die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* EOF instead of the byte: lbbox died before the sandbox's state was recorded. */

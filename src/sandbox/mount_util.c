@@ -82,6 +82,12 @@ int lb_open_in_root(int rootfd, const char *path, bool create, bool want_dir, in
 	return 0;
 }
 
+bool lb_statx_mount_root(const struct statx *t)
+{
+	return !(t->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	       (t->stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
 /* Whether fd is the root itself: its directory, as the root of a mount (a directory elsewhere on
  * an overlay may share its inode number, never that). Unknown counts as the root. */
 static bool is_root(int rootfd, int fd)
@@ -90,10 +96,8 @@ static bool is_root(int rootfd, int fd)
 	struct statx t;
 	if (fstat(rootfd, &r) < 0 || statx(fd, "", AT_EMPTY_PATH, 0, &t) < 0)
 		return true;
-	bool mount_root = !(t.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-			  (t.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 	return makedev(t.stx_dev_major, t.stx_dev_minor) == r.st_dev && t.stx_ino == r.st_ino &&
-	       mount_root;
+	       lb_statx_mount_root(&t);
 }
 
 /* A mount on the root itself would be what pivot_root makes the sandbox's root (an image's

@@ -15,7 +15,7 @@
 
 #include "engine.h"
 
-static const struct {
+static const struct ns_kind {
 	int type;
 	const char *name, *proc;
 } kinds[LB_NS_JOIN_MAX] = {
@@ -24,20 +24,23 @@ static const struct {
     {CLONE_NEWCGROUP, "cgroup", "cgroup"},
 };
 
-static const char *ns_name(int type)
+/* A joinable type's names (kinds[] holds every type lbbox joins). */
+static const struct ns_kind *kind_of(int type)
 {
 	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
 		if (kinds[k].type == type)
-			return kinds[k].name;
-	return "?";
+			return &kinds[k];
+	return NULL;
+}
+
+static const char *ns_name(int type)
+{
+	return kind_of(type) ? kind_of(type)->name : "?";
 }
 
 static const char *ns_proc(int type)
 {
-	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
-		if (kinds[k].type == type)
-			return kinds[k].proc;
-	return "?";
+	return kind_of(type) ? kind_of(type)->proc : "?";
 }
 
 /* Non-blocking: a fifo at the path cannot hang lbbox. Whoever wrote the bundle chose the path

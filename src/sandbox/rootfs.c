@@ -236,10 +236,8 @@ static int check_root(const char *newroot, const struct lb_root_id *root, struct
 	struct statx t;
 	if (statx(AT_FDCWD, ".", 0, 0, &t) < 0)
 		return lb_err_set(err, errno, "stat %s", newroot);
-	bool mount_root = !(t.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-			  (t.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 	if (makedev(t.stx_dev_major, t.stx_dev_minor) != root->dev || t.stx_ino != root->ino ||
-	    !mount_root)
+	    !lb_statx_mount_root(&t))
 		return lb_err_set(err, 0, "something was mounted over the sandbox's root");
 	return 0;
 }

@@ -170,7 +170,7 @@ int lb_state_read(const char *statedir, struct lb_state *out, struct lb_err **er
 		lb_state_free(out);
 		return lb_err_set(err, 0, "%s: incomplete state", path);
 	}
-	const char *id = strrchr(statedir, '/') ? strrchr(statedir, '/') + 1 : statedir;
+	const char *id = lb_statedir_id(statedir);
 	for (char **c = out->cgroups; *c; c++)
 		if (lb_state_cgroup_check(id, cgname, *c, err) < 0) {
 			json_decref(st);

@@ -20,6 +20,8 @@
 #include "lbbox/base/util.h"
 #include "engine.h"
 
+#define EARLY_CGROUPS "cgroups"
+
 #define CG_ROOT "/sys/fs/cgroup/"
 /* the early file's line that gives the cgroup's name when it is not lbbox-<id> */
 #define NAME_LINE "name="
@@ -62,9 +64,7 @@ static int check_in_place(const char *id, const char *path, struct lb_err **err)
 	if (statx(AT_FDCWD, path, 0, 0, &t) < 0 || statfs(path, &fs) < 0)
 		return errno == ENOENT ? 0 : lb_err_set(err, errno, "sandbox %s: %s", id, path);
 	bool cgroup = fs.f_type == CGROUP_SUPER_MAGIC || fs.f_type == CGROUP2_SUPER_MAGIC;
-	bool mount_root = !(t.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-			  (t.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-	if (!cgroup || mount_root)
+	if (!cgroup || lb_statx_mount_root(&t))
 		return lb_err_set(err, 0,
 				  "sandbox %s: its state names %.200s, not a cgroup of its own", id,
 				  path);
@@ -79,7 +79,7 @@ int lb_state_write_cgroups(const char *statedir, const char *name, const struct 
 		snprintf(text, sizeof(text), NAME_LINE "%s\n", name);
 	for (const char *const *c = lb_cgroup_paths(cg); c && *c; c++)
 		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s\n", *c);
-	snprintf(path, sizeof(path), "%s/" LB_EARLY_CGROUPS, statedir);
+	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
 	return lb_write_fileat(AT_FDCWD, path, text, strlen(text), O_CREAT | O_EXCL, 0600, err);
 }
 
@@ -87,9 +87,9 @@ int lb_state_read_cgroups(const char *statedir, char ***out, struct lb_err **err
 {
 	char path[LB_PATH_BUF];
 	_cleanup_free_ char *text = NULL;
-	const char *id = strrchr(statedir, '/') ? strrchr(statedir, '/') + 1 : statedir;
+	const char *id = lb_statedir_id(statedir);
 	*out = NULL;
-	snprintf(path, sizeof(path), "%s/" LB_EARLY_CGROUPS, statedir);
+	snprintf(path, sizeof(path), "%s/" EARLY_CGROUPS, statedir);
 	if (lb_read_file(path, (LB_CGROUP_MAX_DIRS + 1) * LB_PATH_BUF, &text, NULL, NULL) < 0)
 		return 0;
 	_cleanup_strv_ char **v = calloc(LB_CGROUP_MAX_DIRS + 1, sizeof(char *));
@@ -140,15 +140,19 @@ static int check_state_json(const char *statedir, const char *id, struct lb_err 
 	return 0;
 }
 
-int lb_state_check_cgroups(const char *statedir, struct lb_err **err)
+int lb_state_check_cgroups(const char *statedir, char ***early, struct lb_err **err)
 {
-	const char *id = strrchr(statedir, '/') ? strrchr(statedir, '/') + 1 : statedir;
-	_cleanup_strv_ char **early = NULL;
+	const char *id = lb_statedir_id(statedir);
+	_cleanup_strv_ char **list = NULL;
+	if (early)
+		*early = NULL;
 	if (check_state_json(statedir, id, err) < 0 ||
-	    lb_state_read_cgroups(statedir, &early, err) < 0)
+	    lb_state_read_cgroups(statedir, &list, err) < 0)
 		return -1;
-	for (char **c = early; c && *c; c++)
+	for (char **c = list; c && *c; c++)
 		if (check_in_place(id, *c, err) < 0)
 			return -1;
+	if (early)
+		*early = LB_TAKE_PTR(list);
 	return 0;
 }
