@@ -184,6 +184,9 @@ int box_engine_spec(const struct lb_box *box, const struct lb_box_spec *bs, cons
 
 /* managed_record.c: procs/<hash>.json records and socket names. */
 #define BOX_PROC_STOP_GRACE_SEC 5
+/* How long a managed process may take to start (its execve): a session process can stop it
+ * before, and the caller of box_start_managed_process waits for the start */
+#define BOX_PROC_START_TIMEOUT_SEC 10
 void box_proc_key(const char *process_id, char key[32]);
 void box_proc_paths(const char *sdir, const char *process_id, char *json, char *sock, size_t len);
 /* The follower's socket beside the attach socket sock (lb_box_proc_follow). */

@@ -246,6 +246,8 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 		capture_close(&c);
 		return script ? -1 : lb_err_set(err, ENOMEM, "exec");
 	}
+	uint64_t start = lb_now_ns();
+	uint64_t deadline = start + (uint64_t)x->req->timeout_sec * 1000000000ull;
 	struct lb_exec_opts o = {.argv = argv,
 				 .env = x->req->env,
 				 .cwd = "/",
@@ -253,24 +255,27 @@ static int run(struct exec_run *x, struct lb_sandbox *sb, struct lb_err **err)
 				 .cgroup = cg,
 				 .fsize = x->req->fsize_limit ? x->req->fsize_limit
 							      : box_quota_fsize(&x->s->spec),
-				 .fd3 = fd3};
+				 .fd3 = fd3,
+				 .start_deadline = deadline};
 	if (c.io && c.io->tty) {
 		o.console_sock = c.io->tty->child_sock;
 		o.console_size = lb_tty_size(c.io->tty);
 	}
-	uint64_t start = lb_now_ns();
 	int r = lb_sandbox_spawn(sb, &o, &p, &setup_exit, err);
 	close_child_ends(child);
 	if (r < 0) {
-		/* as `docker exec` reports a missing shell: a completed result, not an RPC error */
+		/* as `docker exec` reports a missing shell: a completed result, not an RPC error; a
+		 * command stopped before its execve until the deadline timed out like any other */
 		int code = setup_exit;
-		setup_failed(&c, (*err)->msg);
+		x->res->timed_out = (*err)->errnum == ETIMEDOUT;
+		if (!x->res->timed_out)
+			setup_failed(&c, (*err)->msg);
 		lb_err_free(err);
+		x->res->duration_ms = (lb_now_ns() - start) / 1000000;
 		r = finish(x, &c, code, err);
 		capture_close(&c);
 		return r;
 	}
-	uint64_t deadline = start + (uint64_t)x->req->timeout_sec * 1000000000ull;
 	struct sigaction sigpipe;
 	if (c.io)
 		box_sigpipe_ignore(&sigpipe);

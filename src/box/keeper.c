@@ -208,15 +208,16 @@ static int start_process(struct keeper *k, struct lb_box *box, const struct lb_b
 	if (lb_random_hex(cg + 5, 12, err) < 0 || !(k->info.cgroup = strdup(cg)) ||
 	    lb_sandbox_open(&box->paths, s->sandbox, &sb, err) < 0)
 		return -1;
-	struct lb_exec_opts o = {.argv = argv,
-				 .env = spec->env,
-				 .cwd = spec->direct ? spec->cwd : "/",
-				 .fds = {-1, -1, -1},
-				 .cgroup = cg,
-				 .fsize = box_quota_fsize(&s->spec),
-				 /* <= the session's (lb_box_proc_start): no overflow */
-				 .memory_bytes =
-				     spec->memory_mb > 0 ? (uint64_t)spec->memory_mb << 20 : 0};
+	struct lb_exec_opts o = {
+	    .argv = argv,
+	    .env = spec->env,
+	    .cwd = spec->direct ? spec->cwd : "/",
+	    .fds = {-1, -1, -1},
+	    .cgroup = cg,
+	    .fsize = box_quota_fsize(&s->spec),
+	    /* <= the session's (lb_box_proc_start): no overflow */
+	    .memory_bytes = spec->memory_mb > 0 ? (uint64_t)spec->memory_mb << 20 : 0,
+	    .start_deadline = lb_now_ns() + BOX_PROC_START_TIMEOUT_SEC * 1000000000ull};
 	int r = spec->tty ? spawn_tty(k, sb, &o, err) : spawn_pipes(k, sb, &o, err);
 	lb_sandbox_close(sb);
 	if (r == 0) { /* `lbbox kill` signals it directly, checking it is still this process */

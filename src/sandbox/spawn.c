@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -261,22 +262,52 @@ static pid_t clone_intermediate(int cgroup_fd)
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
-/* Parent side after the clone: collect the command's pid, and wait until it has exec'd (EOF on
- * the error pipe) or reported why not. */
-static int finish_spawn(pid_t mid, int err_r, int pid_r, struct lb_proc *p, int *setup_exit,
-			struct lb_err **err)
+/* Whether fd is readable (data, or EOF) before deadline (0: none). */
+static bool readable_by(int fd, uint64_t deadline)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	for (;;) {
+		int timeout = -1;
+		if (deadline) {
+			uint64_t now = lb_now_ns();
+			if (now >= deadline)
+				return false;
+			timeout = (int)((deadline - now) / 1000000 + 1);
+		}
+		int n = poll(&pfd, 1, timeout);
+		if (n > 0 || (n < 0 && errno != EINTR))
+			return true; /* a poll error: the blocking read says what it is */
+	}
+}
+
+/*
+ * Parent side after the clone: collect the command's pid, and wait until it has exec'd (EOF on
+ * the error pipe) or reported why not. Past the deadline the command's cgroup is killed (the
+ * intermediate and the command are both in it), which ends both waits.
+ */
+static int finish_spawn(pid_t mid, int err_r, int pid_r, struct lb_proc *p, uint64_t deadline,
+			int *setup_exit, struct lb_err **err)
 {
 	struct lb_child_msg msg;
 	int status;
 	pid_t pid = 0;
+	bool late = !readable_by(pid_r, deadline);
+	if (late)
+		lb_proc_kill(p, NULL);
 	bool have = lb_read_all(pid_r, &pid, sizeof(pid)) == sizeof(pid) && pid > 0;
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
-	int failed = lb_child_read_fail(err_r, &msg, "exec failed");
-	if (have) {
+	if (have)
 		p->pid = pid;
-		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (!late && !readable_by(err_r, deadline)) {
+		late = true;
+		lb_proc_kill(p, NULL);
 	}
+	int failed = lb_child_read_fail(err_r, &msg, "exec failed");
+	if (late)
+		return lb_err_set(err, ETIMEDOUT, "the command did not start in time");
+	if (have)
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (failed || !have) {
 		*setup_exit = failed ? msg.exit_code : LB_EXIT_SETUP;
 		return lb_err_set(err, 0, "%s", failed ? msg.msg : "exec failed");
@@ -330,8 +361,9 @@ int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct
 		intermediate_main(&s);
 	int e = errno;
 	close(errp[1]), close(pidp[1]);
-	int r = mid < 0 ? lb_err_set(err, e, "clone")
-			: finish_spawn(mid, errp[0], pidp[0], p, setup_exit, err);
+	int r = mid < 0
+		    ? lb_err_set(err, e, "clone")
+		    : finish_spawn(mid, errp[0], pidp[0], p, o->start_deadline, setup_exit, err);
 	close(errp[0]), close(pidp[0]);
 	if (r < 0) {
 		/* the command may be running already (only its pidfd failed): kill before waiting

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +566,56 @@ static int cmd_scanfds(char **argv)
 	return 0;
 }
 
+/* The command name of stopped process pid, or "" (gone, or not stopped). */
+static void stopped_comm(const char *pid, char *comm, size_t len)
+{
+	char path[64], buf[512];
+	comm[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char *open = fgets(buf, sizeof(buf), f) ? strchr(buf, '(') : NULL;
+	char *close = open ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (close && close[1] == ' ' && close[2] == 'T')
+		snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+}
+
+/* stopnew SECONDS: after a second, SIGSTOPs every other process it may for SECONDS, as fast as it
+ * can (a new one is caught within microseconds, before its execve when it is an exec's command
+ * being set up); prints "stopped COMM" once per stopped process. */
+static int cmd_stopnew(char **argv)
+{
+	char seen[64][16] = {{0}};
+	size_t n_seen = 0;
+	sleep(1);
+	double end = now_sec() + atof(argv[0]);
+	for (unsigned i = 0; now_sec() < end; i++) {
+		kill(-1, SIGSTOP);
+		if (i % 64)
+			continue;
+		DIR *proc = opendir("/proc");
+		struct dirent *p;
+		while (proc && (p = readdir(proc))) {
+			char comm[32];
+			if (p->d_name[0] < '1' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+				continue;
+			stopped_comm(p->d_name, comm, sizeof(comm));
+			bool known = !comm[0];
+			for (size_t k = 0; k < n_seen && !known; k++)
+				known = !strcmp(seen[k], p->d_name);
+			if (known || n_seen == 64)
+				continue;
+			snprintf(seen[n_seen++], sizeof(seen[0]), "%s", p->d_name);
+			printf("stopped %s\n", comm);
+		}
+		if (proc)
+			closedir(proc);
+	}
+	return 0;
+}
+
 /* burn SEC: uses SEC seconds of CPU time, however long that takes on a loaded machine. */
 static int cmd_burn(char **argv)
 {
@@ -662,6 +713,7 @@ static const struct command commands[] = {
     {"spin", 1, cmd_spin, "spin SECONDS"},
     {"scanfds", 1, cmd_scanfds, "scanfds SECONDS"},
     {"burn", 1, cmd_burn, "burn CPU_SECONDS"},
+    {"stopnew", 1, cmd_stopnew, "stopnew SECONDS"},
     {"udp-echo", 1, cmd_udp_echo, "udp-echo PORT"},
 };
 

@@ -479,6 +479,49 @@ LBT_TEST(session, sandbox_cannot_reach_an_exec_in_setup)
 	lbt_session_rm("s1");
 }
 
+// A process of the session that stops every new process (same uid, same pid namespace) catches
+// an exec's or a managed process's command before its execve: the start is bounded by the exec's
+// timeout (then the usual timed-out result, and the session goes) and by the managed process's
+// start limit, instead of hanging the caller (and a server's job) for ever.
+LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
+{
+	struct lb_run_out o;
+	struct lbt_proc p;
+	char *out = lbt_strdupf("%s/out", lbt_workdir());
+	cr_assert_eq(mkdir(out, 0755), 0);
+	char *vol = lbt_strdupf("%s:/out", out);
+	json_decref(create("s1", "-v", vol, NULL));
+	char *stop = lbt_strdupf("%s stopnew 60 > /out/stops 2>&1 &", lbt_probe());
+	sh(&o, "s1", stop); // it waits a second before stopping anything: this exec ends first
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	usleep(1500000);
+	lbt_spawn(&p, "proc", "start", "s1", "--id", "p", "--", "true", NULL);
+	cr_assert_eq(lbt_wait(&p, &o, 40), 125, "proc start: %s", o.err);
+	cr_assert(strstr(o.err, "did not start in time"), "%s", o.err);
+	lbt_out_free(&o);
+	lbt_spawn(&p, "session", "exec", "s1", "--timeout", "2", "--json", "--", "true", NULL);
+	cr_assert_eq(lbt_wait(&p, &o, 30), 124, "session exec: %s", o.err);
+	json_t *r = lbt_json(o.out);
+	cr_assert_str_eq(lbt_json_str(r, "status"), "timed_out");
+	cr_assert_str_eq(lbt_json_str(r, "stderr"), "Command timed out after 2 seconds.");
+	json_decref(r);
+	lbt_out_free(&o);
+	// the probe did catch commands before their execve (the name is still lbbox's, not sh's
+	// or true's): the hang was really met
+	char *stops_path = lbt_strdupf("%s/stops", out);
+	char *stops = lbt_read_file(stops_path);
+	cr_assert(stops && strstr(stops, "stopped lbbox"), "stops: %s", stops ? stops : "(none)");
+	free(stops);
+	free(stops_path);
+	lbt_run(&o, "session", "inspect", "s1", NULL);
+	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError: session s1 not found");
+	lbt_out_free(&o);
+	free(stop);
+	free(vol);
+	free(out);
+}
+
 // A tree deeper than PATH_MAX on the host, built inside the workspace, still goes with the
 // session; lbbox's own state cannot be mounted; an exec into a dead session names its class.
 LBT_TEST(session, deep_trees_own_state_and_dead_sessions)

@@ -187,6 +187,11 @@ struct lb_exec_opts {
 	/* the caller's descriptors 3 .. 3 + N - 1 passed on at the same numbers (OCI exec
 	 * --preserve-fds); not with fd3 */
 	unsigned preserve_fds;
+	/* lb_now_ns() by which the command must have started (its execve); past it the command's
+	 * cgroup is killed and the spawn fails with ETIMEDOUT. A process of the sandbox may stop a
+	 * new command before its execve (same uid, same pid namespace): without a deadline the
+	 * caller would wait for ever. 0 = no deadline */
+	uint64_t start_deadline;
 };
 
 /* A process started by lb_sandbox_spawn: a child of the caller, alone in its cgroup. */
@@ -199,7 +204,8 @@ struct lb_proc {
 /*
  * Runs o->argv inside sb: joins its namespaces, enters a new child cgroup, applies the same
  * rlimits, identity, capabilities, no_new_privs and seccomp filter as the sandbox's own command.
- * On failure *setup_exit holds 125, 126 (cannot execute) or 127 (not found) and nothing is left.
+ * On failure *setup_exit holds 125, 126 (cannot execute) or 127 (not found) and nothing is left;
+ * (*err)->errnum is ETIMEDOUT when o->start_deadline passed first.
  */
 int lb_sandbox_spawn(struct lb_sandbox *sb, const struct lb_exec_opts *o, struct lb_proc *p,
 		     int *setup_exit, struct lb_err **err);
