@@ -2,7 +2,7 @@
  * The two sealed forms of lbbox's own executable that sealed.c re-executes from.
  *
  * A view (root, or any caller allowed to make an overlayfs): a detached overlayfs whose only
- * layers are read-only lower ones, lbbox's directory on top of an empty one. Nothing is copied,
+ * layers are read-only lower ones, lbbox's directory over one that adds nothing. Nothing is copied,
  * and the view is read-only at the superblock: an overlay without an upper layer has nowhere to
  * write, so no remount or mount_setattr of it, and no reopening of /proc/PID/exe, of
  * /proc/PID/map_files (the overlay's file, or the layer's file on overlayfs's own read-only
@@ -35,10 +35,25 @@
 #include "lbbox/base/util.h"
 #include "sealed.h"
 
-/* The view's second layer: a new empty directory of ours, removed as soon as the overlay holds
- * it (an overlay with no upper layer needs two lower ones; an empty directory cannot add or mask
- * a file, and once removed nothing can be created in it). In memory when there is /dev/shm: no
- * journal to wait for. Only a kill in that instant leaves it behind (empty). */
+/* A read-only superblock over the layers of lower (a lowerdir string), with no upper layer: the
+ * mount's descriptor, or -1 with errno set. */
+static int overlay_of(const char *lower)
+{
+	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	/* xino off: inode numbers stay those of the layers (checked by the caller), and no dmesg
+	 * line; metacopy off: no file of the top can lead to the data-only layer's */
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "xino", "off", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "metacopy", "off", 0) < 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return -1;
+	return (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
+}
+
+/* A new empty directory of ours (kernels before 6.5), in memory when there is /dev/shm. */
 static int empty_dir(char *path, size_t len, int *out, struct lb_err **err)
 {
 	static const char *const parents[] = {"/dev/shm", "/tmp"};
@@ -63,32 +78,31 @@ static int empty_dir(char *path, size_t len, int *out, struct lb_err **err)
 	return 0;
 }
 
-/* A superblock over layers given as descriptors; the empty one is removed whatever happens. */
+/*
+ * The view over lbbox's directory top. An overlay with no upper layer needs a second lower one,
+ * which must add no file: a data-only layer (kernel 6.5+, "top::other") is never visible, so any
+ * directory that does not overlap the top will do, and nothing is created. Older kernels get a
+ * new empty directory, removed as soon as the overlay holds it (an empty directory cannot add or
+ * mask a file, and once removed nothing can be created in it); only a kill in that instant
+ * leaves it behind.
+ */
 static int overlay_create(int top, struct lb_err **err)
 {
 	char empty_path[64], lower[64];
+	snprintf(lower, sizeof(lower), "/proc/self/fd/%d::/dev/shm", top);
+	int mnt = overlay_of(lower);
+	if (mnt >= 0)
+		return mnt;
+	if (errno == EPERM || errno == ENODEV) /* no overlayfs for us at all */
+		return lb_err_set(err, errno, "create the overlay");
 	_cleanup_close_ int empty = -1;
-	_cleanup_close_ int fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
-	if (fs < 0)
-		return lb_err_set(err, errno, "fsopen overlay");
 	if (empty_dir(empty_path, sizeof(empty_path), &empty, err) < 0)
 		return -1;
 	snprintf(lower, sizeof(lower), "/proc/self/fd/%d:/proc/self/fd/%d", top, empty);
-	int r = (int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir", lower, 0);
-	/* inode numbers stay those of the layers (checked below); also spares a dmesg line */
-	if (r == 0)
-		syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "xino", "off", 0);
-	if (r == 0)
-		r = (int)syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+	mnt = overlay_of(lower);
 	int e = errno;
 	rmdir(empty_path);
-	if (r < 0)
-		return lb_err_set(err, e, "create the overlay");
-	int mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-			       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
-	if (mnt < 0)
-		return lb_err_set(err, errno, "fsmount the overlay");
-	return mnt;
+	return mnt >= 0 ? mnt : lb_err_set(err, e, "create the overlay");
 }
 
 int lb_sealed_view(int *out, int *dir_out, struct lb_err **err)
