@@ -85,11 +85,13 @@ static bool listed(const char *name, const char *const *list, size_t n)
 
 static bool enters_sandbox(int argc, char **argv)
 {
-	static const char *const outside[] = {
-	    "ps",   "logs", "stop",   "kill",	 "rm",	"network", "info",  "box", "serve",
-	    "load", "pull", "images", "inspect", "tag", "rmi",	   "image", "save"};
+	static const char *const outside[] = {"ps",  "logs",  "stop", "kill",	"rm",	   "info",
+					      "box", "serve", "load", "images", "inspect", "tag",
+					      "rmi", "image", "save", "pull"};
 	static const char *const session_outside[] = {"ls", "inspect", "rm", "gc"};
 	static const char *const proc_outside[] = {"attach", "ls", "rm", "inspect", "stop", "logs"};
+	/* inspect runs nft inside a rootless sandbox's user and network namespaces */
+	static const char *const network_outside[] = {"ls", "prune"};
 	const char *sub = argc > 1 ? argv[1] : NULL;
 	if (listed(argv[0], outside, COUNT(outside)))
 		return false;
@@ -99,6 +101,8 @@ static bool enters_sandbox(int argc, char **argv)
 		return !listed(sub, session_outside, COUNT(session_outside));
 	if (strcmp(argv[0], "proc") == 0)
 		return !listed(sub, proc_outside, COUNT(proc_outside));
+	if (strcmp(argv[0], "network") == 0)
+		return !listed(sub, network_outside, COUNT(network_outside));
 	return true;
 }
 

@@ -221,3 +221,10 @@ int lb_sealed_helper(const char *name, struct lb_err **err)
 		return -1;
 	return fd;
 }
+
+void lb_sealed_forget(void)
+{
+	if (view_dir >= 0)
+		close(view_dir);
+	view_dir = -1;
+}

@@ -315,6 +315,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 		    .join_cgroup = join,
 		};
 		close(sync[1]), close(errp[0]), close(status[0]);
+		lb_sealed_forget(); /* pid 1 may stay an lbbox for its life */
 		lb_child_main(&ctx);
 	}
 	close(sync[0]), close(errp[1]), close(status[1]);

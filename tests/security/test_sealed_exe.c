@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -563,4 +564,64 @@ LBT_TEST(sealed_exe, a_view_lbbox_did_not_make_is_not_trusted)
 	cr_assert_eq(attached_views(), views, "a view is attached on the host");
 	json_decref(j), json_decref(s);
 	free(wrap), free(state), free(exe);
+}
+
+// The parent (host pid) of the one process whose argv has arg, waiting up to 10 s for it.
+static pid_t parent_of_marked(const char *arg)
+{
+	char buf[8192], path[64];
+	for (double end = lbt_now() + 10; lbt_now() < end; usleep(20000)) {
+		DIR *d = opendir("/proc");
+		pid_t ppid = 0;
+		for (struct dirent *e; d && !ppid && (e = readdir(d));) {
+			snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+			size_t n = read_proc(path, buf, sizeof(buf));
+			if (n < 6 || strcmp(buf, "sleep") || strcmp(buf + 6, arg))
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+			read_proc(path, buf, sizeof(buf));
+			char *close = strrchr(buf, ')');
+			if (close)
+				sscanf(close + 2, "%*c %d", &ppid);
+		}
+		if (d)
+			closedir(d);
+		if (ppid)
+			return ppid;
+	}
+	return 0;
+}
+
+// A foreground run's pid 1 stays an lbbox (a tiny init) for the sandbox's life: it holds no
+// handle on the sealed view, a read-only window on lbbox's whole install directory.
+LBT_TEST(sealed_exe, pid_1_keeps_no_handle_on_the_view)
+{
+	struct lbt_proc p;
+	struct lb_run_out o;
+	lbt_add_marker("987654");
+	cr_assert_eq(lbt_spawn(&p, "run", "--rootfs", lbt_rootfs(), "--", "sleep", "987654", NULL),
+		     0);
+	pid_t init = parent_of_marked("987654");
+	cr_assert(init > 0, "no sandbox pid 1 found");
+	char *fds = lbt_strdupf("/proc/%d/fd", (int)init);
+	DIR *d = opendir(fds);
+	cr_assert_not_null(d, "%s: %s", fds, strerror(errno));
+	int seen = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		struct stat st;
+		struct statfs sf;
+		char *fd = lbt_strdupf("%s/%s", fds, e->d_name);
+		if (e->d_name[0] != '.' && stat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    statfs(fd, &sf) == 0 && sf.f_type == 0x794c7630 /* overlayfs */)
+			cr_assert_fail("pid 1's fd %s is a directory on an overlay (the view)",
+				       e->d_name);
+		seen++;
+		free(fd);
+	}
+	closedir(d);
+	cr_assert_gt(seen, 2);
+	cr_assert_eq(lbt_kill_marked("987654"), 1);
+	lbt_wait(&p, &o, 20);
+	lbt_out_free(&o);
+	free(fds);
 }

@@ -44,6 +44,9 @@ int lb_reexec_sealed(char **argv, struct lb_err **err);
  * sandbox can write: opened through the view lbbox runs from, else a sealed memfd copy of the
  * file in lbbox's directory (LBBOX_SELF_DIR). -1 on failure. */
 int lb_sealed_helper(const char *name, struct lb_err **err);
+/* Closes this process's handle on the view (lbbox's whole directory): for a process that goes
+ * into a sandbox and opens no helper (pid 1 has its lbbox-init open before the clone). */
+void lb_sealed_forget(void);
 
 struct lb_result {
 	int exit_code; /* the command's status, or 128 + signal */
