@@ -116,6 +116,11 @@ int lb_drop_privileges(const struct lb_spec *spec, struct lb_err **err)
 		return lb_err_set(err, errno, "PR_SET_KEEPCAPS");
 	if (set_identity(spec, err) < 0)
 		return -1;
+	/* a new uid or gid made it dumpable again where fs.suid_dumpable is 1: until its execve no
+	 * process of that user may write its memory (and run it without the seccomp filter). Set
+	 * while the kept capabilities still deny that user access */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return lb_err_set(err, errno, "PR_SET_DUMPABLE");
 	if (set_caps(keep, err) < 0)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

@@ -566,7 +566,8 @@ static int cmd_scanfds(char **argv)
 	return 0;
 }
 
-/* The command name of stopped process pid, or "" (gone, or not stopped). */
+/* The program name of stopped process pid (its argv[0]'s last component: a command still being
+ * set up carries lbbox's, whatever the kernel made its comm), or "" (gone, or not stopped). */
 static void stopped_comm(const char *pid, char *comm, size_t len)
 {
 	char path[64], buf[512];
@@ -575,21 +576,29 @@ static void stopped_comm(const char *pid, char *comm, size_t len)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return;
-	char *open = fgets(buf, sizeof(buf), f) ? strchr(buf, '(') : NULL;
-	char *close = open ? strrchr(buf, ')') : NULL;
+	char *close = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
 	fclose(f);
-	if (close && close[1] == ' ' && close[2] == 'T')
-		snprintf(comm, len, "%.*s", (int)(close - open - 1), open + 1);
+	if (!close || close[1] != ' ' || close[2] != 'T')
+		return;
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	const char *slash = strrchr(buf, '/');
+	snprintf(comm, len, "%s", n ? (slash ? slash + 1 : buf) : "?");
 }
 
 /* stopnew SECONDS: after a second, SIGSTOPs every other process it may for SECONDS, as fast as it
  * can (a new one is caught within microseconds, before its execve when it is an exec's command
- * being set up); prints "stopped COMM" once per stopped process. */
+ * being set up); prints "stopping" as it starts, then "stopped NAME" once per stopped process. */
 static int cmd_stopnew(char **argv)
 {
 	char seen[64][16] = {{0}};
 	size_t n_seen = 0;
 	sleep(1);
+	puts("stopping");
 	double end = now_sec() + atof(argv[0]);
 	for (unsigned i = 0; now_sec() < end; i++) {
 		kill(-1, SIGSTOP);
@@ -612,6 +621,38 @@ static int cmd_stopnew(char **argv)
 		}
 		if (proc)
 			closedir(proc);
+	}
+	return 0;
+}
+
+/* memopen SECONDS: like stopnew, but each stopped process still named lbbox (a command being set
+ * up, before its execve) is tried: "open" when its memory opens for writing (/proc/PID/mem),
+ * else "denied"; then every stopped process is let go on. */
+static int cmd_memopen(char **argv)
+{
+	sleep(1);
+	double end = now_sec() + atof(argv[0]);
+	while (now_sec() < end) {
+		kill(-1, SIGSTOP);
+		DIR *proc = opendir("/proc");
+		struct dirent *p;
+		while (proc && (p = readdir(proc))) {
+			char comm[32], path[64];
+			if (p->d_name[0] < '1' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+				continue;
+			stopped_comm(p->d_name, comm, sizeof(comm));
+			if (strcmp(comm, "lbbox") != 0)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/mem", p->d_name);
+			int fd = open(path, O_RDWR | O_CLOEXEC);
+			printf("%s\n", fd >= 0 ? "open" : "denied");
+			if (fd >= 0)
+				close(fd);
+		}
+		if (proc)
+			closedir(proc);
+		kill(-1, SIGCONT);
+		usleep(200);
 	}
 	return 0;
 }
@@ -714,6 +755,7 @@ static const struct command commands[] = {
     {"scanfds", 1, cmd_scanfds, "scanfds SECONDS"},
     {"burn", 1, cmd_burn, "burn CPU_SECONDS"},
     {"stopnew", 1, cmd_stopnew, "stopnew SECONDS"},
+    {"memopen", 1, cmd_memopen, "memopen SECONDS"},
     {"udp-echo", 1, cmd_udp_echo, "udp-echo PORT"},
 };
 

@@ -495,7 +495,13 @@ LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
 	sh(&o, "s1", stop); // it waits a second before stopping anything: this exec ends first
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
-	usleep(1500000);
+	char *stops_path = lbt_strdupf("%s/stops", out), *stops = NULL;
+	for (int i = 0; i < 100 && !(stops && strstr(stops, "stopping")); i++) {
+		usleep(100000);
+		free(stops);
+		stops = lbt_read_file(stops_path);
+	}
+	free(stops);
 	lbt_spawn(&p, "proc", "start", "s1", "--id", "p", "--", "true", NULL);
 	cr_assert_eq(lbt_wait(&p, &o, 40), 125, "proc start: %s", o.err);
 	cr_assert(strstr(o.err, "did not start in time"), "%s", o.err);
@@ -509,8 +515,7 @@ LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
 	lbt_out_free(&o);
 	// the probe did catch commands before their execve (the name is still lbbox's, not sh's
 	// or true's): the hang was really met
-	char *stops_path = lbt_strdupf("%s/stops", out);
-	char *stops = lbt_read_file(stops_path);
+	stops = lbt_read_file(stops_path);
 	cr_assert(stops && strstr(stops, "stopped lbbox"), "stops: %s", stops ? stops : "(none)");
 	free(stops);
 	free(stops_path);
@@ -520,6 +525,51 @@ LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
 	free(stop);
 	free(vol);
 	free(out);
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; s && *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+// With fs.suid_dumpable=1 (hosts set it to get core dumps of setuid programs) a process that
+// changes its uid becomes dumpable again: an exec's command, dropped to the session's user and
+// not yet under its seccomp filter, could have its memory written by any process of that user
+// (/proc/PID/mem) and go on unfiltered. It stays non-dumpable until its execve.
+LBT_TEST(session, a_command_in_setup_cannot_be_written_by_the_session_user)
+{
+	struct lb_run_out o;
+	if (geteuid() != 0)
+		cr_skip("fs.suid_dumpable is the host's, root's to change");
+	char *saved = lbt_read_file("/proc/sys/fs/suid_dumpable");
+	cr_assert_not_null(saved);
+	char *out = lbt_strdupf("%s/out", lbt_workdir());
+	cr_assert_eq(mkdir(out, 0777), 0);
+	chmod(out, 0777);
+	char *vol = lbt_strdupf("%s:/out", out);
+	json_decref(create("s1", "--user", "1000:1000", "-v", vol, NULL));
+	char *probe = lbt_strdupf("%s memopen 30 > /out/mem 2>&1 &", lbt_probe());
+	sh(&o, "s1", probe);
+	LBT_ASSERT_EXIT(o, 0);
+	lbt_out_free(&o);
+	usleep(1500000);
+	lbt_write_file("/proc/sys/fs/suid_dumpable", "1");
+	char *mem_path = lbt_strdupf("%s/mem", out);
+	char *mem = NULL;
+	for (int i = 0; i < 300 && lines(mem) < 5; i++) { // five commands caught
+		sh(&o, "s1", "true");
+		lbt_out_free(&o);
+		free(mem);
+		mem = lbt_read_file(mem_path);
+	}
+	lbt_write_file("/proc/sys/fs/suid_dumpable", saved);
+	cr_assert_geq(lines(mem), 5, "commands caught in their setup: %s", mem ? mem : "(none)");
+	cr_assert_null(strstr(mem, "open\n"), "a command's memory opened for writing: %s", mem);
+	lbt_session_rm("s1");
+	free(mem), free(mem_path), free(probe), free(vol), free(out), free(saved);
 }
 
 // A tree deeper than PATH_MAX on the host, built inside the workspace, still goes with the
