@@ -81,7 +81,8 @@ Test(sealed_view, shows_the_binary_s_directory_and_nothing_else)
 	cr_assert(a.st_ino == b.st_ino && a.st_size == b.st_size, "the view's binary is another");
 	char *seen = names(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	char *want = names(open(exe, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-	cr_assert_str_eq(seen, want, "the view shows other files than %s", exe);
+	cr_assert_str_eq(seen, want, "the view shows other files than %s:\n%s\nagainst\n%s", exe,
+			 seen, want);
 	cr_assert_eq(seal_dirs(), dirs, "an lbbox-seal-* directory was left behind");
 	/* read-only at the superblock */
 	cr_assert_lt(openat(dir, "lbbox-unit-new", O_CREAT | O_WRONLY | O_CLOEXEC, 0600), 0);
