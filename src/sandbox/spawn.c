@@ -272,7 +272,9 @@ static bool readable_by(int fd, uint64_t deadline)
 			uint64_t now = lb_now_ns();
 			if (now >= deadline)
 				return false;
-			timeout = (int)((deadline - now) / 1000000 + 1);
+			/* a minute at most per poll: a deadline years away must not overflow */
+			uint64_t ms = (deadline - now) / 1000000 + 1;
+			timeout = ms > 60000 ? 60000 : (int)ms;
 		}
 		int n = poll(&pfd, 1, timeout);
 		if (n > 0 || (n < 0 && errno != EINTR))
@@ -280,10 +282,19 @@ static bool readable_by(int fd, uint64_t deadline)
 	}
 }
 
+/* Past the deadline: the command is in its cgroup (the intermediate joins it before the clone,
+ * and has been reaped by now); by pid too, should the cgroup's kill fail. */
+static void kill_late(struct lb_proc *p)
+{
+	if (lb_proc_kill(p, NULL) < 0 && p->pid > 0)
+		kill(p->pid, SIGKILL);
+}
+
 /*
  * Parent side after the clone: collect the command's pid, and wait until it has exec'd (EOF on
- * the error pipe) or reported why not. Past the deadline the command's cgroup is killed (the
- * intermediate and the command are both in it), which ends both waits.
+ * the error pipe) or reported why not. Past the deadline the intermediate is killed by pid (on
+ * v1 it may not be in the cgroup yet: it moves itself there), then the command with its cgroup,
+ * which ends both waits.
  */
 static int finish_spawn(pid_t mid, int err_r, int pid_r, struct lb_proc *p, uint64_t deadline,
 			int *setup_exit, struct lb_err **err)
@@ -292,16 +303,16 @@ static int finish_spawn(pid_t mid, int err_r, int pid_r, struct lb_proc *p, uint
 	int status;
 	pid_t pid = 0;
 	bool late = !readable_by(pid_r, deadline);
-	if (late)
-		lb_proc_kill(p, NULL);
+	if (late) /* our child, not reaped yet: the pid is still its */
+		kill(mid, SIGKILL);
 	bool have = lb_read_all(pid_r, &pid, sizeof(pid)) == sizeof(pid) && pid > 0;
 	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (have)
 		p->pid = pid;
-	if (!late && !readable_by(err_r, deadline)) {
+	if (late || !readable_by(err_r, deadline)) {
 		late = true;
-		lb_proc_kill(p, NULL);
+		kill_late(p);
 	}
 	int failed = lb_child_read_fail(err_r, &msg, "exec failed");
 	if (late)
