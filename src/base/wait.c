@@ -15,13 +15,9 @@ bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 	if (n > LB_WAIT_MAX_FDS)
 		n = LB_WAIT_MAX_FDS;
 	for (;;) {
-		int timeout = -1;
-		if (deadline) {
-			uint64_t now = lb_now_ns();
-			if (now >= deadline)
-				return false;
-			timeout = (int)((deadline - now) / 1000000 + 1);
-		}
+		int timeout = lb_poll_timeout(deadline);
+		if (timeout == -2)
+			return false;
 		all[0] = (struct pollfd){.fd = pidfd, .events = POLLIN};
 		for (size_t i = 0; i < n; i++)
 			all[i + 1] = (struct pollfd){
@@ -38,4 +34,15 @@ bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 		if (all[0].revents)
 			return true;
 	}
+}
+
+int lb_poll_timeout(uint64_t deadline)
+{
+	if (!deadline)
+		return -1;
+	uint64_t now = lb_now_ns();
+	if (now >= deadline)
+		return -2;
+	uint64_t ms = (deadline - now) / 1000000 + 1;
+	return ms > 60000 ? 60000 : (int)ms;
 }

@@ -266,16 +266,12 @@ static pid_t clone_intermediate(int cgroup_fd)
 static bool readable_by(int fd, uint64_t deadline)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	if (!deadline) /* the blocking read that follows waits */
+		return true;
 	for (;;) {
-		int timeout = -1;
-		if (deadline) {
-			uint64_t now = lb_now_ns();
-			if (now >= deadline)
-				return false;
-			/* a minute at most per poll: a deadline years away must not overflow */
-			uint64_t ms = (deadline - now) / 1000000 + 1;
-			timeout = ms > 60000 ? 60000 : (int)ms;
-		}
+		int timeout = lb_poll_timeout(deadline);
+		if (timeout == -2)
+			return false;
 		int n = poll(&pfd, 1, timeout);
 		if (n > 0 || (n < 0 && errno != EINTR))
 			return true; /* a poll error: the blocking read says what it is */

@@ -86,6 +86,9 @@ bool lb_wait_exit(int pidfd, struct pollfd *fds, size_t n, uint64_t deadline,
 
 /* Monotonic clock in nanoseconds. */
 uint64_t lb_now_ns(void);
+/* poll(2)'s timeout until deadline (lb_now_ns clock; 0: none, -1), a minute at most so that a
+ * deadline years away cannot overflow it (callers loop); -2 once the deadline has passed. */
+int lb_poll_timeout(uint64_t deadline);
 /* Wall clock (CLOCK_REALTIME) in nanoseconds since the epoch: times that outlive a boot. */
 uint64_t lb_realtime_ns(void);
 /* Random lowercase hex id of n chars (n <= 64) into buf (n + 1 bytes). */
