@@ -15,7 +15,7 @@ if [ -z "${LBBOX_TEST_REAPER:-}" ]; then
 fi
 scripts/setup.sh || exit 1
 
-passed=0 failed=0 timings=()
+passed=0 failed=0 timings=() failures=()
 # stage NAME CMD...: runs one stage and adds its results to the totals: the Criterion tests it
 # ran (from their "Synthesis" lines, in ctest's output or the guest's console), or else the
 # stage itself as one test. A stage that fails without a failing test counts as one failure.
@@ -36,6 +36,12 @@ stage() {
 		f=1
 	fi
 	passed=$((passed + p)) failed=$((failed + f))
+	# CI keeps only the log's end: what failed, and why, is repeated there
+	if [ "$f" != 0 ]; then
+		failures+=("-- $name:")
+		mapfile -t -O "${#failures[@]}" failures < <(sed 's/\x1b\[[0-9;]*m//g' "$log" |
+			grep -E -A4 'Assertion Failed|\[FAIL\]|\*\*\*Failed|rc=[1-9]' | head -60)
+	fi
 	rm -f "$log"
 }
 
@@ -77,6 +83,7 @@ stage "cgroup-v2 guest (qemu), rootless" env VM_ENV="LBBOX_BIN=/opt/lbbox/lbbox 
 	build/test_limits build/test_session build/test_proc build/test_sealed_exe
 
 echo
+[ "${#failures[@]}" = 0 ] || printf '%s\n' "failures:" "${failures[@]}" ""
 printf '%s\n' "${timings[@]}"
 echo "$passed passed, $failed failed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 [ "$failed" = 0 ]
