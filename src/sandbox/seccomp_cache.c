@@ -79,9 +79,10 @@ int lb_scmp_cache_key(const char *profile, size_t len, uint64_t caps, char key[L
 	if (profile_sha256(profile, len, digest, err) < 0)
 		return -1;
 	/* everything else the compiled program depends on, in clear */
-	snprintf(key, LB_SCMP_KEY_MAX, "%s-%s-caps%016llx-arch%08x-libseccomp%u.%u.%u", digest,
+	snprintf(key, LB_SCMP_KEY_MAX, "%s-%s-caps%016llx-arch%08x%s-libseccomp%u.%u.%u", digest,
 		 LB_SCMP_COMPILER_TAG, (unsigned long long)caps, seccomp_arch_native(),
-		 v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+		 lb_scmp_kernel_runs_x32() ? "" : "-nox32", v ? v->major : 0, v ? v->minor : 0,
+		 v ? v->micro : 0);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
 #define LBBOX_SECCOMP_INTERNAL_H
 
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,9 @@ struct lb_scmp_profile {
 	size_t n_rules;
 	void *json; /* json_t root, keeps the rule names alive */
 };
+
+/* Whether the kernel runs x32 syscalls (profiles leave x32 out where it does not). */
+bool lb_scmp_kernel_runs_x32(void);
 
 /* Parses an OCI/Docker seccomp profile; source names it in error messages. */
 int lb_scmp_profile_parse(const char *source, const char *buf, size_t len, uint64_t caps,

@@ -164,6 +164,12 @@ static long sys_getpid(void)
 	return syscall(SYS_getpid);
 }
 
+/* getpid by its x32 number (x86_64's with bit 30 set) */
+static long sys_x32_getpid(void)
+{
+	return syscall(0x40000000L | SYS_getpid);
+}
+
 struct sys_probe {
 	const char *name;
 	long (*fn)(void);
@@ -189,6 +195,7 @@ static const struct sys_probe sys_probes[] = {
     {"socket_vsock", sys_socket_vsock},
     {"socket_alg", sys_socket_alg},
     {"getpid", sys_getpid},
+    {"x32_getpid", sys_x32_getpid},
 };
 
 static int cmd_syscall(char **argv)

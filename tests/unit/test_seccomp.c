@@ -579,13 +579,51 @@ Test(seccomp_profile, default_profile)
 	/* same as the default action: dropped (libseccomp would refuse it) */
 	cr_assert_not(has_rule(p, "clone3", SCMP_ACT_ERRNO(ENOSYS)));
 #ifdef __x86_64__
-	cr_assert_eq(p->n_arches, 3);
+	/* x86 always, x32 only where the kernel runs it (the probe is this test's own) */
+	bool x32 = syscall(0x40000000L | SYS_getpid) >= 0;
+	cr_assert_eq(p->n_arches, x32 ? 3 : 2);
+	cr_assert_eq(p->arches[1], SCMP_ARCH_X86);
+	cr_assert_eq(lb_scmp_kernel_runs_x32(), x32);
 #endif
 	lb_scmp_profile_free(p);
 	struct lb_seccomp_prog *prog = prepare_ok(NULL, 0, NULL);
 	cr_assert_leq(prog->len, BPF_MAXINSNS);
 	lb_seccomp_prog_free(prog);
 }
+
+static bool same_prog(const struct lb_seccomp_prog *a, const struct lb_seccomp_prog *b);
+
+#ifdef __x86_64__
+/* The x32 part costs a third of the filter; where the kernel runs no x32 program the compiled
+ * default is exactly the profile without x32, and the cache keeps the two apart. */
+Test(seccomp_profile, x32_part_only_where_the_kernel_runs_x32)
+{
+	bool x32 = syscall(0x40000000L | SYS_getpid) >= 0;
+	const char *sub = "\"SCMP_ARCH_X86\", \"SCMP_ARCH_X32\"";
+	const char *at = strstr(lb_seccomp_default_json, sub);
+	cr_assert_not_null(at, "the default profile lists x86 and x32 for x86_64");
+	char *dir = tmpdir_new(), *path = NULL, *text = NULL;
+	cr_assert(asprintf(&text, "%.*s\"SCMP_ARCH_X86\"%s", (int)(at - lb_seccomp_default_json),
+			   lb_seccomp_default_json, at + strlen(sub)) > 0);
+	cr_assert(asprintf(&path, "%s/no-x32.json", dir) > 0);
+	cr_assert_eq(lb_write_file_atomic(path, text, strlen(text), 0600, NULL), 0);
+	struct lb_seccomp_prog *def = prepare_ok(NULL, 0, NULL),
+			       *no_x32 = prepare_ok(path, 0, NULL);
+	if (x32)
+		cr_assert_gt(def->len, no_x32->len);
+	else
+		cr_assert(same_prog(def, no_x32), "default %u insns, without x32 %u", def->len,
+			  no_x32->len);
+	char key[LB_SCMP_KEY_MAX];
+	cr_assert_eq(
+	    lb_scmp_cache_key(lb_seccomp_default_json, lb_seccomp_default_json_len, 0, key, NULL),
+	    0);
+	cr_assert_eq(strstr(key, "-nox32") != NULL, !x32, "%s", key);
+	lb_seccomp_prog_free(def), lb_seccomp_prog_free(no_x32);
+	free(path), free(text);
+	tmpdir_free(dir);
+}
+#endif
 
 Test(seccomp_profile, bad_json)
 {
