@@ -6,11 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/audit.h>
 #include <linux/kcmp.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -622,6 +625,31 @@ Test(seccomp_profile, x32_part_only_where_the_kernel_runs_x32)
 	lb_seccomp_prog_free(def), lb_seccomp_prog_free(no_x32);
 	free(path), free(text);
 	tmpdir_free(dir);
+}
+
+/* lbbox under a filter of its own (lbbox in an lbbox sandbox, systemd's
+ * SystemCallArchitectures=native) must not probe x32: that filter kills x32 numbers. It keeps
+ * the x32 part instead. */
+Test(seccomp_profile, x32_is_not_probed_under_a_filter)
+{
+	struct sock_filter kill_x32[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog fprog = {.len = 4, .filter = kill_x32};
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+			_exit(2);
+		_exit(lb_scmp_kernel_runs_x32() ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %#x (SIGSYS: the probe ran)", st);
 }
 #endif
 
