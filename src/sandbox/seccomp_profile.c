@@ -110,9 +110,9 @@ static bool arch_compatible(uint32_t native, uint32_t arch)
 /*
  * Many kernels run no x32 program (built without it, or booted with it off), and an x32 part is
  * a third of the default filter, compiled into every command for nothing (~0.3 ms of each run
- * and exec). Without it an x32 syscall meets the filter's bad-arch kill instead of
- * the kernel's ENOSYS. Probed with getpid's x32 number, only outside any seccomp filter: under
- * one (lbbox in a sandbox) that call may be fatal, and the x32 part is kept.
+ * and exec). Without it an x32 syscall meets the filter's bad-arch kill instead of the kernel's
+ * ENOSYS. Probed with getpid's x32 number, only outside any seccomp filter: under one (lbbox in
+ * a sandbox) that call may be fatal, and the x32 part is kept.
  */
 bool lb_scmp_kernel_runs_x32(void)
 {
