@@ -14,8 +14,9 @@
 
 /* Every sandbox gets new mount, pid, ipc and uts namespaces (and a cgroup one): a bundle that
  * asks to share the host's asks for what the engine does not do, except for uts (below). Joined
- * by path: the network namespace, a pod's ipc, uts and pid (its containers join its sandbox's,
- * as with Kubernetes), and a cgroup namespace. */
+ * by path: the network namespace, a pod's ipc, uts, pid and user namespaces (its containers join
+ * its sandbox's, as with Kubernetes), and a cgroup namespace. A mount namespace is never joined:
+ * the container's root would be built, and pivot_root done, in another's mount table. */
 static const char *const always[] = {"mount", "pid", "ipc", "uts"};
 
 /* Where a joined namespace's path goes in the spec; NULL for the types never joined. */
@@ -26,11 +27,12 @@ static char **join_slot(struct lb_spec *spec, const char *type)
 	       : !strcmp(type, "uts")	 ? &spec->utsns_path
 	       : !strcmp(type, "pid")	 ? &spec->pidns_path
 	       : !strcmp(type, "cgroup") ? &spec->cgroupns_path
+	       : !strcmp(type, "user")	 ? &spec->userns_path
 					 : NULL;
 }
 
 /* One entry of linux.namespaces; seen[] marks the ones of always[], *net the network one,
- * *user a new user namespace. */
+ * *user a user namespace (new, or joined: spec->userns_path). */
 static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool *net, bool *user,
 			   struct lb_err **err)
 {
@@ -42,17 +44,13 @@ static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool 
 		return -1;
 	if (path && !*path)
 		path = NULL;
-	if (!strcmp(type, "user") && path)
-		return lb_err_set(err, ENOTSUP,
-				  "config: joining a user namespace by path is not supported by "
-				  "lbbox-runc (a new one with uidMappings is)");
-	if (!strcmp(type, "user")) {
+	bool is_user = !strcmp(type, "user");
+	if (is_user) {
 		if (*user)
 			return lb_err_set(err, EINVAL, "config: user namespace twice");
 		*user = true;
-		return 0;
 	}
-	bool known = !strcmp(type, "network") || !strcmp(type, "cgroup");
+	bool known = is_user || !strcmp(type, "network") || !strcmp(type, "cgroup");
 	for (size_t k = 0; k < 4; k++)
 		if (!strcmp(type, always[k])) {
 			if (seen[k])
@@ -73,7 +71,10 @@ static int parse_namespace(json_t *ns, struct lb_spec *spec, bool seen[4], bool 
 	char **slot = join_slot(spec, type);
 	if (!slot)
 		return lb_err_set(err, ENOTSUP,
-				  "config: joining a %.32s namespace is not supported", type);
+				  "config: joining a %.32s namespace is not supported%s", type,
+				  strcmp(type, "mount") ? ""
+							: " (each container's root is built in a "
+							  "mount namespace of its own)");
 	if (path[0] != '/')
 		return lb_err_set(err, EINVAL, "config: namespace path %.64s is not absolute",
 				  path);
@@ -286,8 +287,9 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0)
 		return -1;
 	/* only the user namespace that owns a pid namespace may mount a procfs of it: the host's
-	 * for one joined by path, never a new one made for the container */
-	if (user && cfg->spec.pidns_path)
+	 * or a joined one (a pod's) for one joined by path, never a new one made for the
+	 * container */
+	if (user && !cfg->spec.userns_path && cfg->spec.pidns_path)
 		return lb_err_set(err, ENOTSUP,
 				  "config: a joined pid namespace with a new user namespace is not "
 				  "supported (the container could not mount its /proc)");

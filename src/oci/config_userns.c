@@ -1,8 +1,10 @@
 /*
  * config.json's user namespace: a new one ({"type": "user"} without a path) with
  * linux.uidMappings and gidMappings, as podman --uidmap and Kubernetes' user namespaces write
- * them. The engine checks the maps by the kernel's rules (lb_spec_check_userns); joining a user
- * namespace by path is refused.
+ * them, or one joined by path (a pod's containers join its sandbox's). containerd and CRI-O
+ * give the joined namespace's maps too: they are optional then, and must be the namespace's own
+ * (checked at create, as runc does). The engine checks the maps by the kernel's rules
+ * (lb_spec_check_userns).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -59,7 +61,7 @@ int lb_oci_parse_userns(json_t *lx, bool userns, struct lb_spec *spec, struct lb
 	if (mapped && !userns)
 		return lb_err_set(err, EINVAL,
 				  "config: uidMappings/gidMappings without a user namespace");
-	if (userns && (!spec->n_uid_map || !spec->n_gid_map))
+	if (userns && !spec->userns_path && (!spec->n_uid_map || !spec->n_gid_map))
 		return lb_err_set(err, EINVAL,
 				  "config: a new user namespace needs linux.uidMappings and "
 				  "gidMappings");

@@ -61,6 +61,13 @@ int lb_ns_join_enter(const struct lb_ns_join *j, struct lb_err **err);
 /* Back in lbbox's own namespaces; a failure there is fatal for lbbox's caller to know. */
 int lb_ns_join_leave(const struct lb_ns_join *j, struct lb_err **err);
 void lb_ns_join_close(struct lb_ns_join *j);
+/* Why the clone of pid 1 failed (errno e), in words for the namespaces it was to join. */
+int lb_ns_join_clone_failed(const struct lb_spec *spec, int e, struct lb_err **err);
+
+/* userns_join.c: pid 1 born in spec->userns_path (with flags' new namespaces owned by it and
+ * j's joined), lbbox's child: its pid, 0 in pid 1 itself, -1 on failure (no pid 1 then). */
+pid_t lb_userns_join_clone(const struct lb_spec *spec, const struct lb_ns_join *j, uint64_t flags,
+			   int cgroup_fd, int *pidfd, struct lb_err **err);
 
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
 struct lb_child_ctx {
@@ -76,9 +83,9 @@ struct lb_child_ctx {
 	int status_fd;		    /* init -> parent: the command's raw wait status */
 	struct lb_net_lease *lease; /* network "on": filled from the sync pipe by pid 1 */
 	int init_fd;		    /* session: lbbox-init to exec once ready, -1 = stay lbbox */
-	int alive_fd;  /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
-	bool userns;   /* pid 1 is root of its own user namespace only (rootless, or mapped ids) */
-	bool rootless; /* that namespace maps the caller alone */
+	int alive_fd; /* LB_ALIVE_LOCK (flocked): pid 1 keeps it open while it lives */
+	bool userns;  /* pid 1 is root of a user namespace only (rootless, mapped ids, or joined) */
+	bool rootless;	  /* that namespace maps the caller alone */
 	bool join_cgroup; /* pid 1 moves itself into cg (v1, no user namespace: cgroup.c) */
 	int console_fd;	  /* lb_run_io.console_fd (-1: spec->console_socket, if any) */
 	const struct winsize *console_size;

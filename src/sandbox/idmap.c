@@ -78,6 +78,12 @@ int lb_id_map_text(const struct lb_id_map *map, size_t n, char *out, size_t size
 
 int lb_spec_check_userns(const struct lb_spec *spec, struct lb_err **err)
 {
+	if (spec->userns_path && spec->layers)
+		return lb_err_set(
+		    err, ENOTSUP,
+		    "a joined user namespace needs a directory rootfs (not an image's "
+		    "layers)");
+	/* a joined namespace's own maps are checked once it is open (userns_join.c) */
 	if (!spec->n_uid_map && !spec->n_gid_map)
 		return 0;
 	if (!spec->n_uid_map || !spec->n_gid_map)

@@ -110,3 +110,12 @@ void lb_ns_join_close(struct lb_ns_join *j)
 	}
 	j->n = 0;
 }
+
+int lb_ns_join_clone_failed(const struct lb_spec *spec, int e, struct lb_err **err)
+{
+	/* the kernel's word for a pid namespace whose init is gone (kept by a handle only) */
+	if (e == ENOMEM && spec->pidns_path)
+		return lb_err_set(err, e, "pid namespace %s: its init has exited",
+				  spec->pidns_path);
+	return lb_err_set(err, e, "clone the sandbox");
+}

@@ -69,6 +69,7 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->utsns_path);
 	free(spec->pidns_path);
 	free(spec->cgroupns_path);
+	free(spec->userns_path);
 	free(spec->start_gate);
 	free(spec->console_socket);
 	lb_strvfreep(&spec->masked_paths);

@@ -193,7 +193,8 @@ static int block_signals(struct run *r, struct lb_err **err)
 	return 0;
 }
 
-static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
+/* The namespaces pid 1 is born with (not the ones joined by path). */
+static uint64_t clone_flags(const struct lb_spec *spec, bool userns)
 {
 	uint64_t flags = CLONE_NEWNS;
 	/* one joined by path is lbbox's own around the clone (nsjoin.c) */
@@ -205,10 +206,15 @@ static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_f
 		flags |= CLONE_NEWIPC;
 	if (spec->net != LB_NET_HOST && !spec->netns_path)
 		flags |= CLONE_NEWNET;
-	if (userns)
+	if (userns && !spec->userns_path)
 		flags |= CLONE_NEWUSER;
+	return flags;
+}
+
+static pid_t clone_sandbox(const struct lb_spec *spec, bool userns, int cgroup_fd, int *pidfd)
+{
 	struct clone_args args = {
-	    .flags = flags | CLONE_PIDFD,
+	    .flags = clone_flags(spec, userns) | CLONE_PIDFD,
 	    .pidfd = (uint64_t)(uintptr_t)pidfd,
 	    .exit_signal = SIGCHLD,
 	};
@@ -250,6 +256,14 @@ static int open_init(void)
 static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, struct lb_err **err)
 {
 	struct lb_ns_join j;
+	if (spec->userns_path) { /* entered by an intermediate: lbbox could not come back */
+		pid_t pid = lb_ns_join_open(spec, &j, err) < 0
+				? -1
+				: lb_userns_join_clone(spec, &j, clone_flags(spec, true), cgfd,
+						       &r->pidfd, err);
+		lb_ns_join_close(&j);
+		return pid;
+	}
 	if (lb_ns_join_open(spec, &j, err) < 0 || lb_ns_join_enter(&j, err) < 0) {
 		lb_ns_join_leave(&j, NULL);
 		lb_ns_join_close(&j);
@@ -263,12 +277,8 @@ static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, s
 	int e = errno;
 	int left = lb_ns_join_leave(&j, err);
 	lb_ns_join_close(&j);
-	/* the kernel's word for a pid namespace whose init is gone (kept by a handle only) */
-	if (pid < 0 && e == ENOMEM && spec->pidns_path)
-		return lb_err_set(err, e, "pid namespace %s: its init has exited",
-				  spec->pidns_path);
 	if (pid < 0)
-		return lb_err_set(err, e, "clone the sandbox");
+		return lb_ns_join_clone_failed(spec, e, err);
 	if (left < 0) {
 		r->pid = pid; /* killed and reaped by run_release */
 		return -1;
@@ -322,7 +332,7 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	if (pid < 0)
 		return -1;
 	r->pid = pid;
-	if (r->userns && lb_userns_map(pid, spec, r->rootless, err) < 0)
+	if (r->userns && !spec->userns_path && lb_userns_map(pid, spec, r->rootless, err) < 0)
 		return -1;
 	/* before pid 1 runs anything: the command and all the sandbox forks inherit it. Written
 	 * from here, with lbbox's rights: pid 1 may be in a user namespace with its /proc files
@@ -562,7 +572,7 @@ static void run_init(struct run *r, const struct lb_spec *spec, const struct lb_
 			  .spec = spec,
 			  .runroot = paths->runroot,
 			  .rootless = lb_rootless()};
-	r->userns = r->rootless || spec->n_uid_map > 0;
+	r->userns = r->rootless || spec->n_uid_map > 0 || spec->userns_path;
 	set_setup_deadline(r, start);
 }
 

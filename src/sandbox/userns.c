@@ -53,11 +53,12 @@ int lb_rootless_check(const struct lb_spec *spec, struct lb_err **err)
 		       {CAP_NET_RAW, "NET_RAW", true},
 		       /* the sandbox's mounts are its own: /proc/sys could be made writable */
 		       {CAP_SYS_ADMIN, "SYS_ADMIN", true}};
-	if (spec->n_uid_map || spec->n_gid_map)
+	if (spec->n_uid_map || spec->n_gid_map || spec->userns_path)
 		return lb_err_set(
 		    err, EPERM,
-		    "uid/gid maps need lbbox run as root (without root, a sandbox maps "
-		    "only your own user)");
+		    "%s needs lbbox run as root (without root, a sandbox maps only your "
+		    "own user)",
+		    spec->userns_path ? "joining a user namespace" : "uid/gid maps");
 	if (spec->uid != 0 || spec->gid != 0)
 		return lb_err_set(
 		    err, 0,
@@ -128,7 +129,8 @@ int lb_userns_map(pid_t pid, const struct lb_spec *spec, bool rootless, struct l
 /* Groups first: the host's supplementary groups of lbbox mean nothing inside. */
 int lb_userns_become_root(struct lb_err **err)
 {
-	if (setgroups(0, NULL) < 0)
+	/* none left by a joined namespace's intermediate: one that denies setgroups is fine */
+	if (getgroups(0, NULL) > 0 && setgroups(0, NULL) < 0)
 		return lb_err_set(err, errno, "setgroups in the sandbox's user namespace");
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 		return lb_err_set(err, errno, "become root of the sandbox's user namespace");

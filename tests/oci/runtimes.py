@@ -43,6 +43,7 @@ from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
 from proc_checks import hooks_userns_checks, proc_field_checks  # noqa: E402
 from delete_checks import delete_force_checks  # noqa: E402
 from nsjoin_checks import nsjoin_checks  # noqa: E402
+from userns_join_checks import userns_join_checks  # noqa: E402
 
 # LBBOX_TEST_ROOTFS first, as the other suites: the ASan build has no image of its own.
 # Resolved: a worktree's rootfs is a link to a shared one, and `cp -a LINK COPY` copies the link
@@ -339,6 +340,7 @@ def part_runtime(tmp):
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
     nsjoin_checks(ctx)  # pid and cgroup namespaces joined by path (a shared pid namespace)
+    userns_join_checks(ctx)  # a pod's user namespace joined by path
 
     # refusals: one line each, nothing left in the root
     bad = bundle(tmp, "bad", ["true"])

@@ -151,6 +151,27 @@ Test(oci_config, network_namespaces)
 	cr_assert_str_eq(cfg.spec.cgroupns_path, "/proc/7/ns/cgroup");
 	cr_assert_null(cfg.spec.ipcns_path);
 	lb_oci_config_free(&cfg);
+	/* a pod's user namespace joined (with its pid one): maps optional, kept when given */
+#define USERNS_JOINED(maps)                                                                        \
+	"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"      \
+	"\"cwd\":\"/\",\"user\":{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["                \
+	"{\"type\":\"pid\",\"path\":\"/proc/7/ns/pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"  \
+	"{\"type\":\"uts\"},{\"type\":\"user\",\"path\":\"/proc/7/ns/user\"}]" maps "}}"
+	cr_assert_eq(parse(USERNS_JOINED(""), &cfg, &err), 0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.userns_path, "/proc/7/ns/user");
+	cr_assert_str_eq(cfg.spec.pidns_path, "/proc/7/ns/pid");
+	cr_assert_eq(cfg.spec.n_uid_map, 0);
+	lb_oci_config_free(&cfg);
+	cr_assert_eq(parse(USERNS_JOINED(",\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,"
+					 "\"size\":65536}],\"gidMappings\":[{\"containerID\":0,"
+					 "\"hostID\":100000,\"size\":65536}]"),
+			   &cfg, &err),
+		     0, "%s", err ? err->msg : "");
+	cr_assert_str_eq(cfg.spec.userns_path, "/proc/7/ns/user");
+	cr_assert_eq(cfg.spec.n_uid_map, 1);
+	cr_assert_eq(cfg.spec.uid_map[0].outside, 100000);
+	lb_oci_config_free(&cfg);
+#undef USERNS_JOINED
 	/* containerd's CRI for a hostNetwork pod: no network and no uts namespace, the host's */
 	const char *hostnet =
 	    "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"/r\"},\"process\":{\"args\":[\"a\"],"
@@ -544,12 +565,12 @@ Test(oci_config, hostile_id_maps)
 			    "\"gidMappings\":[{\"containerID\":0,\"hostID\":100000,"
 			    "\"size\":65536}]}}");
 			want = "joined pid namespace with a new user namespace";
-		} else { /* joining one by path */
+		} else { /* a mount namespace joined by path */
 			text = strdup("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"r\"},"
 				      "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"user\":"
 				      "{\"uid\":0,\"gid\":0}},\"linux\":{\"namespaces\":["
-				      "{\"type\":\"user\",\"path\":\"/proc/1/ns/user\"}]}}");
-			want = "joining a user namespace";
+				      "{\"type\":\"mount\",\"path\":\"/proc/1/ns/mnt\"}]}}");
+			want = "joining a mount namespace is not supported";
 		}
 		cr_assert_lt(parse(text, &cfg, &err), 0, "accepted: %s", text);
 		cr_assert_not_null(err);

@@ -204,6 +204,9 @@ struct lb_spec {
 	char *pidns_path;
 	/* A cgroup namespace joined instead of a new one rooted at the sandbox's cgroup. */
 	char *cgroupns_path;
+	/* A user namespace joined by path (a Kubernetes pod's with user namespaces): pid 1 is born
+	 * in it, owning nothing of the host's; uid_map/gid_map, if given too, must be its own. */
+	char *userns_path;
 	/* An OCI bundle without a uts namespace (a Kubernetes hostNetwork pod): the host's, as
 	 * runc gives; the hostname is left as it is. */
 	bool uts_host;
