@@ -232,6 +232,36 @@ static int parse_paths(json_t *lx, const char *key, char ***out, struct lb_err *
 	return 0;
 }
 
+/* linux.sysctl: {"name": "value"}, as "name=value" for the engine, which checks them (after
+ * the namespaces: net.* needs one of the container's own). */
+static int parse_sysctl(json_t *lx, struct lb_spec *spec, struct lb_err **err)
+{
+	json_t *obj = lb_oci_get_typed(lx, "sysctl", JSON_OBJECT, err), *v;
+	const char *k;
+	size_t n = 0;
+	if (*err)
+		return -1;
+	if (json_object_size(obj) > LB_MAX_SYSCTLS)
+		return lb_err_set(err, E2BIG, "config: more than %d sysctls", LB_MAX_SYSCTLS);
+	if (!json_object_size(obj))
+		return 0;
+	spec->sysctls = calloc(json_object_size(obj) + 1, sizeof(char *));
+	if (!spec->sysctls)
+		return lb_err_set(err, ENOMEM, "config: sysctl");
+	json_object_foreach(obj, k, v)
+	{
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return lb_err_set(err, EINVAL, "config: sysctl %.64s must be a string", k);
+		if (strchr(k, '='))
+			return lb_err_set(err, EINVAL, "config: sysctl %.64s: not a sysctl name",
+					  k);
+		if (asprintf(&spec->sysctls[n], "%s=%s", k, json_string_value(v)) < 0)
+			return lb_err_set(err, ENOMEM, "config: sysctl");
+		n++;
+	}
+	return lb_spec_check_sysctls(spec, err) < 0 ? lb_err_wrap(err, "config") : 0;
+}
+
 /* cgroupsPath: "/parent/.../name" (cgroupfs), or systemd's "slice:prefix:name" as runc lays it
  * out in cgroupfs (cgroups_path.c). */
 static int parse_cgroups_path(json_t *lx, struct lb_oci_config *cfg, struct lb_err **err)
@@ -273,18 +303,9 @@ int lb_oci_parse_linux(json_t *root, struct lb_oci_config *cfg, struct lb_err **
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (refuse_nonempty(lx, refused[i], err) < 0)
 			return -1;
-	/* sysctl: only the one podman sets by default (ping sockets), accepted and not applied */
-	json_t *sysctl = lb_oci_get_typed(lx, "sysctl", JSON_OBJECT, err), *v;
-	const char *k;
-	if (*err)
-		return -1;
-	json_object_foreach(sysctl, k, v)
-	{
-		if (strcmp(k, "net.ipv4.ping_group_range"))
-			return lb_err_set(err, ENOTSUP, "config: sysctl %.64s is not supported", k);
-	}
 	if (parse_namespaces(lx, &cfg->spec, &user, err) < 0 ||
-	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0)
+	    lb_oci_parse_userns(lx, user, &cfg->spec, err) < 0 ||
+	    parse_sysctl(lx, &cfg->spec, err) < 0)
 		return -1;
 	/* only the user namespace that owns a pid namespace may mount a procfs of it: the host's
 	 * or a joined one (a pod's) for one joined by path, never a new one made for the

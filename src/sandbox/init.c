@@ -185,6 +185,8 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
 	 * joined one is pid 1's since the clone). */
 	if (!spec->cgroupns_path && unshare(CLONE_NEWCGROUP) < 0)
 		return lb_err_set(err, errno, "unshare cgroup namespace");
+	if (lb_sysctls_apply(spec, err) < 0)
+		return -1;
 	int scratch = -1;
 	int r = build_root(ctx, newroot, sizeof(newroot), &scratch, host_pid, err);
 	if (scratch >= 0)

@@ -74,6 +74,7 @@ void lb_spec_free(struct lb_spec *spec)
 	free(spec->console_socket);
 	lb_strvfreep(&spec->masked_paths);
 	lb_strvfreep(&spec->readonly_paths);
+	lb_strvfreep(&spec->sysctls);
 	free(spec->uid_map);
 	free(spec->gid_map);
 	lb_devices_free(spec->devices, spec->n_devices);
@@ -196,7 +197,8 @@ int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_
 	if (spec->cwd && spec->cwd[0] != '/')
 		return lb_err_set(err, 0, "working directory %s must be absolute", spec->cwd);
 	if (check_limits(spec, err) < 0 || check_process(spec, err) < 0 ||
-	    lb_spec_check_userns(spec, err) < 0 || lb_spec_check_devices(spec, err) < 0)
+	    lb_spec_check_userns(spec, err) < 0 || lb_spec_check_devices(spec, err) < 0 ||
+	    lb_spec_check_sysctls(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (check_mount(&spec->mounts[i], paths, err) < 0)

@@ -168,6 +168,56 @@ def proc_field_checks(c):
           f"nothing left after the process field cases ({left})")
 
 
+SYSCTLS = {"net.ipv4.ping_group_range": "0 0", "net.ipv4.ip_unprivileged_port_start":
+           "80", "kernel.shmmni": "1234", "fs.mqueue.msg_max": "20"}
+
+
+def sysctl_checks(c):
+    """linux.sysctl: net.* in the container's network namespace, the IPC ones in its IPC
+    namespace, also with a user namespace of its own; the host's unchanged. Refused with one
+    line: a net.* sysctl with the host's network namespace (absent, or joined by path), an IPC
+    one with the host's IPC namespace joined, one outside any namespace, a name that would leave
+    /proc/sys, a control character in the value."""
+    R, check = c.R, c.check
+    files = ["/proc/sys/" + k.replace(".", "/") for k in SYSCTLS]
+    host = [open(f).read().split() for f in files]
+    probe = "; ".join(f"echo $(cat {f})" for f in files)
+    for userns in (False, True):
+        if userns:
+            b = c.userns_bundle(c.tmp, "bsysctl-u", ["sh", "-c", probe])
+        else:
+            b = c.bundle(c.tmp, "bsysctl", ["sh", "-c", probe])
+        edit(b, lambda cfg: cfg["linux"].update(sysctl=SYSCTLS))
+        r = c.sh(R + ["run", "-b", b, "sy1"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 0 and r.stdout.splitlines() == list(SYSCTLS.values()),
+              f"sysctls written in the container's namespaces{' (user namespace)' * userns} "
+              f"({r.stdout.splitlines()} {r.stderr.strip()})")
+    check([open(f).read().split() for f in files] == host, "the host's sysctls unchanged")
+    hostnet = lambda cfg: cfg["linux"].update(namespaces=[  # noqa: E731
+        n for n in cfg["linux"]["namespaces"] if n["type"] != "network"])
+    joinhost = lambda kind, path: lambda cfg: cfg["linux"].update(namespaces=[  # noqa: E731
+        n for n in cfg["linux"]["namespaces"] if n["type"] != kind] + [
+        {"type": kind, "path": path}])
+    cases = [({"net.ipv4.ip_forward": "1"}, hostnet, "not the host's"),
+             ({"net.ipv4.ip_forward": "1"}, joinhost("network", "/proc/self/ns/net"),
+              "not the host's"),
+             ({"kernel.shmmni": "1"}, joinhost("ipc", "/proc/self/ns/ipc"), "not the host's"),
+             ({"kernel.domainname": "x"}, None, "is not supported"),
+             ({"vm.overcommit_memory": "1"}, None, "is not supported"),
+             ({"net.ipv4/../../kernel/core_pattern": "|/x"}, None, "not a sysctl name"),
+             ({"net.ipv4.ip_forward": "1\n0"}, None, "control character")]
+    for sysctl, more, what in cases:
+        b = c.bundle(c.tmp, f"bsysctl-bad-{len(os.listdir(c.tmp))}", ["true"])
+        edit(b, lambda cfg: (cfg["linux"].update(sysctl=sysctl), more and more(cfg)))
+        rc, err = c.create(R, c.tmp, ["-b", b, "sy2"])
+        check(rc == 1 and err.count("\n") == 1 and what in err,
+              f"sysctl {list(sysctl)[0]!r}: refused with one line ({err.strip()})")
+    check([open(f).read().split() for f in files] == host and
+          open("/proc/sys/net/ipv4/ip_forward").read() != "" and
+          [n for n in os.listdir(c.root) if not n.startswith(".")] == [],
+          "nothing left, the host's sysctls unchanged after the refusals")
+
+
 HOOK = ('#!/bin/sh\nstate=$(cat)\n'
         'map=$(head -n 1 /proc/self/uid_map | tr -s " " | sed "s/^ //")\n'
         'printf "%s %s %s %s\\n" "$1" "$state" "$(id -u)" "$map" >> "$2"\n')

@@ -103,6 +103,9 @@ Test(oci_config, podman_like)
 	cr_assert_str_eq(cfg.spec.masked_paths[0], "/proc/kcore");
 	cr_assert_null(cfg.spec.masked_paths[1]);
 	cr_assert_str_eq(cfg.spec.readonly_paths[0], "/proc/sys");
+	/* podman's default sysctl, for the engine to write in the container's network namespace */
+	cr_assert_str_eq(cfg.spec.sysctls[0], "net.ipv4.ping_group_range=0 0");
+	cr_assert_null(cfg.spec.sysctls[1]);
 	lb_oci_config_free(&cfg);
 	free(text);
 }
@@ -240,6 +243,15 @@ Test(oci_config, hostile)
 	    {",\"resources\":{\"cpu\":{\"quota\":10}}", "", "", "cpu quota"},
 	    {",\"resources\":{\"unified\":{\"memory.max\":\"1\"}}", "", "", "unified"},
 	    {",\"sysctl\":{\"kernel.core_pattern\":\"|/x\"}", "", "", "sysctl kernel.core_pattern"},
+	    {",\"sysctl\":{\"kernel.domainname\":\"x\"}", "", "", "is not supported"},
+	    {",\"sysctl\":{\"net..ipv4\":\"1\"}", "", "", "not a sysctl name"},
+	    {",\"sysctl\":{\"net.ipv4/../../kernel/x\":\"1\"}", "", "", "not a sysctl name"},
+	    {",\"sysctl\":{\"net.x=y\":\"1\"}", "", "", "not a sysctl name"},
+	    {",\"sysctl\":{\"net.ipv4.ip_forward\":\"1\\n2\"}", "", "", "control character"},
+	    {",\"sysctl\":{\"net.ipv4.ip_forward\":1}", "", "", "must be a string"},
+	    {",\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"mount\"},{\"type\":\"ipc\"},"
+	     "{\"type\":\"uts\"}],\"sysctl\":{\"net.ipv4.ip_forward\":\"1\"}",
+	     "", "", "not the host's"},
 	    {",\"devices\":[{\"path\":\"/dev/sda\",\"type\":\"b\"}]", "", "", "without major"},
 	    {",\"devices\":[{\"path\":\"/etc/x\",\"type\":\"c\",\"major\":1,\"minor\":3}]", "", "",
 	     "plain path below /dev/"},

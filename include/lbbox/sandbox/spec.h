@@ -226,6 +226,9 @@ struct lb_spec {
 	 * without leaving the root, skipped when absent. NULL-terminated, or NULL. */
 	char **masked_paths;
 	char **readonly_paths;
+	/* Namespaced sysctls as "name=value" (dotted name), written by pid 1 in its own network
+	 * or IPC namespace (sysctl.c). NULL-terminated, or NULL; at most LB_MAX_SYSCTLS. */
+	char **sysctls;
 	/* Extra device nodes in /dev, and the fence's access to them. Owned; at most
 	 * LB_MAX_DEVICES. */
 	struct lb_device *devices;
@@ -268,6 +271,11 @@ bool lb_id_map_has(const struct lb_id_map *map, size_t n, uint32_t id);
 /* A spec's maps (none, or both): each checked, uid and gid 0 mapped and so the command's uid
  * and gid; a directory rootfs (an image's layers are not reachable from inside). */
 int lb_spec_check_userns(const struct lb_spec *spec, struct lb_err **err);
+
+/* The sysctls alone (sysctl.c): well-formed names, net.* only with a network namespace that
+ * is not the host's, else the IPC namespace's; values of printable text. */
+#define LB_MAX_SYSCTLS 64
+int lb_spec_check_sysctls(const struct lb_spec *spec, struct lb_err **err);
 
 /* The devices alone (dev_nodes.c): paths below /dev, types, numbers, modes, the count. */
 int lb_spec_check_devices(const struct lb_spec *spec, struct lb_err **err);
