@@ -169,6 +169,9 @@ int lb_apply_masks(const struct lb_spec *spec, const char *newroot, struct lb_er
 /* lease: network "on" only (the hostname then names the sandbox's address), else NULL. */
 int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
 		    const char *statedir, struct lb_err **err);
+/* /etc/hosts again, once the address is known (pasta's), through the scratch tmpfs's fd. */
+int lb_etc_hosts_update(int scratch, const struct lb_spec *spec, const struct lb_net_lease *lease,
+			struct lb_err **err);
 
 /* userns.c: a sandbox's user namespace: rootless (the caller as uid 0), or the spec's maps. */
 /* Writes pid's uid_map and gid_map: the spec's, or (rootless: setgroups denied first) the

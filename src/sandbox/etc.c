@@ -85,22 +85,29 @@ static int write_users(const struct lb_spec *spec, const char *statedir, struct 
 	return write_etc(statedir, "group", group, err);
 }
 
-int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
-		    const char *statedir, struct lb_err **err)
+static void hosts_text(const struct lb_spec *spec, const struct lb_net_lease *lease, char *out,
+		       size_t size)
 {
-	char path[LB_PATH_BUF], hosts[512], hostname[300], self[INET_ADDRSTRLEN] = "127.0.1.1";
-	const char *name = spec->hostname ? spec->hostname : "lbbox";
+	char self[INET_ADDRSTRLEN] = "127.0.1.1";
 	/* network "on": the hostname names the sandbox's own address, as docker and podman do */
 	struct in_addr a = {.s_addr = htonl(lease ? lease->addr : 0)};
 	if (spec->net == LB_NET_ON && lease && lease->addr)
 		inet_ntop(AF_INET, &a, self, sizeof(self));
+	snprintf(out, size,
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", self,
+		 spec->hostname ? spec->hostname : "lbbox");
+}
+
+int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease,
+		    const char *statedir, struct lb_err **err)
+{
+	char path[LB_PATH_BUF], hosts[512], hostname[300];
+	const char *name = spec->hostname ? spec->hostname : "lbbox";
 
 	snprintf(path, sizeof(path), "%s/etc", statedir);
 	if (mkdir(path, 0755) < 0)
 		return lb_err_set(err, errno, "mkdir %s", path);
-	snprintf(hosts, sizeof(hosts),
-		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", self,
-		 name);
+	hosts_text(spec, lease, hosts, sizeof(hosts));
 	snprintf(hostname, sizeof(hostname), "%s\n", name);
 	_cleanup_free_ char *resolv = resolv_conf(spec);
 	if (write_etc(statedir, "hosts", hosts, err) < 0 ||
@@ -108,4 +115,13 @@ int lb_etc_generate(const struct lb_spec *spec, const struct lb_net_lease *lease
 	    write_etc(statedir, "resolv.conf", resolv ? resolv : "", err) < 0)
 		return -1;
 	return lb_spec_is_host_image(spec) ? write_users(spec, statedir, err) : 0;
+}
+
+int lb_etc_hosts_update(int scratch, const struct lb_spec *spec, const struct lb_net_lease *lease,
+			struct lb_err **err)
+{
+	char hosts[512];
+	hosts_text(spec, lease, hosts, sizeof(hosts));
+	return lb_write_fileat(scratch, "etc/hosts", hosts, strlen(hosts), O_TRUNC | O_NOFOLLOW, 0,
+			       err);
 }

@@ -174,6 +174,15 @@ static int build_root(const struct lb_child_ctx *ctx, char *newroot, size_t len,
 	return lb_pivot_root(newroot, &root, spec->readonly_root, err);
 }
 
+/* pasta has configured eth0 while the root was built (lbbox watches it and ends us if it
+ * fails); its address goes into /etc/hosts, still reachable through the scratch tmpfs. */
+static int await_pasta(const struct lb_child_ctx *ctx, int scratch, struct lb_err **err)
+{
+	if (lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, err) < 0)
+		return -1;
+	return lb_etc_hosts_update(scratch, ctx->spec, ctx->lease, err);
+}
+
 /* host_pid: filled at the hook point (spec->hooks only). */
 static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct lb_err **err)
 {
@@ -189,6 +198,8 @@ static int setup_world(const struct lb_child_ctx *ctx, pid_t *host_pid, struct l
 		return -1;
 	int scratch = -1;
 	int r = build_root(ctx, newroot, sizeof(newroot), &scratch, host_pid, err);
+	if (r == 0 && spec->net == LB_NET_ON && ctx->lease->pasta)
+		r = await_pasta(ctx, scratch, err);
 	if (scratch >= 0)
 		close(scratch);
 	if (r < 0)
@@ -316,10 +327,6 @@ void lb_child_main(const struct lb_child_ctx *host_ctx)
 		_exit(LB_EXIT_SETUP);
 	if (!ctx->spec->hooks) /* else lbbox resumes us once more, at the hook point */
 		close(ctx->sync_fd);
-	/* pasta configures eth0 meanwhile; lbbox watches pasta and ends us if it fails */
-	if (ctx->spec->net == LB_NET_ON && ctx->lease->pasta &&
-	    lb_net_wait_pasta(LB_PASTA_TIMEOUT_MS, &ctx->lease->addr, &err) < 0)
-		lb_child_fail(ctx->err_fd, LB_EXIT_SETUP, err);
 	int gate = ctx->fds->gate;
 	int csock = ctx->console_fd >= 0 ? ctx->console_fd : ctx->fds->console;
 	pid_t host_pid = 0;
