@@ -1,5 +1,6 @@
 /* lbbox: global options (--root, --runroot, as podman names them) and verb dispatch. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,9 @@ static bool enters_sandbox(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* an ignored SIGCHLD is inherited: children would be reaped by the kernel, and lbbox's
+	 * waits (for its sandboxes' pid 1s, their commands) would never see them end */
+	signal(SIGCHLD, SIG_DFL);
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, 'r'},
 	    {"runroot", required_argument, NULL, 'R'},

@@ -65,9 +65,10 @@ void lb_ns_join_close(struct lb_ns_join *j);
 int lb_ns_join_clone_failed(const struct lb_spec *spec, int e, struct lb_err **err);
 
 /* userns_join.c: pid 1 born in spec->userns_path (with flags' new namespaces owned by it and
- * j's joined), lbbox's child: its pid, 0 in pid 1 itself, -1 on failure (no pid 1 then). */
+ * j's joined), lbbox's child, waiting for the sync byte, the namespace's maps checked: its pid,
+ * 0 in pid 1 itself, -1 on failure (no pid 1 then, nor after timeout_ms). */
 pid_t lb_userns_join_clone(const struct lb_spec *spec, const struct lb_ns_join *j, uint64_t flags,
-			   int cgroup_fd, int *pidfd, struct lb_err **err);
+			   int cgroup_fd, int timeout_ms, int *pidfd, struct lb_err **err);
 
 /* What the sandbox's pid 1 needs to build its world; everything was prepared by the parent. */
 struct lb_child_ctx {

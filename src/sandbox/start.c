@@ -251,6 +251,13 @@ static int open_init(void)
 	return lb_sealed_helper("lbbox-init", NULL);
 }
 
+/* ms left until the setup deadline, at least 0 */
+static int setup_left_ms(const struct run *r)
+{
+	uint64_t now = lb_now_ns();
+	return now >= r->setup_deadline ? 0 : (int)((r->setup_deadline - now) / 1000000 + 1);
+}
+
 /* pid 1, born in the namespaces the spec joins by path; lbbox is back in its own after. In the
  * child: 0. On failure -1, *err set (and r->pid stays 0, or names a child to kill). */
 static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, struct lb_err **err)
@@ -260,7 +267,7 @@ static pid_t clone_joined(struct run *r, const struct lb_spec *spec, int cgfd, s
 		pid_t pid = lb_ns_join_open(spec, &j, err) < 0
 				? -1
 				: lb_userns_join_clone(spec, &j, clone_flags(spec, true), cgfd,
-						       &r->pidfd, err);
+						       setup_left_ms(r), &r->pidfd, err);
 		lb_ns_join_close(&j);
 		return pid;
 	}
@@ -352,13 +359,6 @@ static int start_child(struct run *r, const struct lb_spec *spec, struct lb_err 
 	if (!spec->hooks) /* else kept for hook_pause */
 		close_fd(&r->sync_w);
 	return 0;
-}
-
-/* ms left until the setup deadline, at least 0 */
-static int setup_left_ms(const struct run *r)
-{
-	uint64_t now = lb_now_ns();
-	return now >= r->setup_deadline ? 0 : (int)((r->setup_deadline - now) / 1000000 + 1);
 }
 
 /*

@@ -16,6 +16,7 @@
 #include <grp.h>
 #include <linux/nsfs.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -49,8 +50,8 @@ static bool same_file(int a, int b)
 	       sa.st_ino == sb.st_ino;
 }
 
-/* fd's namespace and each one above it, up to lbbox's own, belong to lbbox's user. */
-static int check_owners(int fd, const char *path, struct lb_err **err)
+/* fd's namespace and each one above it, below lbbox's own (self), belong to lbbox's user. */
+static int check_owners(int fd, int self, const char *path, struct lb_err **err)
 {
 	int cur = fd;
 	uid_t me = geteuid();
@@ -74,11 +75,15 @@ static int check_owners(int fd, const char *path, struct lb_err **err)
 		int up = ioctl(cur, NS_GET_PARENT);
 		if (cur != fd)
 			close(cur);
-		/* EPERM: the parent is lbbox's own user namespace or beyond it */
+		/* lbbox's own namespace ends the walk (EPERM: beyond it) */
 		if (up < 0 && errno == EPERM)
 			return 0;
 		if (up < 0)
 			return lb_err_set(err, errno, "user namespace %s: its parent", path);
+		if (same_file(up, self)) {
+			close(up);
+			return 0;
+		}
 		cur = up;
 	}
 	close(cur);
@@ -101,26 +106,30 @@ static int open_userns(const char *path, int *out, struct lb_err **err)
 		return lb_err_set(err, errno, "open /proc/self/ns/user");
 	if (same_file(fd, self))
 		return lb_err_set(err, 0, "user namespace %s: lbbox's own, not a sandbox's", path);
-	if (check_owners(fd, path, err) < 0)
+	if (check_owners(fd, self, path, err) < 0)
 		return -1;
 	*out = fd;
 	fd = -1;
 	return 0;
 }
 
-/* /proc/self/<file> of a process in the namespace: its maps, seen from the parent namespace
- * (the way a bundle writes them). */
-static int read_map(const char *file, struct lb_id_map *map, size_t *n, struct lb_err **err)
+/* /proc/PID/<kind>_map of pid 1, read by lbbox: the ranges' outside ids are lbbox's own (the
+ * host's), as runc reads them; from inside, they would be the parent namespace's, which another
+ * namespace between may map anywhere. */
+static int read_map(pid_t pid, const char *kind, struct lb_id_map *map, size_t *n,
+		    struct lb_err **err)
 {
-	char path[64], text[4096];
-	snprintf(path, sizeof(path), "/proc/self/%s", file);
+	/* the kernel prints a range in at most 33 bytes, and takes 340 */
+	char path[64], text[LB_MAX_ID_MAPS * 34 + 1];
+	snprintf(path, sizeof(path), "/proc/%d/%s_map", pid, kind);
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t len = fd < 0 ? -1 : lb_read_all(fd, text, sizeof(text) - 1);
 	if (len < 0)
 		return lb_err_set(err, errno, "read %s", path);
 	text[len] = '\0';
 	*n = 0;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct lb_id_map m;
 		if (*n == LB_MAX_ID_MAPS ||
 		    sscanf(line, "%u %u %u", &m.inside, &m.outside, &m.count) != 3)
@@ -146,26 +155,39 @@ static bool same_map(const struct lb_id_map *a, size_t na, const struct lb_id_ma
 	return true;
 }
 
-static int check_map(const struct lb_spec *spec, const char *kind, uint32_t id,
+static bool maps_host_root(const struct lb_id_map *map, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (map[i].outside == 0)
+			return true;
+	return false;
+}
+
+static int check_map(const struct lb_spec *spec, pid_t pid, const char *kind, uint32_t id,
 		     const struct lb_id_map *given, size_t n_given, struct lb_err **err)
 {
 	struct lb_id_map own[LB_MAX_ID_MAPS];
 	size_t n = 0;
-	char file[16];
-	snprintf(file, sizeof(file), "%s_map", kind);
-	if (read_map(file, own, &n, err) < 0)
-		return -1;
+	const char *path = spec->userns_path;
+	if (read_map(pid, kind, own, &n, err) < 0)
+		return lb_err_wrap(err, "user namespace %s", path);
 	if (n_given && !same_map(given, n_given, own, n))
 		return lb_err_set(err, 0,
 				  "the bundle's %s mappings are not those of user namespace %s",
-				  kind, spec->userns_path);
+				  kind, path);
+	/* as with a bundle's own map of host id 0: only when the bundle says so */
+	if (!n_given && maps_host_root(own, n))
+		return lb_err_set(
+		    err, 0,
+		    "user namespace %s maps the host's root (%s 0): a container joins "
+		    "it only with linux.%sMappings that say so",
+		    path, kind, kind);
 	if (!lb_id_map_has(own, n, 0))
 		return lb_err_set(err, 0,
 				  "user namespace %s does not map %s 0 (the container's root)",
-				  spec->userns_path, kind);
+				  path, kind);
 	if (!lb_id_map_has(own, n, id))
-		return lb_err_set(err, 0, "user namespace %s does not map %s %u", spec->userns_path,
-				  kind, id);
+		return lb_err_set(err, 0, "user namespace %s does not map %s %u", path, kind, id);
 	return 0;
 }
 
@@ -199,9 +221,6 @@ static pid_t intermediate(const struct lb_spec *spec, const struct lb_ns_join *j
 		lb_err_set(&err, errno, "join user namespace %s", spec->userns_path);
 		report(report_fd, 0, err);
 	}
-	if (check_map(spec, "uid", spec->uid, spec->uid_map, spec->n_uid_map, &err) < 0 ||
-	    check_map(spec, "gid", spec->gid, spec->gid_map, spec->n_gid_map, &err) < 0)
-		report(report_fd, 0, err);
 	/* with CLONE_PARENT the exit signal is the intermediate's own (SIGCHLD); clone3 wants 0 */
 	struct clone_args args = {.flags = flags | CLONE_PARENT};
 	if (cgroup_fd >= 0) {
@@ -218,8 +237,37 @@ static pid_t intermediate(const struct lb_spec *spec, const struct lb_ns_join *j
 	report(report_fd, pid, err);
 }
 
+/* Waits for the intermediate's report until timeout_ms: whoever is root in the namespace may
+ * stop it (it is a process there). On time or not, the intermediate is reaped. */
+static int await_report(pid_t mid, int report_r, int timeout_ms, struct joined *msg,
+			const char *path, struct lb_err **err)
+{
+	struct pollfd p = {.fd = report_r, .events = POLLIN};
+	int n;
+	while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		kill(mid, SIGKILL);
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return lb_err_set(err, n < 0 ? errno : ETIMEDOUT,
+				  "joining user namespace %s did not finish in time", path);
+	if (lb_read_all(report_r, msg, sizeof(*msg)) != (ssize_t)sizeof(*msg))
+		return lb_err_set(err, EIO, "clone the sandbox in user namespace %s", path);
+	msg->fail.msg[sizeof(msg->fail.msg) - 1] = '\0';
+	return 0;
+}
+
+static void kill_reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 pid_t lb_userns_join_clone(const struct lb_spec *spec, const struct lb_ns_join *j, uint64_t flags,
-			   int cgroup_fd, int *pidfd, struct lb_err **err)
+			   int cgroup_fd, int timeout_ms, int *pidfd, struct lb_err **err)
 {
 	_cleanup_close_ int usernsfd = -1;
 	int p[2];
@@ -237,23 +285,22 @@ pid_t lb_userns_join_clone(const struct lb_spec *spec, const struct lb_ns_join *
 	_cleanup_close_ int report_r = p[0];
 	if (mid < 0)
 		return lb_err_set(err, e, "fork");
-	int status;
-	while (waitpid(mid, &status, 0) < 0 && errno == EINTR)
-		;
 	struct joined msg;
-	if (lb_read_all(report_r, &msg, sizeof(msg)) != (ssize_t)sizeof(msg))
-		return lb_err_set(err, EIO, "clone the sandbox in user namespace %s",
-				  spec->userns_path);
-	msg.fail.msg[sizeof(msg.fail.msg) - 1] = '\0';
+	if (await_report(mid, report_r, timeout_ms, &msg, spec->userns_path, err) < 0)
+		return -1;
 	if (msg.pid <= 0)
 		return lb_err_set(err, 0, "%s", msg.fail.msg);
+	/* pid 1 waits for lbbox's word before anything: its maps are checked first */
+	if (check_map(spec, msg.pid, "uid", spec->uid, spec->uid_map, spec->n_uid_map, err) < 0 ||
+	    check_map(spec, msg.pid, "gid", spec->gid, spec->gid_map, spec->n_gid_map, err) < 0) {
+		kill_reap(msg.pid);
+		return -1;
+	}
 	/* pid 1 is lbbox's child, not reaped yet: the pid names it */
 	*pidfd = (int)syscall(SYS_pidfd_open, msg.pid, 0);
 	if (*pidfd < 0) {
 		e = errno;
-		kill(msg.pid, SIGKILL);
-		while (waitpid(msg.pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		kill_reap(msg.pid);
 		return lb_err_set(err, e, "pidfd_open");
 	}
 	return msg.pid;

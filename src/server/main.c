@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,9 @@ static int box_serve(const struct lb_paths *paths, char **self, int argc, char *
 /* lbbox-server [--root DIR] [--runroot DIR] box|serve ...: lbbox's argv, as lbbox got it. */
 int main(int argc, char **argv)
 {
+	/* an ignored SIGCHLD is inherited: children would be reaped by the kernel, and lbbox's
+	 * waits (for its sandboxes' pid 1s, their commands) would never see them end */
+	signal(SIGCHLD, SIG_DFL);
 	static const struct option opts[] = {
 	    {"root", required_argument, NULL, 'r'}, {"runroot", required_argument, NULL, 'R'}, {0}};
 	static struct lb_default_paths defaults;

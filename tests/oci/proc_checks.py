@@ -218,6 +218,30 @@ def sysctl_checks(c):
           "nothing left, the host's sysctls unchanged after the refusals")
 
 
+def sigchld_ignored_checks(c):
+    """A caller that leaves SIGCHLD ignored (inherited across exec): lbbox-runc run and lbbox run
+    still see their command end and give its status, instead of waiting for ever."""
+    import signal
+    lbbox = os.path.join(os.path.dirname(c.R[0]), "lbbox")
+    b = c.bundle(c.tmp, "bsigchld", ["sh", "-c", "exit 7"])
+    ign = lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # noqa: E731
+    runs = [("lbbox-runc run", c.R + ["run", "-b", b, "sigchld"]),
+            ("lbbox run", [lbbox, "--root", os.path.join(c.tmp, "sigchld-root"), "--runroot",
+                           os.path.join(c.tmp, "sigchld-run"), "run", "--rootfs",
+                           json.load(open(os.path.join(b, "config.json")))["root"]["path"],
+                           "--", "sh", "-c", "exit 7"])]
+    for what, argv in runs:
+        try:
+            r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                               timeout=30, preexec_fn=ign)
+            rc, err = r.returncode, r.stderr.strip()
+        except subprocess.TimeoutExpired:
+            rc, err = None, "hung"
+        c.check(rc == 7, f"{what} with SIGCHLD ignored by its caller: the command's status "
+                f"({rc} {err})")
+    c.sh(c.R + ["delete", "--force", "sigchld"])
+
+
 HOOK = ('#!/bin/sh\nstate=$(cat)\n'
         'map=$(head -n 1 /proc/self/uid_map | tr -s " " | sed "s/^ //")\n'
         'printf "%s %s %s %s\\n" "$1" "$state" "$(id -u)" "$map" >> "$2"\n')

@@ -40,7 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from sealed_exe import sealed_form  # noqa: E402
 from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
                            systemd_path_checks, update_checks)
-from proc_checks import hooks_userns_checks, proc_field_checks, sysctl_checks  # noqa: E402
+from proc_checks import (hooks_userns_checks, proc_field_checks, sigchld_ignored_checks,  # noqa: E402
+                         sysctl_checks)
 from delete_checks import delete_force_checks  # noqa: E402
 from nsjoin_checks import nsjoin_checks  # noqa: E402
 from userns_join_checks import userns_join_checks  # noqa: E402
@@ -340,6 +341,7 @@ def part_runtime(tmp):
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
     sysctl_checks(types.SimpleNamespace(**vars(ctx), userns_bundle=userns_bundle))
+    sigchld_ignored_checks(ctx)
     nsjoin_checks(ctx)  # pid and cgroup namespaces joined by path (a shared pid namespace)
     userns_join_checks(ctx)  # a pod's user namespace joined by path
 

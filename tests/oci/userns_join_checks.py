@@ -8,11 +8,13 @@ ipc and uts namespaces by path, with the same maps in its config (as containerd 
 B's pid 1 is born in A's user namespace and B's new mount, pid and cgroup namespaces belong to
 it (else B's root would own nothing of its own world); B's root is the host's 100000, in its
 files and its processes; exec joins the same namespace; B may join A's pid namespace too.
-Refusals (one line, nothing left in the root, no cgroup): maps that are not the namespace's,
-a path to a namespace of another type, a user namespace that belongs to another user (its owner
-would hold every capability over the container), one that does not map the container's root,
-and lbbox's own.
+Refusals (one line, nothing left in the root, no cgroup): maps that are not the namespace's
+(as lbbox sees them: a nested namespace's maps read from inside would hide the host's root), a
+namespace that maps the host's root unless the bundle's maps say so, a path to a namespace of
+another type, a user namespace that belongs to another user (its owner would hold every
+capability over the container), one that does not map the container's root, and lbbox's own.
 """
+import ctypes
 import fcntl
 import json
 import os
@@ -130,6 +132,82 @@ def joined_checks(c, check, pa, data):
           f"no maps, A's pid namespace joined too: A's sleep in B's /proc ({r.stdout.split()} "
           f"{r.stderr.strip()})")
     reap()
+    # 130 ranges (more than a page of the kernel's text), the same in the bundle
+    many = Holder("".join(f"{i} {300000 + i} 1\n" for i in range(130)))
+    try:
+        b = member(c, "many", pa, ["true"], maps=False, path=f"/proc/{many.pid}/ns/user")
+        m = [{"containerID": i, "hostID": 300000 + i, "size": 1} for i in range(130)]
+        edit(b, lambda cfg: cfg["linux"].update(uidMappings=m, gidMappings=m))
+        r = c.sh(c.R + ["run", "-b", b, "ujmany"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 0, f"a namespace of 130 ranges, the bundle's the same "
+              f"({r.stderr.strip()})")
+    finally:
+        many.close()
+
+
+CLONE_NEWUSER = 0x10000000
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+class Holder:
+    """A process in a user namespace made here, with these maps written by root ("inside
+    outside count" lines); nested: in a second namespace made inside the first, whose maps
+    (written from the first, in its ids) are nested_maps. Killed by close()."""
+
+    def __init__(self, maps, nested_maps=None):
+        self.pids = []
+        r, w = os.pipe()
+        go_r, go_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.close(go_w)
+            if LIBC.unshare(CLONE_NEWUSER) != 0:
+                os._exit(1)
+            os.write(w, b"1")
+            os.read(go_r, 1)  # maps written
+            if nested_maps:
+                self._nest(nested_maps, w)
+            time.sleep(600)
+            os._exit(0)
+        os.close(w)
+        os.close(go_r)
+        self.pids.append(pid)
+        os.read(r, 1)
+        for kind in ("uid", "gid"):
+            with open(f"/proc/{pid}/{kind}_map", "w") as f:
+                f.write(maps)
+        os.write(go_w, b"1")
+        self.pid = pid
+        if nested_maps:
+            self.pid = int(os.read(r, 16))
+            self.pids.append(self.pid)
+        os.close(r)
+        os.close(go_w)
+
+    @staticmethod
+    def _nest(maps, report):
+        """In the first namespace: a child makes the second, this one writes its maps."""
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            LIBC.unshare(CLONE_NEWUSER)
+            os.write(w, b"1")
+            time.sleep(600)
+            os._exit(0)
+        os.read(r, 1)
+        for kind in ("uid", "gid"):
+            with open(f"/proc/{pid}/{kind}_map", "w") as f:
+                f.write(maps)
+        os.write(report, str(pid).encode())
+
+    def close(self):
+        for pid in reversed(self.pids):
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
 
 def holder(args):
@@ -146,9 +224,20 @@ def refusal_checks(c, check, pa):
     wrong = [{"containerID": 0, "hostID": 200000, "size": 65536}]
     nobody = holder(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
                      "unshare", "-U"])
-    # root's own namespace, mapping host root as 1000 and no 0: its root is unmapped
-    unmapped = holder(["unshare", "-U", "--map-user=1000", "--map-group=1000"])
+    unmapped = Holder("1000 300000 1\n")  # root-made, no 0: the container's root is unmapped
+    hostroot = Holder("0 0 1\n1000 1000 1\n")  # root-made, mapping the host's root as its own
+    # a namespace inside one that maps its 100000 to the host's 0: maps that look harmless from
+    # inside (0 -> 100000) are the host's root seen from lbbox
+    nested = Holder("0 200000 65536\n100000 0 1\n", nested_maps="0 100000 1\n1 1 65535\n")
+    seen_inside = [{"containerID": 0, "hostID": 100000, "size": 1},
+                   {"containerID": 1, "hostID": 1, "size": 65535}]
     cases = [("maps not the namespace's", None, wrong, "not those of user namespace"),
+             ("the host's root mapped, no maps given", f"/proc/{hostroot.pid}/ns/user", None,
+              "maps the host's root (uid 0)"),
+             ("nested, its maps as seen from inside", f"/proc/{nested.pid}/ns/user",
+              seen_inside, "not those of user namespace"),
+             ("nested, no maps given", f"/proc/{nested.pid}/ns/user", None,
+              "maps the host's root (uid 0)"),
              ("a network namespace", f"/proc/{pa}/ns/net", None, "another type"),
              ("a plain file", os.path.join(c.tmp, "uj-plain"), None, "not a namespace"),
              ("another user's", f"/proc/{nobody.pid}/ns/user", None,
@@ -166,10 +255,19 @@ def refusal_checks(c, check, pa):
             rc, err = c.create(c.R, c.tmp, ["-b", b, "ujbad"])
             check(rc == 1 and err.count("\n") == 1 and said in err and time.time() - t0 < 10,
                   f"user namespace: {what}: one line ({err.strip()})")
+        # the host's root mapped, and the bundle says so (as with its own hostID 0): accepted
+        b = member(c, "hostroot", pa, ["true"], maps=False, path=f"/proc/{hostroot.pid}/ns/user")
+        m = [{"containerID": 0, "hostID": 0, "size": 1},
+             {"containerID": 1000, "hostID": 1000, "size": 1}]
+        edit(b, lambda cfg: cfg["linux"].update(uidMappings=m, gidMappings=m))
+        r = c.sh(c.R + ["run", "-b", b, "ujroot"], stdin=subprocess.DEVNULL)
+        check(r.returncode == 0, f"the host's root mapped, with maps that say so: accepted "
+              f"({r.stderr.strip()})")
     finally:
-        for p in (nobody, unmapped):
-            p.kill()
-            p.wait()
+        nobody.kill()
+        nobody.wait()
+        for h in (unmapped, hostroot, nested):
+            h.close()
     left = [n for n in os.listdir(c.root) if not n.startswith(".") and n != "uja"]
     cgs = [d for d in os.listdir("/sys/fs/cgroup") if os.path.exists(
         os.path.join("/sys/fs/cgroup", d, cg_name))]
