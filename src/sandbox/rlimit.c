@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "lbbox/base/cleanup.h"
+#include "lbbox/sandbox/sandbox.h"
 #include "engine.h"
 
 /* Docker's --ulimit names; the OCI config's are these upper-cased after "RLIMIT_". */
@@ -37,6 +39,42 @@ int lb_rlimit_by_name(const char *name)
 	return -1;
 }
 
+/* The one refusal a user can act on: raising a hard limit needs CAP_SYS_RESOURCE. */
+static int raise_refused(int resource, rlim_t soft, rlim_t hard, rlim_t cur, struct lb_err **err)
+{
+	return lb_err_set(err, 0,
+			  "--ulimit %s=%llu:%llu: raising the hard limit (%llu) needs "
+			  "CAP_SYS_RESOURCE, which lbbox does not have here",
+			  lb_rlimit_name(resource), (unsigned long long)soft,
+			  (unsigned long long)hard, (unsigned long long)cur);
+}
+
+/* CAP_SYS_RESOURCE of the initial user namespace, which a command in a user namespace of its
+ * own never has. */
+static bool may_raise(bool userns)
+{
+	cap_flag_value_t v = CAP_CLEAR;
+	cap_t caps = userns ? NULL : cap_get_proc();
+	if (caps)
+		cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
+	cap_free(caps);
+	return v == CAP_SET;
+}
+
+int lb_spec_check_rlimits(const struct lb_spec *spec, struct lb_err **err)
+{
+	bool userns = spec->n_uid_map || spec->userns_path || lb_rootless();
+	for (size_t i = 0; i < spec->n_rlimits; i++) {
+		const struct lb_rlimit *r = &spec->rlimits[i];
+		struct rlimit cur;
+		if (getrlimit(r->resource, &cur) < 0)
+			return lb_err_set(err, errno, "getrlimit %s", lb_rlimit_name(r->resource));
+		if (cur.rlim_max != RLIM_INFINITY && r->hard > cur.rlim_max && !may_raise(userns))
+			return raise_refused(r->resource, r->soft, r->hard, cur.rlim_max, err);
+	}
+	return 0;
+}
+
 static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb_err **err)
 {
 	struct rlimit cur, want = {soft, hard};
@@ -50,13 +88,8 @@ static int set_one(int resource, rlim_t soft, rlim_t hard, bool clamp, struct lb
 	}
 	if (setrlimit(resource, &want) == 0)
 		return 0;
-	/* the one refusal a user can act on: raising a hard limit needs CAP_SYS_RESOURCE */
 	if (errno == EPERM && cur.rlim_max != RLIM_INFINITY && want.rlim_max > cur.rlim_max)
-		return lb_err_set(err, 0,
-				  "--ulimit %s=%llu:%llu: raising the hard limit (%llu) needs "
-				  "CAP_SYS_RESOURCE, which this host does not give lbbox",
-				  lb_rlimit_name(resource), (unsigned long long)soft,
-				  (unsigned long long)hard, (unsigned long long)cur.rlim_max);
+		return raise_refused(resource, soft, hard, cur.rlim_max, err);
 	return lb_err_set(err, errno, "--ulimit %s=%llu:%llu", lb_rlimit_name(resource),
 			  (unsigned long long)soft, (unsigned long long)hard);
 }

@@ -198,7 +198,7 @@ int lb_spec_check(struct lb_spec *spec, const struct lb_paths *paths, struct lb_
 		return lb_err_set(err, 0, "working directory %s must be absolute", spec->cwd);
 	if (check_limits(spec, err) < 0 || check_process(spec, err) < 0 ||
 	    lb_spec_check_userns(spec, err) < 0 || lb_spec_check_devices(spec, err) < 0 ||
-	    lb_spec_check_sysctls(spec, err) < 0)
+	    lb_spec_check_sysctls(spec, err) < 0 || lb_spec_check_rlimits(spec, err) < 0)
 		return -1;
 	for (size_t i = 0; i < spec->n_mounts; i++)
 		if (check_mount(&spec->mounts[i], paths, err) < 0)

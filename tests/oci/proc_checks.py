@@ -218,6 +218,36 @@ def sysctl_checks(c):
           "nothing left, the host's sysctls unchanged after the refusals")
 
 
+def rlimit_raise_checks(c):
+    """process.rlimits with a hard limit above lbbox-runc's own, which the command could not
+    raise without the host's CAP_SYS_RESOURCE (these hosts lack it; a user namespace of the
+    container's own never has it): refused by create with one line, nothing left, instead of an
+    exit status 125 without a word once started (podman's default nofile of 1048576 for a
+    pod's infra container did that here)."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY:
+        return
+    want = [{"type": "RLIMIT_NOFILE", "hard": hard + 1, "soft": hard + 1}]
+    for userns in (False, True):
+        if userns:
+            b = c.userns_bundle(c.tmp, "brl-u", ["true"])
+        else:
+            b = c.bundle(c.tmp, "brl", ["true"])
+        edit(b, lambda cfg: cfg["process"].update(rlimits=want))
+        rc, err = c.create(c.R, c.tmp, ["-b", b, "rl1"])
+        if has_sys_resource() and not userns:
+            c.check(rc == 0, f"nofile above lbbox-runc's hard limit, with CAP_SYS_RESOURCE "
+                    f"({err.strip()})")
+            c.sh(c.R + ["delete", "--force", "rl1"])
+            continue
+        c.check(rc == 1 and err.count("\n") == 1 and "needs CAP_SYS_RESOURCE" in err,
+                f"nofile above lbbox-runc's hard limit{' (user namespace)' * userns}: refused "
+                f"by create with one line ({err.strip()})")
+    left = [n for n in os.listdir(c.root) if not n.startswith(".")]
+    c.check(left == [], f"nothing left after the rlimit cases ({left})")
+
+
 def sigchld_ignored_checks(c):
     """A caller that leaves SIGCHLD ignored (inherited across exec): lbbox-runc run and lbbox run
     still see their command end and give its status, instead of waiting for ever."""

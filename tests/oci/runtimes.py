@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from sealed_exe import sealed_form  # noqa: E402
 from update_checks import (cpuset_checks, preserve_fds_checks,  # noqa: E402
                            systemd_path_checks, update_checks)
-from proc_checks import (hooks_userns_checks, proc_field_checks, sigchld_ignored_checks,  # noqa: E402
-                         sysctl_checks)
+from proc_checks import (hooks_userns_checks, proc_field_checks, rlimit_raise_checks,  # noqa: E402
+                         sigchld_ignored_checks, sysctl_checks)
 from delete_checks import delete_force_checks  # noqa: E402
 from nsjoin_checks import nsjoin_checks  # noqa: E402
 from userns_join_checks import userns_join_checks  # noqa: E402
@@ -341,6 +341,7 @@ def part_runtime(tmp):
     systemd_path_checks(ctx)
     proc_field_checks(ctx)  # umask, oomScoreAdj, security labels
     sysctl_checks(types.SimpleNamespace(**vars(ctx), userns_bundle=userns_bundle))
+    rlimit_raise_checks(types.SimpleNamespace(**vars(ctx), userns_bundle=userns_bundle))
     sigchld_ignored_checks(ctx)
     nsjoin_checks(ctx)  # pid and cgroup namespaces joined by path (a shared pid namespace)
     userns_join_checks(ctx)  # a pod's user namespace joined by path
@@ -1098,11 +1099,45 @@ def podman_checks(P, U, img, run, tmp, root):
     r = sh(P + ["rm", "-f", "lbt-d3"])
     check(r.returncode == 0, "podman rm -f of a running container")
     podman_userns(P, U, img, run, tmp)
+    podman_pod_userns(P, U, img, tmp)
     r = sh(P + ["ps", "-a", "-q"])
     check(r.stdout.strip() == "", f"no container left ({r.stdout.strip()})")
     left = [n for n in os.listdir(root) if not n.startswith(".")]
     check(left == [] and os.listdir(os.path.join(root, ".sandboxes")) == [],
           f"the runtime's root is empty ({left})")
+
+
+def podman_pod_userns(P, U, img, tmp):
+    """A podman pod with --uidmap: its infra container gets a new user namespace, and each of
+    its containers joins it (and the pod's ipc namespace) by path. The infra container takes
+    podman's default rlimits, which these hosts cannot raise: a containers.conf of the test's
+    gives it the same --ulimit values as the other runs."""
+    conf = os.path.join(tmp, "pod-containers.conf")
+    with open(conf, "w") as f:
+        f.write("[containers]\ndefault_ulimits = [" +
+                ", ".join(f'"{v}"' for v in U[1::2]) + "]\n")
+    env = dict(os.environ, CONTAINERS_CONF=conf)
+    maps = ["--uidmap", "0:100000:65536", "--gidmap", "0:100000:65536"]
+    r = sh(P + ["pod", "create", "--name", "lbt-pod", "--network", "none"] + maps, env=env)
+    r2 = sh(P + ["pod", "start", "lbt-pod"], env=env)
+    infra = sh(P + ["pod", "inspect", "--format", "{{.InfraContainerID}}", "lbt-pod"]).stdout
+    ipid = sh(P + ["inspect", "--format", "{{.State.Pid}}", infra.strip()]).stdout.strip()
+    check(r.returncode == 0 and r2.returncode == 0 and ipid.isdigit() and ipid != "0",
+          f"podman pod create --uidmap + start: the infra runs ({r.stderr.strip()[-200:]} "
+          f"{r2.stderr.strip()[-200:]})")
+    if not ipid.isdigit() or ipid == "0":
+        sh(P + ["pod", "rm", "-f", "lbt-pod"], env=env)
+        return
+    r = sh(P + ["run", "--rm", "--pod", "lbt-pod"] + U + [
+        img, "sh", "-c", "id -u; cat /proc/self/uid_map; readlink /proc/self/ns/user; "
+        "readlink /proc/self/ns/ipc"], env=env)
+    want = ["0", "0", "100000", "65536", os.readlink(f"/proc/{ipid}/ns/user"),
+            os.readlink(f"/proc/{ipid}/ns/ipc")]
+    check(r.returncode == 0 and r.stdout.split() == want,
+          f"a container of the pod: in the infra's user and ipc namespaces, root the host's "
+          f"100000 ({r.stdout.split()} {want} {r.stderr.strip()[-200:]})")
+    r = sh(P + ["pod", "rm", "-f", "lbt-pod"], env=env)
+    check(r.returncode == 0, f"podman pod rm -f ({r.stderr.strip()[-200:]})")
 
 
 def podman_userns(P, U, img, run, tmp):

@@ -272,6 +272,11 @@ bool lb_id_map_has(const struct lb_id_map *map, size_t n, uint32_t id);
  * and gid; a directory rootfs (an image's layers are not reachable from inside). */
 int lb_spec_check_userns(const struct lb_spec *spec, struct lb_err **err);
 
+/* The rlimits alone (rlimit.c): a hard limit above lbbox's own is refused before anything
+ * exists when the command could not raise it (no CAP_SYS_RESOURCE of the host's, or a user
+ * namespace of the sandbox's own), instead of failing once the command starts. */
+int lb_spec_check_rlimits(const struct lb_spec *spec, struct lb_err **err);
+
 /* The sysctls alone (sysctl.c): well-formed names, net.* only with a network namespace that
  * is not the host's, else the IPC namespace's; values of printable text. */
 #define LB_MAX_SYSCTLS 64
