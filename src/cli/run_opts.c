@@ -356,6 +356,24 @@ static int parse_podman(struct run_opts *o, int c, const char *arg, struct lb_er
 }
 
 /* lbbox's own options, and podman's that lbbox spells its own way. */
+
+/* --ulimit: a later one for the same resource replaces the earlier one, as docker's does. */
+static int add_ulimit(struct lb_spec *spec, const char *arg, struct lb_err **err)
+{
+	struct lb_rlimit r;
+	if (cli_parse_rlimit(arg, &r, err) < 0)
+		return -1;
+	for (size_t i = 0; i < spec->n_rlimits; i++)
+		if (spec->rlimits[i].resource == r.resource) {
+			spec->rlimits[i] = r;
+			return 0;
+		}
+	if (spec->n_rlimits >= LB_MAX_RLIMITS)
+		return lb_err_set(err, 0, "too many --ulimit options");
+	spec->rlimits[spec->n_rlimits++] = r;
+	return 0;
+}
+
 static int parse_lbbox(struct run_opts *o, int c, const char *arg, struct lb_err **err)
 {
 	struct lb_spec *spec = &o->spec;
@@ -382,9 +400,7 @@ static int parse_lbbox(struct run_opts *o, int c, const char *arg, struct lb_err
 		spec->caps = c == OPT_CAP_ADD ? spec->caps | mask : spec->caps & ~mask;
 		return 0;
 	case OPT_ULIMIT:
-		if (spec->n_rlimits >= LB_MAX_RLIMITS)
-			return lb_err_set(err, 0, "too many --ulimit options");
-		return cli_parse_rlimit(arg, &spec->rlimits[spec->n_rlimits++], err);
+		return add_ulimit(spec, arg, err);
 	case OPT_DIE_WITH_PARENT:
 		spec->die_with_parent = o->die_given = true;
 		return 0;

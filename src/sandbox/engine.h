@@ -162,6 +162,8 @@ void lb_hooks_started(const struct lb_child_ctx *ctx, int report_fd, pid_t pid);
 /* sysctl.c: pid 1 writes spec->sysctls in its namespaces, through the host's /proc (before the
  * root is built). */
 int lb_sysctls_apply(const struct lb_spec *spec, struct lb_err **err);
+/* Whether spec->sysctls has one of the namespace of this CLONE_NEW* type (net or IPC). */
+bool lb_sysctls_in(const struct lb_spec *spec, int clone_type);
 
 /* masks.c: spec->masked_paths and readonly_paths, below the new root (before pivot_root). */
 int lb_apply_masks(const struct lb_spec *spec, const char *newroot, struct lb_err **err);

@@ -252,8 +252,9 @@ static int apply_filter(const struct lb_spec *spec, const struct lb_net_cfg *cfg
 
 /*
  * pasta configures eth0 while lbbox writes the filter; pid 1, let go only once the filter is
- * in, waits for eth0's default route before it builds anything (/etc/hosts names the address).
- * lbbox watches pasta meanwhile (start.c): an early exit fails the start with pasta's own words.
+ * in, builds the root meanwhile and then waits for eth0's default route (it writes the address
+ * into /etc/hosts last). lbbox watches pasta meanwhile (start.c): an early exit fails the start
+ * with pasta's own words.
  */
 int lb_net_pasta_setup(const struct lb_spec *spec, pid_t pid, const char *record,
 		       struct lb_net_handle *h, struct lb_err **err)

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -45,7 +46,8 @@ static const char *ns_proc(int type)
 
 /* Non-blocking: a fifo at the path cannot hang lbbox. Whoever wrote the bundle chose the path
  * (as with runc). */
-static int open_one(const char *path, int type, struct lb_ns_join *j, struct lb_err **err)
+static int open_one(const struct lb_spec *spec, const char *path, int type, struct lb_ns_join *j,
+		    struct lb_err **err)
 {
 	char self[32];
 	size_t k = j->n;
@@ -60,6 +62,15 @@ static int open_one(const char *path, int type, struct lb_ns_join *j, struct lb_
 	j->saved[k] = open(self, O_RDONLY | O_CLOEXEC);
 	if (j->saved[k] < 0)
 		return lb_err_set(err, errno, "open %s", self);
+	/* the descriptor is what is joined: a path changed since the spec was checked cannot
+	 * bring the sysctls to lbbox's own (the host's) namespace */
+	struct stat a, b;
+	if (lb_sysctls_in(spec, type) && fstat(j->target[k], &a) == 0 &&
+	    fstat(j->saved[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return lb_err_set(err, 0,
+				  "sysctls need a %s namespace that is not the host's: %s is "
+				  "lbbox's own",
+				  ns_name(type), path);
 	/* checked now, so a bad path is a clear refusal before anything is created */
 	if (setns(j->target[k], type) < 0)
 		return lb_err_set(err, errno, "join %s namespace %s", ns_name(type), path);
@@ -76,7 +87,7 @@ int lb_ns_join_open(const struct lb_spec *spec, struct lb_ns_join *j, struct lb_
 	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
 		j->target[k] = j->saved[k] = -1;
 	for (size_t k = 0; k < LB_NS_JOIN_MAX; k++)
-		if (open_one(paths[k], kinds[k].type, j, err) < 0)
+		if (open_one(spec, paths[k], kinds[k].type, j, err) < 0)
 			return -1;
 	return 0;
 }

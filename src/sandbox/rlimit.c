@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
 #include <sys/resource.h>
@@ -43,7 +44,7 @@ int lb_rlimit_by_name(const char *name)
 static int raise_refused(int resource, rlim_t soft, rlim_t hard, rlim_t cur, struct lb_err **err)
 {
 	return lb_err_set(err, 0,
-			  "--ulimit %s=%llu:%llu: raising the hard limit (%llu) needs "
+			  "rlimit %s=%llu:%llu: raising the hard limit (%llu) needs "
 			  "CAP_SYS_RESOURCE, which lbbox does not have here",
 			  lb_rlimit_name(resource), (unsigned long long)soft,
 			  (unsigned long long)hard, (unsigned long long)cur);
@@ -61,12 +62,32 @@ static bool may_raise(bool userns)
 	return v == CAP_SET;
 }
 
+/* fs.nr_open: no hard limit of open files above it, whatever the capabilities */
+static rlim_t nr_open(void)
+{
+	char buf[32] = "";
+	_cleanup_close_ int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	return n > 0 ? (rlim_t)strtoull(buf, NULL, 10) : RLIM_INFINITY;
+}
+
 int lb_spec_check_rlimits(const struct lb_spec *spec, struct lb_err **err)
 {
 	bool userns = spec->n_uid_map || spec->userns_path || lb_rootless();
 	for (size_t i = 0; i < spec->n_rlimits; i++) {
 		const struct lb_rlimit *r = &spec->rlimits[i];
 		struct rlimit cur;
+		/* the first would lower the hard limit the second then cannot reach */
+		for (size_t k = 0; k < i; k++)
+			if (spec->rlimits[k].resource == r->resource)
+				return lb_err_set(err, 0, "rlimit %s given twice",
+						  lb_rlimit_name(r->resource));
+		if (r->resource == RLIMIT_NOFILE && r->hard != RLIM_INFINITY && r->hard > nr_open())
+			return lb_err_set(err, 0,
+					  "rlimit nofile=%llu:%llu: above the kernel's fs.nr_open "
+					  "(%llu)",
+					  (unsigned long long)r->soft, (unsigned long long)r->hard,
+					  (unsigned long long)nr_open());
 		if (getrlimit(r->resource, &cur) < 0)
 			return lb_err_set(err, errno, "getrlimit %s", lb_rlimit_name(r->resource));
 		if (cur.rlim_max != RLIM_INFINITY && r->hard > cur.rlim_max && !may_raise(userns))

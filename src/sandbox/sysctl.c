@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -94,6 +95,20 @@ static int check_one(const struct lb_spec *spec, const char *kv, struct lb_err *
 			  "sysctl %s is not supported (only net.* and the IPC namespace's are: "
 			  "the others would change the host)",
 			  key);
+}
+
+bool lb_sysctls_in(const struct lb_spec *spec, int clone_type)
+{
+	for (char **kv = spec->sysctls; kv && *kv; kv++) {
+		size_t len = strcspn(*kv, "=");
+		char key[SYSCTL_KEY_MAX + 1];
+		snprintf(key, sizeof(key), "%.*s", (int)len, *kv);
+		if (clone_type == CLONE_NEWNET	 ? !strncmp(key, "net.", 4)
+		    : clone_type == CLONE_NEWIPC ? is_ipc(key)
+						 : false)
+			return true;
+	}
+	return false;
 }
 
 int lb_spec_check_sysctls(const struct lb_spec *spec, struct lb_err **err)

@@ -201,6 +201,12 @@ LBT_TEST(run_basic, ulimit_nofile_flag)
 	LBT_ASSERT_EXIT(o, 0);
 	LBT_ASSERT_OUT(o, "128 512\n");
 	lbt_out_free(&o);
+	// a later --ulimit of the same resource replaces the earlier one, as docker's does
+	lbt_run(&o, "run", "--ulimit", "nofile=100", "--ulimit", "nofile=200", "--", "sh", "-c",
+		"ulimit -n", NULL);
+	LBT_ASSERT_EXIT(o, 0);
+	LBT_ASSERT_OUT(o, "200\n");
+	lbt_out_free(&o);
 }
 
 LBT_TEST(run_basic, stdout_and_stderr_are_separate)
