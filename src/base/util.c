@@ -560,3 +560,10 @@ char *lb_vformat_line(const char *fmt, va_list ap)
 		return NULL;
 	return lb_escape_ctl(msg);
 }
+
+bool lb_same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}

@@ -11,9 +11,9 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "lbbox/base/util.h"
 #include "engine.h"
 
 static const struct ns_kind {
@@ -64,9 +64,7 @@ static int open_one(const struct lb_spec *spec, const char *path, int type, stru
 		return lb_err_set(err, errno, "open %s", self);
 	/* the descriptor is what is joined: a path changed since the spec was checked cannot
 	 * bring the sysctls to lbbox's own (the host's) namespace */
-	struct stat a, b;
-	if (lb_sysctls_in(spec, type) && fstat(j->target[k], &a) == 0 &&
-	    fstat(j->saved[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	if (lb_sysctls_in(spec, type) && lb_same_file(j->target[k], j->saved[k]))
 		return lb_err_set(err, 0,
 				  "sysctls need a %s namespace that is not the host's: %s is "
 				  "lbbox's own",

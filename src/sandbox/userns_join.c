@@ -43,13 +43,6 @@ struct joined {
 	struct lb_child_msg fail;
 };
 
-static bool same_file(int a, int b)
-{
-	struct stat sa, sb;
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
-}
-
 /* fd's namespace and each one above it, below lbbox's own (self), belong to lbbox's user. */
 static int check_owners(int fd, int self, const char *path, struct lb_err **err)
 {
@@ -80,7 +73,7 @@ static int check_owners(int fd, int self, const char *path, struct lb_err **err)
 			return 0;
 		if (up < 0)
 			return lb_err_set(err, errno, "user namespace %s: its parent", path);
-		if (same_file(up, self)) {
+		if (lb_same_file(up, self)) {
 			close(up);
 			return 0;
 		}
@@ -104,7 +97,7 @@ static int open_userns(const char *path, int *out, struct lb_err **err)
 	_cleanup_close_ int self = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
 	if (self < 0)
 		return lb_err_set(err, errno, "open /proc/self/ns/user");
-	if (same_file(fd, self))
+	if (lb_same_file(fd, self))
 		return lb_err_set(err, 0, "user namespace %s: lbbox's own, not a sandbox's", path);
 	if (check_owners(fd, self, path, err) < 0)
 		return -1;

@@ -332,8 +332,9 @@ def nsjoin_checks(c):
     refusal_checks(c, c.check)
 
 
-def main():
-    """Alone: a root of its own in a temporary directory, the host checked clean after."""
+def run_alone(checks, prefix):
+    """checks(c) with a root of its own in a temporary directory, everything in it deleted
+    after; the exit status (77: skipped without root)."""
     sys.argv[1:] = sys.argv[1:] or ["build", ""]
     import runtimes as rt
     from ocihost import delete_all, subreaper
@@ -341,18 +342,23 @@ def main():
         print("SKIP: needs root")
         return 77
     subreaper()
-    tmp = tempfile.mkdtemp(prefix="lbbox-nsj-")
+    tmp = tempfile.mkdtemp(prefix=prefix)
     root = os.path.join(tmp, "runc-root")
     c = types.SimpleNamespace(R=[rt.RUNC, "--root", root], root=root, tmp=tmp, check=rt.check,
                               sh=rt.sh, bundle=rt.bundle, create=rt.create,
                               wait_exit=rt.wait_exit)
     try:
-        nsjoin_checks(c)
+        checks(c)
     finally:
         delete_all(rt.RUNC, [root])
         subprocess.run(["rm", "-rf", tmp])
     print(f"{len(rt.FAILS)} failed" if rt.FAILS else "all passed")
     return 1 if rt.FAILS else 0
+
+
+def main():
+    """Alone: a root of its own in a temporary directory, the host checked clean after."""
+    return run_alone(nsjoin_checks, "lbbox-nsj-")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,7 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import types
 
 from nsjoin_checks import edit, with_ns, reap, run_create, output
 
@@ -71,8 +69,9 @@ def pod(c, name):
     return start(c, name, b)
 
 
-def member(c, name, pa, args, maps=True, kinds=("user", "network", "ipc", "uts"), path=None):
-    """A bundle that joins pa's namespaces of kinds (the user one at path, if given)."""
+def member(c, name, pa, args, maps=MAP, kinds=("user", "network", "ipc", "uts"), path=None):
+    """A bundle that joins pa's namespaces of kinds (the user one at path, if given), with
+    these uid and gid maps (None: none)."""
     b = c.bundle(c.tmp, f"uj-{name}-{len(os.listdir(c.tmp))}", args)
 
     def fn(cfg):
@@ -82,7 +81,7 @@ def member(c, name, pa, args, maps=True, kinds=("user", "network", "ipc", "uts")
         if path:
             with_ns(cfg, "user", path)
         if maps:
-            cfg["linux"].update(uidMappings=MAP, gidMappings=MAP)
+            cfg["linux"].update(uidMappings=maps, gidMappings=maps)
     edit(b, fn)
     return b
 
@@ -126,7 +125,7 @@ def joined_checks(c, check, pa, data):
     # without maps (they are optional with a path), and with A's pid namespace too: B's /proc
     # is of A's pid namespace, which A's user namespace owns, so it can be mounted
     b = member(c, "c", pa, ["sh", "-c", "id -u; ps -o comm= | sort -u | tr '\\n' ' '"],
-               maps=False, kinds=("user", "network", "ipc", "uts", "pid"))
+               maps=None, kinds=("user", "network", "ipc", "uts", "pid"))
     r = c.sh(c.R + ["run", "-b", b, "ujc"], stdin=subprocess.DEVNULL)
     check(r.returncode == 0 and r.stdout.split()[0] == "0" and "sleep" in r.stdout.split(),
           f"no maps, A's pid namespace joined too: A's sleep in B's /proc ({r.stdout.split()} "
@@ -135,9 +134,8 @@ def joined_checks(c, check, pa, data):
     # 130 ranges (more than a page of the kernel's text), the same in the bundle
     many = Holder("".join(f"{i} {300000 + i} 1\n" for i in range(130)))
     try:
-        b = member(c, "many", pa, ["true"], maps=False, path=f"/proc/{many.pid}/ns/user")
         m = [{"containerID": i, "hostID": 300000 + i, "size": 1} for i in range(130)]
-        edit(b, lambda cfg: cfg["linux"].update(uidMappings=m, gidMappings=m))
+        b = member(c, "many", pa, ["true"], maps=m, path=f"/proc/{many.pid}/ns/user")
         r = c.sh(c.R + ["run", "-b", b, "ujmany"], stdin=subprocess.DEVNULL)
         check(r.returncode == 0, f"a namespace of 130 ranges, the bundle's the same "
               f"({r.stderr.strip()})")
@@ -247,19 +245,16 @@ def refusal_checks(c, check, pa):
     open(os.path.join(c.tmp, "uj-plain"), "w").close()
     try:
         for what, path, maps, said in cases:
-            b = member(c, "bad", pa, ["true"], maps=False, path=path)
+            b = member(c, "bad", pa, ["true"], maps=maps, path=path)
             edit(b, lambda cfg: cfg["linux"].update(cgroupsPath="/" + cg_name))
-            if maps:
-                edit(b, lambda cfg: cfg["linux"].update(uidMappings=maps, gidMappings=maps))
             t0 = time.time()
             rc, err = c.create(c.R, c.tmp, ["-b", b, "ujbad"])
             check(rc == 1 and err.count("\n") == 1 and said in err and time.time() - t0 < 10,
                   f"user namespace: {what}: one line ({err.strip()})")
         # the host's root mapped, and the bundle says so (as with its own hostID 0): accepted
-        b = member(c, "hostroot", pa, ["true"], maps=False, path=f"/proc/{hostroot.pid}/ns/user")
         m = [{"containerID": 0, "hostID": 0, "size": 1},
              {"containerID": 1000, "hostID": 1000, "size": 1}]
-        edit(b, lambda cfg: cfg["linux"].update(uidMappings=m, gidMappings=m))
+        b = member(c, "hostroot", pa, ["true"], maps=m, path=f"/proc/{hostroot.pid}/ns/user")
         r = c.sh(c.R + ["run", "-b", b, "ujroot"], stdin=subprocess.DEVNULL)
         check(r.returncode == 0, f"the host's root mapped, with maps that say so: accepted "
               f"({r.stderr.strip()})")
@@ -294,24 +289,8 @@ def userns_join_checks(c):
 
 def main():
     """Alone: a root of its own in a temporary directory, the host checked clean after."""
-    sys.argv[1:] = sys.argv[1:] or ["build", ""]
-    import runtimes as rt
-    from ocihost import delete_all, subreaper
-    if os.geteuid() != 0:
-        print("SKIP: needs root")
-        return 77
-    subreaper()
-    tmp = tempfile.mkdtemp(prefix="lbbox-uj-")
-    root = os.path.join(tmp, "runc-root")
-    c = types.SimpleNamespace(R=[rt.RUNC, "--root", root], root=root, tmp=tmp, check=rt.check,
-                              sh=rt.sh, bundle=rt.bundle, create=rt.create)
-    try:
-        userns_join_checks(c)
-    finally:
-        delete_all(rt.RUNC, [root])
-        subprocess.run(["rm", "-rf", tmp])
-    print(f"{len(rt.FAILS)} failed" if rt.FAILS else "all passed")
-    return 1 if rt.FAILS else 0
+    from nsjoin_checks import run_alone
+    return run_alone(userns_join_checks, "lbbox-uj-")
 
 
 if __name__ == "__main__":

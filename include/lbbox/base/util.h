@@ -31,6 +31,9 @@ int lb_read_fileat(int dirfd, const char *path, size_t max, char **out, size_t *
  * file of at most max bytes, opened non-blocking (a FIFO or device is refused, never waited on). */
 int lb_read_file_in_root(int rootfd, const char *path, size_t max, char **out, size_t *len,
 			 struct lb_err **err);
+/* Whether two open descriptors are the same file (or namespace): device and inode. */
+bool lb_same_file(int a, int b);
+
 /* Writes the whole buffer (open O_WRONLY|O_TRUNC; creates with mode when O_CREAT is in flags). */
 int lb_write_fileat(int dirfd, const char *path, const char *buf, size_t len, int flags,
 		    mode_t mode, struct lb_err **err);
