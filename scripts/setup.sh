@@ -28,8 +28,10 @@ PKGS=(gcc make cmake pkg-config libseccomp-dev libcap-dev libnl-3-dev libnl-rout
       # style check, and the peers scripts/bench.sh compares against
       clang-format crun bubblewrap jq
       # lbbox-runc's acceptance: podman (with conmon and the CNI plugins of its default
-      # network) and containerd (ctr, the runc shim) run containers with lbbox as their runtime
-      podman conmon containernetworking-plugins containerd
+      # network) and containerd (ctr, the runc shim) run containers with lbbox as their runtime;
+      # catatonit: the init of a podman pod's infra container (podman's pause image is built
+      # from it)
+      podman conmon containernetworking-plugins containerd catatonit
       # tests/oci/cri.py: a CRI client (kubelet's side of containerd's CRI plugin) over gRPC
       python3-grpcio
       # scripts/fuzz.sh: clang and its libFuzzer + sanitizer runtimes
