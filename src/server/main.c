@@ -126,15 +126,16 @@ static int start(struct server *s, const struct lb_paths *paths)
 {
 	_cleanup_err_ struct lb_err *err = NULL;
 	char instance[13];
-	size_t removed;
 	if (lb_random_hex(instance, 12, &err) < 0 || lb_box_open_env(&s->rt.box, paths, &err) < 0)
 		return server_error("%s", err->msg), -1;
 	s->rt.features = lb_host_features();
 	snprintf(s->rt.box.owner, sizeof(s->rt.box.owner), "%s", instance);
 	if (lb_box_instance_hold(&s->rt.box, &s->instance_lock, &err) < 0)
 		return server_error("%s", err->msg), -1;
-	/* §3.8: sessions of runtimes that are gone (never of a live one) */
-	lb_box_session_reap(&s->rt.box, 0, &removed, NULL);
+	/* §3.8: sessions of runtimes that are gone (never of a live one) go in the reaper's first
+	 * round, a job the loop starts at once (loop.c): not before this runtime listens, as a
+	 * sandbox's pid 1 whose runtime was killed is the host init's to reap, which some inits do
+	 * seconds late, and lbbox waits for that (destroy.c) */
 	return load_env_config(s);
 }
 
