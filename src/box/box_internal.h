@@ -50,6 +50,9 @@ typedef void (*box_session_fn)(struct lb_box *box, const char *key, const char *
 void box_each_session(struct lb_box *box, box_session_fn fn, void *ctx);
 size_t box_count_sessions(struct lb_box *box);
 
+/* status.c: frees what lb_box_status kept (lb_box_fini). */
+void box_status_free(struct lb_box *box);
+
 /* index.c: the runtime-wide indexes of live sessions and running managed processes. */
 #define BOX_LIVE_ID_MAX 1024 /* the bytes of a session id its live entry keeps */
 /* The session key of a session directory (its last component). */

@@ -37,6 +37,7 @@ int lb_box_init(struct lb_box *box, const struct lb_paths *paths, const char *ow
 
 void lb_box_fini(struct lb_box *box)
 {
+	box_status_free(box);
 	lb_strvfreep(&box->allowed_roots);
 }
 

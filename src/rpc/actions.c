@@ -253,17 +253,18 @@ static const struct {
 	const char *name;
 	action_fn fn;
 	bool tenant, waits, sandbox; /* sandbox: builds one, so needs a usable backend */
+	bool quick; /* answered in the event loop: reads only the indexes (LB_RPC_QUICK) */
 } actions[] = {
-    {"box_exec", do_exec, true, false, true},
-    {"box_create_session", do_create, true, true, true},
-    {"box_get_session", do_get_session, true, false, false},
-    {"box_get_sessions", do_get_sessions, true, false, false},
-    {"box_delete_session", do_delete, true, true, false},
-    {"box_start_managed_process", do_start_proc, true, true, true},
-    {"box_get_managed_process", do_get_proc, true, false, false},
-    {"box_stop_managed_process", do_stop_proc, true, true, false},
-    {"box_status", do_status, true, false, false},
-    {"box_shutdown", do_shutdown, false, true, false},
+    {"box_exec", do_exec, true, false, true, false},
+    {"box_create_session", do_create, true, true, true, false},
+    {"box_get_session", do_get_session, true, false, false, false},
+    {"box_get_sessions", do_get_sessions, true, false, false, false},
+    {"box_delete_session", do_delete, true, true, false, false},
+    {"box_start_managed_process", do_start_proc, true, true, true, false},
+    {"box_get_managed_process", do_get_proc, true, false, false, false},
+    {"box_stop_managed_process", do_stop_proc, true, true, false, false},
+    {"box_status", do_status, true, false, false, true},
+    {"box_shutdown", do_shutdown, false, true, false, false},
 };
 
 /* §3.2: no backend -> BoxBackendUnavailableError, naming what this host lacks. */
@@ -319,6 +320,12 @@ bool lb_rpc_action_waits_on_shutdown(const char *action)
 	int i = find(action);
 	/* the skill actions write files (a package, an unpacked upload): not cut off midway */
 	return (i >= 0 && actions[i].waits) || rpc_is_skill_action(action);
+}
+
+bool rpc_is_quick_action(const char *action)
+{
+	int i = find(action);
+	return i >= 0 && actions[i].quick;
 }
 
 bool rpc_is_inline_action(const char *action)

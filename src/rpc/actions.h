@@ -12,6 +12,8 @@ bool rpc_has_action(const char *action);
 bool rpc_is_tenant_action(const char *action);
 /* Answered at once, without sandbox work (lb_rpc_inline_action). */
 bool rpc_is_inline_action(const char *action);
+/* A tenant action the event loop answers itself (LB_RPC_QUICK). */
+bool rpc_is_quick_action(const char *action);
 
 /* skill_route.c: the eleven skill actions (tenant actions, run as jobs) through rt->skills. */
 struct lb_skill_store;

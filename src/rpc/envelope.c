@@ -135,7 +135,9 @@ enum lb_rpc_route lb_rpc_request_open(struct lb_rpc_runtime *rt, json_t *msg, bo
 	req->data = data ? json_incref(data) : json_object();
 	if (!strcmp(req->action, "__file_chunk"))
 		return LB_RPC_UPLOAD;
-	return rpc_is_inline_action(req->action) ? LB_RPC_INLINE : LB_RPC_JOB;
+	if (rpc_is_inline_action(req->action))
+		return LB_RPC_INLINE;
+	return rpc_is_quick_action(req->action) ? LB_RPC_QUICK : LB_RPC_JOB;
 }
 
 void lb_rpc_request_close(struct lb_rpc_request *req)

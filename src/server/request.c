@@ -85,6 +85,9 @@ void server_handle(struct server *s, struct peer *p, json_t *msg)
 	case LB_RPC_INLINE:
 		peer_send(p, lb_rpc_inline_action(&s->rt, &req));
 		break;
+	case LB_RPC_QUICK:
+		peer_send(p, lb_rpc_run_action(&s->rt, &req));
+		break;
 	case LB_RPC_UPLOAD:
 		peer_send(p, server_file_chunk(s, p, req.data, req.seq_id));
 		break;

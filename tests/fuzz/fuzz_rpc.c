@@ -149,7 +149,8 @@ static void envelope(json_t *msg)
 	} else {
 		FUZZ_CHECK(json_is_object(req.data), "a routed request without an object");
 		FUZZ_CHECK(req.action && *req.action, "a routed request without an action");
-		if (req.has_ctx && route == LB_RPC_JOB && strcmp(req.action, "box_shutdown"))
+		if (req.has_ctx && (route == LB_RPC_JOB || route == LB_RPC_QUICK) &&
+		    strcmp(req.action, "box_shutdown"))
 			FUZZ_CHECK(req.fence[0], "a tenant action without its fence");
 	}
 	lb_rpc_request_close(&req);

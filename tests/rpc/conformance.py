@@ -1164,6 +1164,39 @@ def status_and_capacity_follow_the_running_index(h):
 
 
 @stdio_only
+def status_follows_changes_made_elsewhere(h):
+    """The runtime keeps box_status's counts while RUNROOT/box/live and box/running do not
+    change (inotify): a process that exits on its own (its keeper removes its entry), a keeper
+    killed outright and healed by a start, and a session removed by another lbbox process all
+    show in the next box_status, with no action of this runtime's in between."""
+    box = h.start("stdio")
+
+    def counts():
+        st = box.ok("box_status", {})
+        return st["active_sessions"], st["managed_processes"]
+
+    for sid in ("c1", "c2"):
+        box.ok("box_create_session", spec(sid))
+    box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
+        "process_id": "short", "command": "sh", "args": ["-c", "read x; exit 0"]}})
+    box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
+        "process_id": "long", "command": "sleep", "args": ["1000"]}})
+    assert counts() == (2, 2) and counts() == (2, 2), counts()
+    # the process ends by itself: its keeper, not this runtime, removes the entry
+    box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
+        "process_id": "self", "command": "sh", "args": ["-c", "sleep 0.5"]}})
+    assert counts() == (2, 3), counts()
+    wait_exited(box, "c1", "self")
+    assert counts() == (2, 2), counts()
+    # another lbbox process (the CLI, same runroot) removes a session
+    subprocess.run([LBBOX, "--root", box.root, "--runroot", box.runroot, "session", "rm",
+                    physical("c2")], check=True, capture_output=True)
+    assert counts() == (1, 2), counts()
+    box.ok("box_delete_session", {"session_id": "c1"})
+    assert counts() == (0, 0), counts()
+
+
+@stdio_only
 def completed_retention_reads_the_exited_index(h):
     """The retention of exited processes (§3.5: at most max_completed_processes across the
     runtime, oldest first) reads RUNROOT/box/exited, an entry per exited record named by its exit

@@ -22,6 +22,7 @@ struct lb_box_limits {
 	int64_t session_ttl_sec;	 /* 300 */
 };
 
+struct box_status_cache;
 struct lb_box {
 	struct lb_paths paths;
 	char dir[LB_PATH_BUF]; /* RUNROOT/box */
@@ -45,6 +46,7 @@ struct lb_box {
 	bool pull;
 	/* Network "on" sessions: the runtime's bridge, subnet, nameservers and allowed hosts. */
 	struct lb_net_opts net;
+	struct box_status_cache *status; /* lb_box_status's counts kept (status.c) */
 };
 
 /* Fills box for paths with the default limits; owner may be NULL. Creates nothing.

@@ -188,6 +188,8 @@ enum lb_rpc_route {
 	LB_RPC_INLINE, /* lb_rpc_inline_action: no sandbox work, answer at once */
 	LB_RPC_UPLOAD, /* __file_chunk: into an upload the connection owns (lb_rpc_chunk_parse) */
 	LB_RPC_JOB,    /* lb_rpc_run_action, away from the event loop (it may take minutes) */
+	LB_RPC_QUICK,  /* lb_rpc_run_action at once: a tenant action that only counts (box_status)
+			* from what the runtime keeps in memory, reading the indexes on a change */
 };
 
 struct lb_rpc_request {
