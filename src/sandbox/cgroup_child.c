@@ -68,15 +68,41 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
 }
 
 /*
- * A v1 cpuset hierarchy of its own: the child joins its sandbox's cpuset directory instead of
- * getting one below it. A child of its own would start empty (the v1 trap), and an update of
- * the sandbox's cpus would then be refused while a child still held the old ones. Not created
- * here, so never removed with the child; kills skip it (cgroup_v1.c).
+ * Hierarchies where the child joins its sandbox's directory instead of getting one below it
+ * (shared: never removed with the child; kills, task lists and stats skip it):
+ * - a v1 cpuset hierarchy of its own: a child of its own would start empty (the v1 trap), and
+ *   an update of the sandbox's cpus would then be refused while a child still held the old ones;
+ * - a v1 memory hierarchy of its own, when the child has no memory limit of its own: the
+ *   sandbox's limit holds its tasks all the same, and every memory cgroup removed makes the
+ *   kernel walk each file system's reclaim lists under the global cgroup lock
+ *   (memcg_reparent_list_lrus): with a thousand sandboxes alive, their mounts made each exec's
+ *   removal the next exec's wait.
+ * Not handled: cpuset co-mounted with another controller ("cpu,cpuset") gets a child below,
+ * which starts with no cpus or mems and takes no task. Copying the sandbox's values into it
+ * would make a later update of the sandbox's cpus fail while the child holds the old ones; no
+ * host seen mounts cpuset so.
  */
-static int cg_share_cpuset(struct cg_dir *d, const struct cg_dir *p, struct lb_err **err)
+static bool cg_child_shares(const struct cg_dir *p, bool share_memory)
+{
+	return p->roles == CG_CPUSET || (p->roles == CG_MEMORY && share_memory);
+}
+
+/* The memory hierarchy is shared when the child has no limit of its own and a hierarchy of its
+ * own beside it (it holds the child's tasks, for kills and task lists). */
+static bool cg_child_shares_memory(const struct lb_cgroup *parent, uint64_t memory_bytes)
+{
+	for (size_t i = 0; !memory_bytes && parent->version == LB_CGROUP_V1 && i < parent->ndirs;
+	     i++)
+		if (!cg_child_shares(&parent->dirs[i], true))
+			return true;
+	return false;
+}
+
+static int cg_share_dir(struct cg_dir *d, const struct cg_dir *p, struct lb_err **err)
 {
 	if (cg_copy_dir(d, p->path, p->hier, p->roles, err) < 0)
 		return -1;
+	d->shared = true;
 	d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return d->fd < 0 ? lb_err_set(err, errno, "open %s", d->path) : 0;
 }
@@ -105,6 +131,15 @@ static int cg_child_limit(const struct lb_cgroup *cg, uint64_t memory_bytes, str
 	return 0;
 }
 
+static int cg_child_dir(struct cg_dir *d, const struct cg_dir *p, const char *name,
+			struct lb_err **err)
+{
+	_cleanup_free_ char *path = cg_path_join(p->path, name);
+	if (!path)
+		return lb_err_set(err, ENOMEM, "cgroup");
+	return cg_copy_dir(d, path, p->hier, p->roles, err) < 0 ? -1 : cg_dir_make(d, err);
+}
+
 int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uint64_t memory_bytes,
 			   struct lb_cgroup **out, struct lb_err **err)
 {
@@ -116,34 +151,24 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uin
 	if (!cg)
 		return lb_err_set(err, ENOMEM, "cgroup");
 	cg->version = parent->version;
-	for (size_t i = 0; i < parent->ndirs; i++, cg->ndirs++) {
-		const struct cg_dir *p = &parent->dirs[i];
-		/* Not handled: cpuset co-mounted with another controller ("cpu,cpuset") gets a
-		 * child below, which starts with no cpus or mems and takes no task. Copying the
-		 * sandbox's values into it would make a later update of the sandbox's cpus fail
-		 * while the child holds the old ones; no host seen mounts cpuset so. */
-		if (p->roles == CG_CPUSET) {
-			if (cg_share_cpuset(&cg->dirs[i], p, err) < 0)
+	bool share_memory = cg_child_shares_memory(parent, memory_bytes);
+	/* its own directories first: dirs[0], which task lists and signals read, is one of them */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < parent->ndirs; i++) {
+			const struct cg_dir *p = &parent->dirs[i];
+			if (cg_child_shares(p, share_memory) != (pass == 1))
+				continue;
+			struct cg_dir *d = &cg->dirs[cg->ndirs++];
+			if (pass == 1 ? cg_share_dir(d, p, err) < 0
+				      : cg_child_dir(d, p, name, err) < 0)
 				goto fail;
-			continue;
 		}
-		_cleanup_free_ char *path = cg_path_join(p->path, name);
-		if (!path) {
-			lb_err_set(err, ENOMEM, "cgroup");
-			goto fail;
-		}
-		if (cg_copy_dir(&cg->dirs[i], path, p->hier, p->roles, err) < 0 ||
-		    cg_dir_make(&cg->dirs[i], err) < 0)
-			goto fail;
-	}
 	if (cg_child_limit(cg, memory_bytes, err) < 0)
-		goto fail_all;
+		goto fail;
 	cg_fill_views(cg);
 	*out = cg;
 	return 0;
 fail:
-	cg->ndirs++;
-fail_all:
 	for (size_t i = 0; i < cg->ndirs; i++)
 		cg_dir_remove(&cg->dirs[i], NULL);
 	cg_release(cg);

@@ -81,7 +81,7 @@ char *cg_path_join(const char *dir, const char *name)
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role)
 {
 	for (size_t i = 0; i < cg->ndirs; i++)
-		if (cg->dirs[i].roles & role)
+		if ((cg->dirs[i].roles & role) && !cg->dirs[i].shared)
 			return &cg->dirs[i];
 	return NULL;
 }
@@ -252,7 +252,8 @@ static int cg_walk_children(const struct cg_dir *d, cg_walk_fn fn, void *ctx, st
 
 int cg_walk(const struct cg_dir *d, cg_walk_fn fn, void *ctx, struct lb_err **err)
 {
-	if (cg_file_missing(d, "cgroup.procs")) /* removed under us */
+	/* never there (a reopened child's in a hierarchy it shared), or removed under us */
+	if (d->fd < 0 || cg_file_missing(d, "cgroup.procs"))
 		return 0;
 	if (fn(d, ctx, err) < 0)
 		return -1;

@@ -41,6 +41,9 @@ struct cg_dir {
 	unsigned roles;
 	int fd;	      /* O_DIRECTORY fd of path, -1 until created */
 	bool created; /* made by us, so ours to remove */
+	/* a child's: its sandbox's own directory, joined (cgroup_child.c); never removed,
+	 * signalled, listed or read as the child's */
+	bool shared;
 };
 
 struct lb_cgroup {
@@ -79,7 +82,7 @@ int cg_make(struct lb_cgroup *cg, const struct lb_cgroup_limits *lim, struct lb_
 bool cg_has_dotdot(const char *p);
 
 /* cgroup_fs.c: small file I/O on a cgroup directory (messages name d->path). */
-/* The directory of cg carrying role, NULL when none does. */
+/* The directory of cg carrying role, NULL when none does (a shared one is not cg's own). */
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
 /* Writes val in one write(2); returns 0 or -errno, sets no error (callers test errno values). */
 int cg_write_raw(const struct cg_dir *d, const char *file, const char *val);

@@ -117,13 +117,13 @@ int cg_v1_join(const struct lb_cgroup *cg, struct lb_err **err)
 }
 
 /* Number of tasks in every hierarchy's subtree, each SIGKILLed first when sig is SIGKILL. A
- * cpuset-only directory is skipped: an exec's child shares its sandbox's (cgroup_child.c), and
- * the other hierarchies hold the same tasks anyway. */
+ * shared directory is skipped (a child's, its sandbox's: cgroup_child.c), and so is a
+ * cpuset-only one; the other hierarchies hold the same tasks anyway. */
 static int cg_v1_signal_all(struct lb_cgroup *cg, int sig, size_t *found, struct lb_err **err)
 {
 	*found = 0;
 	for (size_t i = 0; i < cg->ndirs; i++)
-		if (cg->dirs[i].roles != CG_CPUSET &&
+		if (cg->dirs[i].roles != CG_CPUSET && !cg->dirs[i].shared &&
 		    cg_signal_tree(&cg->dirs[i], sig, found, err) < 0)
 			return -1;
 	return 0;

@@ -329,7 +329,11 @@ LBT_TEST(proc, memory_limit_is_the_process_own_and_an_oom_kill_spares_the_sessio
 		NULL);
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert_not_null(strstr(o.out, "41943040\n"), "no 40 MiB limit: %s", o.out);
-	cr_assert_eq(lbt_count_lines(o.out), 2, "%s", o.out);
+	// v1: only the process with a limit of its own has a memory cgroup, the other shares the
+	// session's (cgroup_child.c); v2: every child has memory.max once the session enables it
+	bool v2 = false;
+	cr_assert_not_null(lbt_cgroup_dir("memory", &v2));
+	cr_assert_eq(lbt_count_lines(o.out), v2 ? 2 : 1, "%s", o.out);
 	lbt_out_free(&o);
 	// dd's 100 MiB buffer, filled from /dev/zero, is more than its 40 MiB
 	json_decref(proc_json("start", "s1", "hog", "--memory", "40m", "--", "dd", "if=/dev/zero",

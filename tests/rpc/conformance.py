@@ -1163,6 +1163,30 @@ def status_and_capacity_follow_the_running_index(h):
     assert counts() == (0, 0) and os.listdir(live_dir) == [], os.listdir(live_dir)
 
 
+def procs_with_args(*args):
+    """Host pids whose command line is exactly args."""
+    want = "\0".join(args) + "\0"
+    found = []
+    for d in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(d) as f:
+                if f.read() == want:
+                    found.append(int(d.split("/")[2]))
+        except OSError:
+            pass
+    return found
+
+
+def ancestors(pid):
+    """pid's parent, its parent, ... up to the host's init."""
+    out = []
+    while pid > 1:
+        with open("/proc/%d/stat" % pid) as f:
+            pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        out.append(pid)
+    return out
+
+
 @stdio_only
 def status_follows_changes_made_elsewhere(h):
     """The runtime keeps box_status's counts while RUNROOT/box/live and box/running do not
@@ -1194,6 +1218,49 @@ def status_follows_changes_made_elsewhere(h):
     assert counts() == (1, 2), counts()
     box.ok("box_delete_session", {"session_id": "c1"})
     assert counts() == (0, 0), counts()
+
+
+@stdio_only
+def stopping_a_process_kills_its_tree_alone(h):
+    """A managed process without memory_mb shares its session's memory cgroup on a v1 host
+    (cgroup_child.c): stopping it, by its keeper or, with the keeper killed outright, through
+    its cgroup reopened by name, kills its tree and nothing else of the session: the other
+    process, and the session itself, live on."""
+    box = h.start("stdio")
+    box.ok("box_create_session", spec("t1"))
+
+    def start(pid, n):
+        box.ok("box_start_managed_process", {"session_id": "t1", "spec": {
+            "process_id": pid, "command": "sh",
+            "args": ["-c", "sleep %d & sleep %d" % (n, n)]}})
+        assert poll(lambda: len(procs_with_args("sleep", str(n))) == 2, 5), pid
+
+    def running(pid):
+        return box.ok("box_get_managed_process", {"session_id": "t1", "process_id": pid})[
+            "status"] == "running"
+
+    start("a", 987671)
+    start("b", 987672)
+    start("c", 987673)
+    box.ok("box_stop_managed_process", {"session_id": "t1", "process_id": "a"})
+    assert poll(lambda: not procs_with_args("sleep", "987671"), 5), "a's tree survived"
+    assert running("b") and running("c")
+    assert len(procs_with_args("sleep", "987672")) == 2
+    # b's keeper killed outright: the stop kills b's tree through its cgroup
+    running_dir = os.path.join(box.runroot, "box", "running")
+    keepers = [int(os.readlink(os.path.join(running_dir, e)).split()[0])
+               for e in os.listdir(running_dir)]
+    keeper = [k for k in keepers if k in ancestors(procs_with_args("sleep", "987672")[0])]
+    assert len(keeper) == 1, (keepers, keeper)
+    keeper = keeper[0]
+    os.kill(keeper, signal.SIGKILL)
+    assert poll(lambda: not os.path.exists("/proc/%d" % keeper), 5)
+    box.ok("box_stop_managed_process", {"session_id": "t1", "process_id": "b"})
+    assert poll(lambda: not procs_with_args("sleep", "987672"), 5), "b's tree survived"
+    assert running("c") and len(procs_with_args("sleep", "987673")) == 2
+    assert box.ok("box_exec", spec("t1", "echo alive"))["stdout"] == "alive"
+    box.ok("box_delete_session", {"session_id": "t1"})
+    assert not procs_with_args("sleep", "987673")
 
 
 @stdio_only

@@ -1121,6 +1121,70 @@ Test(cgroup_cpuset, pins_on_create_and_update, .init = setup, .fini = teardown, 
 	expect_allowed(a, second);
 }
 
+/* pid's path in the v1 hierarchy named ctrl, from /proc/PID/cgroup (malloc'ed; NULL: none). */
+static char *v1_path_of(pid_t pid, const char *ctrl)
+{
+	char file[64], line[512];
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	FILE *f = fopen(file, "r");
+	char *found = NULL;
+	size_t n = strlen(ctrl);
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *c = strchr(line, ':');
+		if (c && !strncmp(c + 1, ctrl, n) && c[1 + n] == ':') {
+			line[strcspn(line, "\n")] = '\0';
+			found = strdup(c + 2 + n);
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Without a memory limit of its own, an exec's child joins its sandbox's v1 memory directory
+ * (cgroup_child.c): its process is held by the sandbox's limit and gets no memory cgroup of its
+ * own, and killing the child kills that process alone, also when the child is reopened by name
+ * (a managed process's) and its memory directory, which never existed, cannot be opened. */
+Test(cgroup_child, shares_the_sandbox_memory_directory, .init = setup, .fini = teardown,
+     .timeout = 60)
+{
+	if (expected_version() == LB_CGROUP_V2)
+		cr_skip_test("v2: one directory, nothing shared");
+	struct lb_cgroup_limits lim = {.memory_bytes = 64 * MiB, .pids = 64};
+	struct lb_cgroup *cg = mk("memshare", NULL, &lim);
+	struct lb_cgroup *child = NULL;
+	struct lb_err *err = NULL;
+	pid_t a = spawn(cg, child_pause, NULL);
+	cr_assert_eq(lb_cgroup_create_child(cg, "exec-1", 0, &child, &err), 0, "%s", msg(err));
+	pid_t b = spawn(child, child_pause, NULL);
+	_cleanup_free_ char *mem_a = v1_path_of(a, "memory"), *mem_b = v1_path_of(b, "memory");
+	_cleanup_free_ char *pids_b = v1_path_of(b, "pids");
+	cr_assert(mem_a && mem_b && pids_b);
+	cr_expect_str_eq(mem_b, mem_a, "the exec's process is in the sandbox's memory cgroup");
+	cr_expect(strstr(pids_b, "/exec-1"), "and in its own pids cgroup: %s", pids_b);
+	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
+	char at[LB_CGROUP_MAX_DIRS][LB_PATH_BUF];
+	size_t n = lb_cgroup_dir_info(cg, dirs, LB_CGROUP_MAX_DIRS);
+	bool memory_seen = false;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(at[i], sizeof(at[i]), "%s/exec-1", dirs[i].path);
+		if (dirs[i].hier && !strcmp(dirs[i].hier, "memory")) {
+			memory_seen = true;
+			cr_expect_neq(access(at[i], F_OK), 0, "a memory cgroup of its own: %s",
+				      at[i]);
+		}
+		dirs[i].path = at[i];
+	}
+	cr_assert(memory_seen, "no v1 memory hierarchy of its own on this host");
+	lb_cgroup_forget(child); /* as a later lbbox process would: reopened by name */
+	struct lb_cgroup *again = NULL;
+	cr_assert_eq(lb_cgroup_open(LB_CGROUP_V1, dirs, n, true, &again, &err), 0, "%s", msg(err));
+	cr_expect(!lb_cgroup_is_empty(again), "the exec's process not found");
+	cr_assert_eq(lb_cgroup_destroy(again, &err), 0, "%s", msg(err));
+	cr_expect(WIFSIGNALED(wait_for(b, 5000)), "the exec's process survived");
+	cr_expect_eq(kill(a, 0), 0, "the sandbox's process was killed with its exec's cgroup");
+}
+
 /* Nothing asked: no cpuset directory at all (v1), so lbbox run pays nothing for the feature. */
 Test(cgroup_cpuset, none_asked_no_cpuset_dir, .init = setup, .fini = teardown)
 {
