@@ -155,8 +155,10 @@ static bool cache_watch(struct box_status_cache *c, const struct lb_box *box)
 	return c->fd >= 0;
 }
 
-/* Nothing changed since the counts kept were read; else they are dropped. An index removed or
- * moved loses its watch (IN_IGNORED): set up again by the next call. */
+/* Nothing changed since the counts kept were read; else they are dropped. An index removed
+ * (IN_IGNORED) or moved away (IN_MOVE_SELF: the watch would follow it) loses its watch, set up
+ * again on the one at its path by the next call. Not seen: RUNROOT/box itself moved or mounted
+ * over under a live runtime. */
 static bool cache_unchanged(struct box_status_cache *c)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -173,8 +175,11 @@ static bool cache_unchanged(struct box_status_cache *c)
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *e = (const struct inotify_event *)p;
 			for (size_t i = 0; i < 2; i++)
-				if ((e->mask & IN_IGNORED) && e->wd == c->wd[i])
+				if ((e->mask & (IN_IGNORED | IN_MOVE_SELF)) && e->wd == c->wd[i]) {
+					if (e->mask & IN_MOVE_SELF)
+						inotify_rm_watch(c->fd, c->wd[i]);
 					c->wd[i] = -1;
+				}
 			p += sizeof(*e) + e->len;
 		}
 	}
@@ -231,6 +236,15 @@ void lb_box_status(struct lb_box *box, const char *prefix, size_t *sessions, siz
 	watching = watching && cache_watch(c, box); /* again, when an index lost its watch */
 	if (read_indexes(box, prefix, sessions, running) && watching)
 		cache_keep(c, prefix, *sessions, *running);
+}
+
+void lb_box_forked(struct lb_box *box)
+{
+	struct box_status_cache *c = box->status;
+	if (c && c->owner != getpid() && c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
 }
 
 void box_status_free(struct lb_box *box)

@@ -198,6 +198,7 @@ pid_t server_job_start(struct server *s, struct peer *p, json_t *seq_id, const c
 	if (s->in_fd >= 0)
 		close(s->in_fd);
 	close_sockets();
+	lb_box_forked(&s->rt.box);
 	fcntl(pp[1], F_SETFL, 0);
 	*fd = pp[1];
 	return 0;

@@ -1201,11 +1201,26 @@ def status_follows_changes_made_elsewhere(h):
 
     for sid in ("c1", "c2"):
         box.ok("box_create_session", spec(sid))
+    assert counts() == (2, 0), counts()  # the runtime watches the indexes from here on
     box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
         "process_id": "short", "command": "sh", "args": ["-c", "read x; exit 0"]}})
     box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
         "process_id": "long", "command": "sleep", "args": ["1000"]}})
     assert counts() == (2, 2) and counts() == (2, 2), counts()
+    # the watch stays the runtime's own: a job (a forked child, here one running an exec)
+    # lets go of it
+    def children():
+        with open("/proc/%d/task/%d/children" % (box.p.pid, box.p.pid)) as f:
+            return {int(k) for k in f.read().split()}
+    before = children()
+    seq = box.send("box_exec", spec("c2", "sleep 1"))
+    jobs = poll(lambda: [k for k in children() - before
+                         if open("/proc/%d/comm" % k).read().strip() == "lbbox-server"], 5)
+    assert jobs, "no job seen"
+    for job in jobs:
+        fds = [os.readlink(f) for f in glob.glob("/proc/%d/fd/*" % job)]
+        assert "anon_inode:inotify" not in fds, (job, fds)
+    assert box.wait(seq)["code"] == 0
     # the process ends by itself: its keeper, not this runtime, removes the entry
     box.ok("box_start_managed_process", {"session_id": "c1", "spec": {
         "process_id": "self", "command": "sh", "args": ["-c", "sleep 0.5"]}})

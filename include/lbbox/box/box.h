@@ -255,6 +255,10 @@ void lb_box_log_close(struct lb_box_log_reader *r);
 
 /* Running managed processes of one session. */
 size_t lb_box_session_running_procs(struct lb_box *box, const char *session_id);
+/* In a child forked from the process that owns box (a runtime's job): lets go of what that
+ * process keeps for itself (box_status's watch), so that nothing the child leaves running (a
+ * keeper) holds it. */
+void lb_box_forked(struct lb_box *box);
 /* status.c: the sessions (with a record) whose ids begin with "<prefix>-" (every one: prefix
  * NULL) and their running managed processes, without reading the records. */
 void lb_box_status(struct lb_box *box, const char *prefix, size_t *sessions, size_t *running);
