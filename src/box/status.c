@@ -9,6 +9,13 @@
  * its delete's start (sessions being made or deleted do not), a process while it is indexed
  * as running. A keeper killed outright (SIGKILL) is counted until the next managed-process start
  * or reaper round validates the index (box_running_count): names only here.
+ *
+ * A runtime keeps the counts it read, per caller's prefix, for as long as inotify reports no
+ * entry made, removed or renamed in either index: a call then reads no directory at all,
+ * whatever the number of sessions. The watch is set before the directories are read, so a
+ * change during a read is seen by the next call. A forked process (a runtime's job) does not use
+ * its parent's watch: it reads the indexes. Counts are kept for 8 prefixes: a runtime asked by
+ * more Workspaces reads the indexes more often, once per call at worst.
  */
 #include <errno.h>
 #include <stdio.h>
