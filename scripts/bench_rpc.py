@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """bench_rpc.py LBBOX ROOT RUNROOT [N] — LangBot's Box RPC, measured from a client.
 
-Over stdio: box_exec of `true` on an existing session (N runs: median, p90), 20 box_execs at
-once on 20 sessions (wall time), and the memory of the server with 64 idle sessions (its own
+Over stdio: box_exec of `true` on an existing session (N runs: median, p90), the same on a
+session with a writable root (read_only_rootfs false), 20 box_execs at once on 20 sessions (wall time), and the memory of the server with 64 idle sessions (its own
 RSS, and the sessions' pid 1s). Over `lbbox serve` + /rpc/ws: box_exec of `true` (N runs).
 Prints markdown. Run by scripts/bench.sh; a benchmark, not a test.
 """
@@ -26,8 +26,8 @@ box = StdioBox([lbbox, "--root", root, "--runroot", runroot, "box", "-s", "--ws-
 p, send, wait = box.p, box.send, box.wait
 
 
-def spec(sid, cmd=""):
-    return {"cmd": cmd, "session_id": sid, "image": "rockchin/langbot-sandbox:latest"}
+def spec(sid, cmd="", **kw):
+    return dict({"cmd": cmd, "session_id": sid, "image": "rockchin/langbot-sandbox:latest"}, **kw)
 
 
 def stats(v):
@@ -36,21 +36,27 @@ def stats(v):
     return med, v[min(len(v) - 1, int(0.9 * len(v) + 0.999) - 1)]
 
 
-wait(send("box_create_session", spec("b0")))
-times = []
-for i in range(n + 10):
-    t0 = time.perf_counter()
-    wait(send("box_exec", spec("b0", "true")))
-    if i >= 10:
-        times.append((time.perf_counter() - t0) * 1000)
-med, p90 = stats(times)
+def exec_series(sid, **kw):
+    """n box_execs of `true` one after another on a new session sid, after 10 warm-ups."""
+    wait(send("box_create_session", spec(sid, **kw)))
+    times = []
+    for i in range(n + 10):
+        t0 = time.perf_counter()
+        wait(send("box_exec", spec(sid, "true", **kw)))
+        if i >= 10:
+            times.append((time.perf_counter() - t0) * 1000)
+    return stats(times)
+
+
+med, p90 = exec_series("b0")
+rw_med, rw_p90 = exec_series("rw0", read_only_rootfs=False)
 for i in range(1, 21):
     wait(send("box_create_session", spec("c%d" % i)))
 t0 = time.perf_counter()
 for s in [send("box_exec", spec("c%d" % i, "true")) for i in range(1, 21)]:
     wait(s)
 wall = (time.perf_counter() - t0) * 1000
-for i in range(21, 64):
+for i in range(21, 63):  # 64 in all, with b0 and rw0: the default maximum
     wait(send("box_create_session", spec("c%d" % i)))
 time.sleep(0.5)
 
@@ -106,6 +112,8 @@ print("\nBox RPC over stdio (%d box_exec of `true` on one session):\n" % n)
 print("| case | value |\n| --- | ---: |")
 print("| box_exec median | %.2f ms |" % med)
 print("| box_exec p90 | %.2f ms |" % p90)
+print("| box_exec on a writable-root session, median | %.2f ms |" % rw_med)
+print("| box_exec on a writable-root session, p90 | %.2f ms |" % rw_p90)
 print("| 20 box_exec at once on 20 sessions (wall) | %.1f ms |" % wall)
 print("| server RSS with %d idle sessions | %d KiB |" % (len(inits), server_rss))
 print("| the sessions' pid 1s, RSS each (mean) | %d KiB |" % (sum(inits) // max(1, len(inits))))
@@ -116,6 +124,7 @@ print("| box_exec over `lbbox serve` + /rpc/ws, p90 | %.2f ms |" % ws_p90)
 if os.environ.get("BENCH_RPC_JSON"):
     with open(os.environ["BENCH_RPC_JSON"], "w") as f:
         json.dump({"box_exec": {"median": round(med, 2), "p90": round(p90, 2)},
+                   "box_exec_rw": {"median": round(rw_med, 2), "p90": round(rw_p90, 2)},
                    "box_exec_20_at_once_wall": {"median": round(wall, 1)},
                    "box_exec_ws": {"median": round(ws_med, 2), "p90": round(ws_p90, 2)},
                    "server_rss_kib": {"median": server_rss}}, f)
