@@ -233,14 +233,14 @@ static struct box_status_cache *cache_of(struct lb_box *box)
 void lb_box_status(struct lb_box *box, const char *prefix, size_t *sessions, size_t *running)
 {
 	struct box_status_cache *c = cache_of(box);
-	bool watching = c && cache_watch(c, box);
-	int i = watching && cache_unchanged(c) ? cache_find(c, prefix) : -1;
+	/* counts are kept only while both indexes are watched, and a lost watch drops them */
+	int i = c && c->fd >= 0 && cache_unchanged(c) ? cache_find(c, prefix) : -1;
 	if (i >= 0) {
 		*sessions = c->kept[i].sessions;
 		*running = c->kept[i].running;
 		return;
 	}
-	watching = watching && cache_watch(c, box); /* again, when an index lost its watch */
+	bool watching = c && cache_watch(c, box);
 	if (read_indexes(box, prefix, sessions, running) && watching)
 		cache_keep(c, prefix, *sessions, *running);
 }
@@ -259,7 +259,7 @@ void box_status_free(struct lb_box *box)
 	struct box_status_cache *c = box->status;
 	if (!c)
 		return;
-	if (c->owner == getpid() && c->fd >= 0)
+	if (c->fd >= 0) /* a forked process's is its own copy */
 		close(c->fd);
 	cache_forget(c);
 	free(c);

@@ -148,18 +148,21 @@ int lb_cgroup_kill(struct lb_cgroup *cg, struct lb_err **err)
 	}
 }
 
-/* Any one hierarchy holds every process of the sandbox (v1: each, and its child cgroups). */
+/* Any one hierarchy of its own holds every process of the sandbox (v1: each, and its child
+ * cgroups). */
 int lb_cgroup_signal(struct lb_cgroup *cg, int sig, struct lb_err **err)
 {
 	size_t found = 0;
-	return cg->ndirs ? cg_signal_tree(&cg->dirs[0], sig, &found, err) : 0;
+	const struct cg_dir *d = cg_tasks_dir(cg);
+	return d ? cg_signal_tree(d, sig, &found, err) : 0;
 }
 
 int lb_cgroup_pids(struct lb_cgroup *cg, pid_t **pids, size_t *n, struct lb_err **err)
 {
+	const struct cg_dir *d = cg_tasks_dir(cg);
 	*pids = NULL;
 	*n = 0;
-	return cg->ndirs ? cg_pids_tree(&cg->dirs[0], pids, n, err) : 0;
+	return d ? cg_pids_tree(d, pids, n, err) : 0;
 }
 
 int lb_cgroup_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)

@@ -91,8 +91,9 @@ static bool cg_child_shares(const struct cg_dir *p, bool share_memory)
  * own beside it (it holds the child's tasks, for kills and task lists). */
 static bool cg_child_shares_memory(const struct lb_cgroup *parent, uint64_t memory_bytes)
 {
-	for (size_t i = 0; !memory_bytes && parent->version == LB_CGROUP_V1 && i < parent->ndirs;
-	     i++)
+	if (memory_bytes || parent->version != LB_CGROUP_V1)
+		return false;
+	for (size_t i = 0; i < parent->ndirs; i++)
 		if (!cg_child_shares(&parent->dirs[i], true))
 			return true;
 	return false;
@@ -152,17 +153,14 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uin
 		return lb_err_set(err, ENOMEM, "cgroup");
 	cg->version = parent->version;
 	bool share_memory = cg_child_shares_memory(parent, memory_bytes);
-	/* its own directories first: dirs[0], which task lists and signals read, is one of them */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < parent->ndirs; i++) {
-			const struct cg_dir *p = &parent->dirs[i];
-			if (cg_child_shares(p, share_memory) != (pass == 1))
-				continue;
-			struct cg_dir *d = &cg->dirs[cg->ndirs++];
-			if (pass == 1 ? cg_share_dir(d, p, err) < 0
-				      : cg_child_dir(d, p, name, err) < 0)
-				goto fail;
-		}
+	for (size_t i = 0; i < parent->ndirs; i++) {
+		const struct cg_dir *p = &parent->dirs[i];
+		struct cg_dir *d = &cg->dirs[cg->ndirs++];
+		d->fd = -1; /* cleaned up below even when it fails before it is opened */
+		if (cg_child_shares(p, share_memory) ? cg_share_dir(d, p, err) < 0
+						     : cg_child_dir(d, p, name, err) < 0)
+			goto fail;
+	}
 	if (cg_child_limit(cg, memory_bytes, err) < 0)
 		goto fail;
 	cg_fill_views(cg);

@@ -78,6 +78,14 @@ char *cg_path_join(const char *dir, const char *name)
 
 /* ---- control files ------------------------------------------------------------------------ */
 
+const struct cg_dir *cg_tasks_dir(const struct lb_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->ndirs; i++)
+		if (!cg->dirs[i].shared && cg->dirs[i].fd >= 0)
+			return &cg->dirs[i];
+	return NULL;
+}
+
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role)
 {
 	for (size_t i = 0; i < cg->ndirs; i++)

@@ -159,6 +159,9 @@ int lb_hooks_open_report(const struct lb_spec *spec, struct lb_err **err);
 /* Gate open: runs the LB_HOOK_STARTED hooks and reports to report_fd; exits on a failure. */
 void lb_hooks_started(const struct lb_child_ctx *ctx, int report_fd, pid_t pid);
 
+/* userns.c: whether this process has cap in its effective set. */
+bool lb_cap_effective(int cap);
+
 /* sysctl.c: pid 1 writes spec->sysctls in its namespaces, through the host's /proc (before the
  * root is built). */
 int lb_sysctls_apply(const struct lb_spec *spec, struct lb_err **err);

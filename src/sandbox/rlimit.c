@@ -50,18 +50,6 @@ static int raise_refused(int resource, rlim_t soft, rlim_t hard, rlim_t cur, str
 			  (unsigned long long)hard, (unsigned long long)cur);
 }
 
-/* CAP_SYS_RESOURCE of the initial user namespace, which a command in a user namespace of its
- * own never has. */
-static bool may_raise(bool userns)
-{
-	cap_flag_value_t v = CAP_CLEAR;
-	cap_t caps = userns ? NULL : cap_get_proc();
-	if (caps)
-		cap_get_flag(caps, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v);
-	cap_free(caps);
-	return v == CAP_SET;
-}
-
 /* fs.nr_open: no hard limit of open files above it, whatever the capabilities */
 static rlim_t nr_open(void)
 {
@@ -82,15 +70,21 @@ int lb_spec_check_rlimits(const struct lb_spec *spec, struct lb_err **err)
 			if (spec->rlimits[k].resource == r->resource)
 				return lb_err_set(err, 0, "rlimit %s given twice",
 						  lb_rlimit_name(r->resource));
-		if (r->resource == RLIMIT_NOFILE && r->hard != RLIM_INFINITY && r->hard > nr_open())
+		rlim_t most = r->resource == RLIMIT_NOFILE && r->hard != RLIM_INFINITY
+				  ? nr_open()
+				  : RLIM_INFINITY;
+		if (r->hard > most)
 			return lb_err_set(err, 0,
 					  "rlimit nofile=%llu:%llu: above the kernel's fs.nr_open "
 					  "(%llu)",
 					  (unsigned long long)r->soft, (unsigned long long)r->hard,
-					  (unsigned long long)nr_open());
+					  (unsigned long long)most);
 		if (getrlimit(r->resource, &cur) < 0)
 			return lb_err_set(err, errno, "getrlimit %s", lb_rlimit_name(r->resource));
-		if (cur.rlim_max != RLIM_INFINITY && r->hard > cur.rlim_max && !may_raise(userns))
+		/* CAP_SYS_RESOURCE of the initial user namespace, which a command in a user
+		 * namespace of its own never has */
+		if (cur.rlim_max != RLIM_INFINITY && r->hard > cur.rlim_max &&
+		    (userns || !lb_cap_effective(CAP_SYS_RESOURCE)))
 			return raise_refused(r->resource, r->soft, r->hard, cur.rlim_max, err);
 	}
 	return 0;

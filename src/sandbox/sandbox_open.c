@@ -203,26 +203,22 @@ bool lb_sandbox_is_alive(const struct lb_paths *paths, const char *id)
 	return alive;
 }
 
-/* The child cgroup CHILD of sb, opened as ours (destroy removes it). Its directories that exist
- * come first, so that the first (what task lists and signals read) is not one of a hierarchy
- * where the child joined the sandbox's own directory (cgroup_child.c) and has none. */
+/* The child cgroup CHILD of sb, opened as ours (destroy removes it). In a hierarchy where the
+ * child joined the sandbox's own directory (cgroup_child.c) it has none: that one stays
+ * unopened, and is skipped. */
 static int open_child(struct lb_sandbox *sb, const char *child, struct lb_cgroup **out,
 		      struct lb_err **err)
 {
-	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS], all[LB_CGROUP_MAX_DIRS];
+	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
 	char paths_buf[LB_CGROUP_MAX_DIRS][LB_PATH_BUF];
 	if (!lb_cgroup_name_ok(child))
 		return lb_err_set(err, EINVAL, "invalid cgroup name '%s'", child ? child : "");
-	size_t n = lb_cgroup_dir_info(sb->cg, all, LB_CGROUP_MAX_DIRS), k = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < n; i++) {
-			snprintf(paths_buf[i], sizeof(paths_buf[i]), "%s/%s", all[i].path, child);
-			if ((access(paths_buf[i], F_OK) == 0) != (pass == 0))
-				continue;
-			dirs[k] = all[i];
-			dirs[k++].path = paths_buf[i];
-		}
-	return lb_cgroup_open(lb_cgroup_version(sb->cg), dirs, k, true, out, err);
+	size_t n = lb_cgroup_dir_info(sb->cg, dirs, LB_CGROUP_MAX_DIRS);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(paths_buf[i], sizeof(paths_buf[i]), "%s/%s", dirs[i].path, child);
+		dirs[i].path = paths_buf[i];
+	}
+	return lb_cgroup_open(lb_cgroup_version(sb->cg), dirs, n, true, out, err);
 }
 
 int lb_sandbox_kill_child(const struct lb_paths *paths, const char *id, const char *child,

@@ -21,17 +21,20 @@
 #include "lbbox/base/util.h"
 #include "engine.h"
 
-/* Root in the initial user namespace (or with CAP_SYS_ADMIN there) builds sandboxes as root. */
-bool lb_rootless(void)
+bool lb_cap_effective(int cap)
 {
-	if (geteuid() == 0)
-		return false;
 	cap_t caps = cap_get_proc();
 	cap_flag_value_t v = CAP_CLEAR;
 	if (caps)
-		cap_get_flag(caps, CAP_SYS_ADMIN, CAP_EFFECTIVE, &v);
+		cap_get_flag(caps, cap, CAP_EFFECTIVE, &v);
 	cap_free(caps);
-	return v != CAP_SET;
+	return v == CAP_SET;
+}
+
+/* Root in the initial user namespace (or with CAP_SYS_ADMIN there) builds sandboxes as root. */
+bool lb_rootless(void)
+{
+	return geteuid() != 0 && !lb_cap_effective(CAP_SYS_ADMIN);
 }
 
 /*

@@ -1209,13 +1209,10 @@ def status_follows_changes_made_elsewhere(h):
     assert counts() == (2, 2) and counts() == (2, 2), counts()
     # the watch stays the runtime's own: a job (a forked child, here one running an exec)
     # lets go of it
-    def children():
-        with open("/proc/%d/task/%d/children" % (box.p.pid, box.p.pid)) as f:
-            return {int(k) for k in f.read().split()}
-    before = children()
+    before = children(box.p.pid)
     seq = box.send("box_exec", spec("c2", "sleep 1"))
-    jobs = poll(lambda: [k for k in children() - before
-                         if open("/proc/%d/comm" % k).read().strip() == "lbbox-server"], 5)
+    jobs = poll(lambda: [k for k, (comm, _) in children(box.p.pid).items()
+                         if k not in before and comm == "lbbox-server"], 5)
     assert jobs, "no job seen"
     for job in jobs:
         fds = [os.readlink(f) for f in glob.glob("/proc/%d/fd/*" % job)]
