@@ -315,11 +315,15 @@ def exec_in_a_detached_run_has_a_terminal():
         subprocess.run([LBBOX, "rm", "-f", name], env=ENV, capture_output=True)
 
 
-def stuck_stdout(args, act, limit):
+def stuck_stdout(args, act, limit, ready=None):
     """lbbox with stdout a pipe nobody reads, filled by a command that writes without end
-    (yes): act(t) once the pipe is full, then lbbox must end within limit seconds. The pipe is
-    read only afterwards (so a stuck lbbox is freed and ended). Returns (code, seconds)."""
+    (yes): act(t) once the pipe is full (and ready() holds, when given), then lbbox must end
+    within limit seconds. The pipe is read only afterwards (so a stuck lbbox is freed and
+    ended). Returns (code, seconds)."""
     t = Term(args, stdout_pipe=True)
+    deadline = time.time() + 30
+    while ready and not ready() and time.time() < deadline:  # a loaded host starts late
+        time.sleep(0.05)
     time.sleep(1)  # the pipe (64 KiB) and the relay's buffers are full by now
     start = time.time()
     act(t)
@@ -348,8 +352,11 @@ def sigterm_is_served_while_stdout_is_stuck():
     assert code == 143 and took < 1, ("run", code, took)
     # the command ended by itself, its output not yet all out: lbbox waits for the reader,
     # but a signal ends the waiting (the rest is dropped)
-    code, took = stuck_stdout(run_t("head -c 75000 /dev/zero; exit 0"),
-                              lambda t: t.p.send_signal(signal.SIGTERM), 0)
+    done = tempfile.mkdtemp(dir=TMP)  # the command says it ended: not a guess from a sleep
+    code, took = stuck_stdout(run_t("head -c 75000 /dev/zero; touch /tmp/done/x; exit 0",
+                                    flags=("-t", "-v", done + ":/tmp/done")),
+                              lambda t: t.p.send_signal(signal.SIGTERM), 0,
+                              lambda: os.path.exists(os.path.join(done, "x")))
     assert code == 0 and took < 1, ("run, ended", code, took)
     name = new_session()
     try:
