@@ -68,33 +68,35 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
 }
 
 /*
- * Hierarchies where the child joins its sandbox's directory instead of getting one below it
- * (shared: never removed with the child; kills, task lists and stats skip it):
- * - a v1 cpuset hierarchy of its own: a child of its own would start empty (the v1 trap), and
- *   an update of the sandbox's cpus would then be refused while a child still held the old ones;
- * - a v1 memory hierarchy of its own, when the child has no memory limit of its own: the
- *   sandbox's limit holds its tasks all the same, and every memory cgroup removed makes the
- *   kernel walk each file system's reclaim lists under the global cgroup lock
+ * v1 hierarchies where the child joins its sandbox's directory instead of getting one below it
+ * (shared: never removed with the child; kills, task lists and stats skip it). A child needs a
+ * directory of its own only where it has something of its own: its tasks, to be listed and
+ * killed (freezer, pids), and a memory limit of its own. Elsewhere the sandbox's limits,
+ * accounting and device fence hold the child's processes all the same, and each directory
+ * made, joined and removed costs an exec time under the kernel's one cgroup lock:
+ * - cpuset: always, a child of its own would start empty (the v1 trap), and an update of the
+ *   sandbox's cpus would then be refused while a child still held the old ones;
+ * - cpu, cpuacct, devices: no child has limits, statistics or devices of its own there;
+ * - memory, without a memory limit of the child's own: besides, every memory cgroup removed
+ *   makes the kernel walk each file system's reclaim lists under the global cgroup lock
  *   (memcg_reparent_list_lrus): with a thousand sandboxes alive, their mounts made each exec's
  *   removal the next exec's wait.
- * Not handled: cpuset co-mounted with another controller ("cpu,cpuset") gets a child below,
- * which starts with no cpus or mems and takes no task. Copying the sandbox's values into it
- * would make a later update of the sandbox's cpus fail while the child holds the old ones; no
- * host seen mounts cpuset so.
+ * All of them only while a hierarchy of the child's own remains beside them, to hold its tasks.
  */
-static bool cg_child_shares(const struct cg_dir *p, bool share_memory)
-{
-	return p->roles == CG_CPUSET || (p->roles == CG_MEMORY && share_memory);
-}
+#define CG_CHILD_SHARES (CG_CPUSET | CG_CPU | CG_CPUACCT | CG_DEVICES)
 
-/* The memory hierarchy is shared when the child has no limit of its own and a hierarchy of its
- * own beside it (it holds the child's tasks, for kills and task lists). */
-static bool cg_child_shares_memory(const struct lb_cgroup *parent, uint64_t memory_bytes)
+static bool cg_child_shares(const struct lb_cgroup *parent, const struct cg_dir *p,
+			    uint64_t memory_bytes)
 {
-	if (memory_bytes || parent->version != LB_CGROUP_V1)
+	if (parent->version != LB_CGROUP_V1)
+		return false;
+	if (p->roles == CG_CPUSET)
+		return true;
+	unsigned shares = CG_CHILD_SHARES | (memory_bytes ? 0 : CG_MEMORY);
+	if (p->roles & ~shares)
 		return false;
 	for (size_t i = 0; i < parent->ndirs; i++)
-		if (!cg_child_shares(&parent->dirs[i], true))
+		if (parent->dirs[i].roles & ~shares)
 			return true;
 	return false;
 }
@@ -152,13 +154,12 @@ int lb_cgroup_create_child(const struct lb_cgroup *parent, const char *name, uin
 	if (!cg)
 		return lb_err_set(err, ENOMEM, "cgroup");
 	cg->version = parent->version;
-	bool share_memory = cg_child_shares_memory(parent, memory_bytes);
 	for (size_t i = 0; i < parent->ndirs; i++) {
 		const struct cg_dir *p = &parent->dirs[i];
 		struct cg_dir *d = &cg->dirs[cg->ndirs++];
 		d->fd = -1; /* cleaned up below even when it fails before it is opened */
-		if (cg_child_shares(p, share_memory) ? cg_share_dir(d, p, err) < 0
-						     : cg_child_dir(d, p, name, err) < 0)
+		if (cg_child_shares(parent, p, memory_bytes) ? cg_share_dir(d, p, err) < 0
+							     : cg_child_dir(d, p, name, err) < 0)
 			goto fail;
 	}
 	if (cg_child_limit(cg, memory_bytes, err) < 0)
