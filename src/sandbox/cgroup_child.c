@@ -72,8 +72,10 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
  * (shared: never removed with the child; kills, task lists and stats skip it). A child needs a
  * directory of its own only where it has something of its own: its tasks, to be listed and
  * killed (freezer, pids), and a memory limit of its own. Elsewhere the sandbox's limits,
- * accounting and device fence hold the child's processes all the same, and each directory
- * made, joined and removed costs an exec time under the kernel's one cgroup lock:
+ * accounting and device fence hold the child's processes all the same (its threads then share
+ * the sandbox's cpu time with the sandbox's other processes one by one, as with docker exec,
+ * not as a group of their own), and each directory made and removed costs an exec time under
+ * the kernel's one cgroup lock:
  * - cpuset: always, a child of its own would start empty (the v1 trap), and an update of the
  *   sandbox's cpus would then be refused while a child still held the old ones;
  * - cpu, cpuacct, devices: no child has limits, statistics or devices of its own there;
@@ -81,7 +83,10 @@ size_t lb_cgroup_dir_info(const struct lb_cgroup *cg, struct lb_cgroup_dir_info 
  *   makes the kernel walk each file system's reclaim lists under the global cgroup lock
  *   (memcg_reparent_list_lrus): with a thousand sandboxes alive, their mounts made each exec's
  *   removal the next exec's wait.
- * All of them only while a hierarchy of the child's own remains beside them, to hold its tasks.
+ * All but cpuset alone only while a hierarchy of the child's own remains beside them, to hold
+ * its tasks. Not handled: cpuset co-mounted with freezer or pids (or with memory, for a child
+ * with a memory limit of its own) gets a child below, which starts with no cpus or mems and
+ * takes no task; no host seen mounts cpuset so.
  */
 #define CG_CHILD_SHARES (CG_CPUSET | CG_CPU | CG_CPUACCT | CG_DEVICES)
 

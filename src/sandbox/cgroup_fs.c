@@ -86,6 +86,14 @@ const struct cg_dir *cg_tasks_dir(const struct lb_cgroup *cg)
 	return NULL;
 }
 
+const char *cg_display_path(const struct lb_cgroup *cg)
+{
+	for (size_t i = 0; i < cg->ndirs; i++)
+		if (!cg->dirs[i].shared)
+			return cg->dirs[i].path;
+	return cg->ndirs ? cg->dirs[0].path : "?";
+}
+
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role)
 {
 	for (size_t i = 0; i < cg->ndirs; i++)

@@ -85,6 +85,8 @@ bool cg_has_dotdot(const char *p);
 /* The directory that holds every task of cg: its first own one that is open (not shared, not
  * missing); NULL when none is. */
 const struct cg_dir *cg_tasks_dir(const struct lb_cgroup *cg);
+/* The path that names cg in messages: its first directory of its own (not a shared one). */
+const char *cg_display_path(const struct lb_cgroup *cg);
 /* The directory of cg carrying role, NULL when none does (a shared one is not cg's own). */
 struct cg_dir *cg_find_dir(struct lb_cgroup *cg, unsigned role);
 /* Writes val in one write(2); returns 0 or -errno, sets no error (callers test errno values). */

@@ -157,7 +157,7 @@ int cg_v1_freeze(struct lb_cgroup *cg, bool freeze, struct lb_err **err)
 	const struct cg_dir *fz = cg_find_dir(cg, CG_FREEZER);
 	if (!fz)
 		return lb_err_set(err, ENOTSUP, "cgroup %s has no freezer hierarchy",
-				  cg->ndirs ? cg->dirs[0].path : "?");
+				  cg_display_path(cg));
 	return cg_v1_set_freezer(fz, freeze ? "FROZEN" : "THAWED", CG_PAUSE_TIMEOUT_NS, err);
 }
 
@@ -197,7 +197,7 @@ int cg_v1_kill(struct lb_cgroup *cg, struct lb_err **err)
 			return 0;
 		if (lb_now_ns() >= deadline)
 			return lb_err_set(err, ETIMEDOUT, "kill cgroup %s: tasks left after 5 s",
-					  cg->dirs[0].path);
+					  cg_display_path(cg));
 		cg_backoff(&round);
 	}
 }

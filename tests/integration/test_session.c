@@ -151,11 +151,12 @@ LBT_TEST(session, exec_is_in_its_cgroup_in_every_hierarchy)
 	json_decref(create("s1", NULL));
 	sh(&o, "s1",
 	   "v2=0; [ -e /sys/fs/cgroup/cgroup.controllers ] && v2=1; awk -F: -v v2=$v2 "
-	   "'$2 ~ /^(memory|cpu|cpuacct|cpu,cpuacct|cpuacct,cpu|devices)$/ { s++; "
-	   "if ($3 != \"/\") print \"not the sandbox cgroup: \" $0; next } "
-	   "$2 ~ /^(freezer|pids)$/ || ($2 == \"\" && v2) "
-	   "{ n++; if ($3 !~ /exec-/) print \"outside: \" $0 } "
-	   "END { print (n > 0 ? \"ok\" : \"none\"), (v2 || s >= 3 ? \"shared\" : \"no shared\") }' "
+	   "'$2 == \"\" { if (v2) { n++; if ($3 !~ /exec-/) print \"outside: \" $0 }; next } "
+	   "$2 ~ /(^|,)(freezer|pids)(,|$)/ { n++; if ($3 !~ /exec-/) print \"outside: \" $0; "
+	   "next } "
+	   "$2 ~ /^((memory|cpu|cpuacct|devices|cpuset),?)+$/ && $2 !~ /^cpuset$/ { s++; "
+	   "if ($3 != \"/\") print \"not the sandbox cgroup: \" $0 } "
+	   "END { print (n > 0 ? \"ok\" : \"none\"), (v2 || s > 0 ? \"shared\" : \"no shared\") }' "
 	   "/proc/self/cgroup");
 	LBT_ASSERT_OUT(o, "ok shared\n");
 	lbt_out_free(&o);

@@ -1174,7 +1174,11 @@ Test(cgroup_child, shares_the_sandbox_directories_it_needs_none_of, .init = setu
 	struct lb_cgroup_dir_info dirs[LB_CGROUP_MAX_DIRS];
 	char at[LB_CGROUP_MAX_DIRS][LB_PATH_BUF];
 	size_t n = lb_cgroup_dir_info(cg, dirs, LB_CGROUP_MAX_DIRS);
-	size_t shared = 0, own = 0;
+	size_t shared = 0, own = 0, keeps = 0;
+	for (size_t i = 0; i < n; i++)
+		keeps += dirs[i].hier && !child_shares(dirs[i].hier);
+	if (!keeps) /* the child then keeps a directory of its own in each */
+		cr_skip_test("no v1 freezer or pids hierarchy on this host");
 	for (size_t i = 0; i < n; i++) {
 		snprintf(at[i], sizeof(at[i]), "%s/exec-1", dirs[i].path);
 		cr_assert(dirs[i].hier, "a v1 directory without its hierarchy: %s", dirs[i].path);
@@ -1195,7 +1199,7 @@ Test(cgroup_child, shares_the_sandbox_directories_it_needs_none_of, .init = setu
 		}
 		dirs[i].path = at[i];
 	}
-	cr_assert(shared >= 2 && own >= 1, "this host's v1 layout: %zu shared, %zu own", shared,
+	cr_assert(shared >= 1 && own >= 1, "this host's v1 layout: %zu shared, %zu own", shared,
 		  own);
 	lb_cgroup_forget(child); /* as a later lbbox process would: reopened by name */
 	struct lb_cgroup *again = NULL;
