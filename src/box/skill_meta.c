@@ -67,16 +67,20 @@ static bool is_fence(const char *line, size_t n)
 	return n == 3 && !memcmp(line, "---", 3);
 }
 
-/* YAML's null spellings of a plain scalar. */
-static bool is_null(const yaml_node_t *v)
+/* Whether s is one of YAML's spellings of null, when written as a plain scalar. */
+static bool null_spelling(const char *s)
 {
 	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-	if (v->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	for (size_t i = 0; i < 5; i++)
-		if (!strcmp((const char *)v->data.scalar.value, nulls[i]))
+	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++)
+		if (!strcmp(s, nulls[i]))
 			return true;
 	return false;
+}
+
+static bool is_null(const yaml_node_t *v)
+{
+	return v->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       null_spelling((const char *)v->data.scalar.value);
 }
 
 /* The three fields of a mapping document; anything else (a list, a scalar) carries none. */
@@ -176,12 +180,14 @@ static int buf_write(void *data, unsigned char *bytes, size_t n)
 }
 
 /* A value with a line break is double-quoted (breaks escaped): no line of it can then read as
- * the closing "---" of the front matter. */
+ * the closing "---" of the front matter. One that reads as null when plain ("NULL", "~") is
+ * single-quoted, as yaml.dump does, or it would read back absent. */
 static bool emit_str(yaml_emitter_t *e, const char *s)
 {
 	yaml_event_t ev;
-	yaml_scalar_style_t style =
-	    strpbrk(s, "\r\n") ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE;
+	yaml_scalar_style_t style = strpbrk(s, "\r\n") ? YAML_DOUBLE_QUOTED_SCALAR_STYLE
+				    : null_spelling(s) ? YAML_SINGLE_QUOTED_SCALAR_STYLE
+						       : YAML_ANY_SCALAR_STYLE;
 	return yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, -1, 1, 1, style) &&
 	       yaml_emitter_emit(e, &ev);
 }

@@ -89,6 +89,18 @@ Test(skill_meta, build_round_trips_hostile_values)
 	cr_assert_str_eq(str_or(out.name), "~dn:...", "%s", text);
 	lb_skill_meta_free(&out);
 	free(text);
+	/* a value spelled like YAML's null is quoted, or it would read back absent (a fuzz
+	 * finding: description "NULL") */
+	static char *const nulls[] = {"NULL", "null", "Null", "~"};
+	for (size_t i = 0; i < sizeof(nulls) / sizeof(nulls[0]); i++) {
+		struct lb_skill_meta q = {
+		    .name = "n", .description = nulls[i], .instructions = "x"};
+		cr_assert_eq(lb_skill_meta_build(&q, &text, &err), 0);
+		out = parse(text);
+		cr_assert_str_eq(str_or(out.description), nulls[i], "%s", text);
+		lb_skill_meta_free(&out);
+		free(text);
+	}
 	/* blank or missing fields are left out; none left: the instructions alone */
 	struct lb_skill_meta none = {.display_name = "  ", .instructions = "only"};
 	cr_assert_eq(lb_skill_meta_build(&none, &text, &err), 0);
