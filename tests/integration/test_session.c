@@ -37,6 +37,14 @@ static void sh(struct lb_run_out *o, const char *session, const char *script)
 	lbt_run(o, "session", "exec", session, "--", "sh", "-c", script, NULL);
 }
 
+/* sh() of the test probe with args (and any shell redirections after them). */
+static void probe_sh(struct lb_run_out *o, const char *session, const char *args)
+{
+	char *script = lbt_strdupf("%s %s", lbt_probe(), args);
+	sh(o, session, script);
+	free(script);
+}
+
 LBT_SUITE(session);
 
 LBT_TEST(session, exec_returns_stdout_stderr_and_exit_code)
@@ -170,13 +178,11 @@ LBT_TEST(session, exec_is_held_by_the_session_cpu_limit)
 {
 	struct lb_run_out o;
 	json_decref(create("s1", "--cpus", "0.2", NULL));
-	char *burn = lbt_strdupf("%s burn 0.6", lbt_probe());
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", burn, NULL);
+	probe_sh(&o, "s1", "burn 0.6");
 	LBT_ASSERT_EXIT(o, 0);
 	cr_assert_geq(o.secs, 1.5, "0.6 s of CPU in %.2f s: the session's quota did not hold",
 		      o.secs);
 	lbt_out_free(&o);
-	free(burn);
 	lbt_session_rm("s1");
 }
 
@@ -186,16 +192,12 @@ LBT_TEST(session, exec_is_held_by_the_session_memory_limit)
 {
 	struct lb_run_out o;
 	json_decref(create("s1", "--memory", "64m", NULL));
-	char *hog = lbt_strdupf("%s memhog 200", lbt_probe());
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", hog, NULL);
+	probe_sh(&o, "s1", "memhog 200");
 	LBT_ASSERT_EXIT(o, 137);
 	lbt_out_free(&o);
-	free(hog);
-	hog = lbt_strdupf("%s memhog 16 && echo fine", lbt_probe());
-	sh(&o, "s1", hog);
+	probe_sh(&o, "s1", "memhog 16 && echo fine");
 	LBT_ASSERT_OUT(o, "ok\nfine\n");
 	lbt_out_free(&o);
-	free(hog);
 	lbt_session_rm("s1");
 }
 
@@ -231,11 +233,9 @@ LBT_TEST(session, network_off_reaches_nothing_outside)
 {
 	struct lb_run_out o;
 	json_decref(create("s1", NULL));
-	char *cmd = lbt_strdupf("%s connect 192.0.2.1 80", lbt_probe());
-	lbt_run(&o, "session", "exec", "s1", "--", "sh", "-c", cmd, NULL);
+	probe_sh(&o, "s1", "connect 192.0.2.1 80");
 	LBT_ASSERT_OUT(o, "ENETUNREACH\n");
 	lbt_out_free(&o);
-	free(cmd);
 	lbt_session_rm("s1");
 }
 
@@ -500,11 +500,9 @@ LBT_TEST(session, sandbox_cannot_reach_an_exec_in_setup)
 {
 	struct lb_run_out o;
 	json_decref(create("s1", NULL));
-	char *scan = lbt_strdupf("%s scanfds 6 > /tmp/hits 2>&1 &", lbt_probe());
-	sh(&o, "s1", scan);
+	probe_sh(&o, "s1", "scanfds 6 > /tmp/hits 2>&1 &");
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
-	free(scan);
 	for (int i = 0; i < 60; i++) {
 		sh(&o, "s1", "true");
 		lbt_out_free(&o);
@@ -534,8 +532,8 @@ LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
 	cr_assert_eq(mkdir(out, 0755), 0);
 	char *vol = lbt_strdupf("%s:/out", out);
 	json_decref(create("s1", "-v", vol, NULL));
-	char *stop = lbt_strdupf("%s stopnew 60 > /out/stops 2>&1 &", lbt_probe());
-	sh(&o, "s1", stop); // it waits a second before stopping anything: this exec ends first
+	probe_sh(&o, "s1", "stopnew 60 > /out/stops 2>&1 &"); // it waits a second before stopping
+							      // anything: this exec ends first
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	char *stops_path = lbt_strdupf("%s/stops", out), *stops = NULL;
@@ -582,7 +580,6 @@ LBT_TEST(session, a_command_stopped_before_it_starts_cannot_hang_the_caller)
 	lbt_run(&o, "session", "inspect", "s1", NULL);
 	lbt_assert_error_line(&o, 125, "BoxSessionNotFoundError: session s1 not found");
 	lbt_out_free(&o);
-	free(stop);
 	free(vol);
 	free(out);
 }
@@ -611,8 +608,7 @@ LBT_TEST(session, a_command_in_setup_cannot_be_written_by_the_session_user)
 	chmod(out, 0777);
 	char *vol = lbt_strdupf("%s:/out", out);
 	json_decref(create("s1", "--user", "1000:1000", "-v", vol, NULL));
-	char *probe = lbt_strdupf("%s memopen 30 > /out/mem 2>&1 &", lbt_probe());
-	sh(&o, "s1", probe);
+	probe_sh(&o, "s1", "memopen 30 > /out/mem 2>&1 &");
 	LBT_ASSERT_EXIT(o, 0);
 	lbt_out_free(&o);
 	usleep(1500000);
@@ -631,7 +627,7 @@ LBT_TEST(session, a_command_in_setup_cannot_be_written_by_the_session_user)
 	cr_assert_geq(lines(mem), 5, "commands caught in their setup: %s", mem ? mem : "(none)");
 	cr_assert_null(strstr(mem, "open\n"), "a command's memory opened for writing: %s", mem);
 	lbt_session_rm("s1");
-	free(mem), free(mem_path), free(probe), free(vol), free(out), free(saved);
+	free(mem), free(mem_path), free(vol), free(out), free(saved);
 }
 
 // A tree deeper than PATH_MAX on the host, built inside the workspace, still goes with the
